@@ -1,0 +1,173 @@
+"""`remem-hook`: one payload on stdin -> one stored (or spooled, or dropped) event.
+
+The hot path of every agent tool call. Stdlib only (no SQLAlchemy), no git subprocess, no
+migration, never creates a remem home. Exit 0 whenever the event was stored, spooled or dropped
+with its reason recorded; exit 1 with one stderr line only when nothing could be saved; never 2,
+which would block the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from hashlib import sha256
+
+from remem import paths
+from remem.capture import spool
+from remem.capture.event import HOSTS, CapturedEvent, Dropped
+from remem.capture.hosts import build_event, detect_host
+from remem.capture.identity import locate
+from remem.capture.store import drop_record, schema_revision, store_drop, store_event
+from remem.db import sqlite as sqlite_settings
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+MAX_PAYLOAD_BYTES = 1024 * 1024
+USAGE = "usage: remem-hook [--host claude-code|codex|cursor|generic] < payload.json"
+
+
+class _Unavailable(Exception):
+    """The database cannot take the record now; it goes to the spool with this reason."""
+
+
+def _parse_args(argv: list[str]) -> str | None:
+    host = None
+    for index, arg in enumerate(argv):
+        if arg.startswith("--host="):
+            host = arg.split("=", 1)[1]
+        elif arg == "--host" and index + 1 < len(argv):
+            host = argv[index + 1]
+    return host if host in HOSTS else None
+
+
+def _decode(raw: bytes) -> dict[str, Any]:
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        raise Dropped("too_large", f"over {MAX_PAYLOAD_BYTES} bytes")
+    if not raw.strip():
+        raise Dropped("empty", "no payload on stdin")
+    try:
+        payload = json.loads(raw)
+    except RecursionError:
+        raise Dropped("not_json", "nested too deeply") from None
+    except ValueError as exc:
+        raise Dropped("not_json", type(exc).__name__) from None
+    if not isinstance(payload, dict):
+        raise Dropped("not_object", type(payload).__name__)
+    return payload
+
+
+def _settings(home: str) -> tuple[str, float]:
+    """(database URL, lock budget). The config file is parsed only when it sets something the
+    hook needs: tomllib alone would cost the hook a third of its time budget."""
+    url = os.environ.get("REMEM_DATABASE_URL")
+    lock_timeout = os.environ.get("REMEM_CAPTURE_LOCK_TIMEOUT")
+    if lock_timeout is not None or _config_mentions(home, ("url", "lock_timeout")):
+        from remem.config import load_settings
+
+        settings = load_settings()
+        return settings.database_url, settings.lock_timeout_s
+    return url or paths.default_database_url(home), 1.0
+
+
+def _config_mentions(home: str, keys: tuple[str, ...]) -> bool:
+    try:
+        with open(paths.config_path(home), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read(65536).splitlines()
+    except OSError:
+        return False
+    return any(line.strip().startswith(keys) for line in lines)
+
+
+def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
+    path = paths.sqlite_path(url)
+    if path is None:
+        raise _Unavailable("database is not a SQLite file")
+    try:
+        connection = sqlite_settings.connect(path, lock_timeout_s)
+    except sqlite3.Error as exc:
+        raise _Unavailable(f"cannot open database: {exc}") from None
+    try:
+
+        def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+            return connection.execute(sql, params).fetchall()
+
+        connection.execute("BEGIN IMMEDIATE")
+        if schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
+            raise _Unavailable("schema is not at this remem's revision")
+        if kind == "event":
+            store_event(execute, body)
+        else:
+            store_drop(execute, body)
+        connection.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise _Unavailable(f"database error: {exc}") from None
+    finally:
+        connection.close()
+
+
+def save(home: str, kind: str, body: Any) -> str:
+    """Store or spool one record; returns where it went. Raises OSError if neither worked."""
+    try:
+        url, lock_timeout_s = _settings(home)
+    except Exception as exc:  # a broken config must not lose the event
+        url, lock_timeout_s, reason = "", 1.0, f"settings unreadable: {exc}"
+    else:
+        try:
+            _write(url, lock_timeout_s, kind, body)
+            return "stored"
+        except _Unavailable as exc:
+            reason = str(exc)
+    record_body = body._asdict() if isinstance(body, CapturedEvent) else body
+    spool.append(
+        os.path.join(home, paths.SPOOL_DIR),
+        {"type": kind, kind: record_body, "spooled_at": time.time(), "spool_reason": reason},
+    )
+    return "spooled"
+
+
+def capture(raw: bytes, host: str | None, now: float) -> tuple[str, Any]:
+    """('event', CapturedEvent) or ('drop', drop record) for one raw payload."""
+    try:
+        payload = _decode(raw)
+        host = host or detect_host(payload)
+        if host is None:
+            raise Dropped("unknown_host", "payload matches no known host shape")
+        return "event", build_event(payload, host, now, locate)
+    except Dropped as dropped:
+        reason, detail = dropped.reason, dropped.detail
+        drop_host, hook_event = dropped.host or host, dropped.hook_event
+    except Exception as exc:  # a bug here must never break the agent: record it and go on
+        reason, detail, drop_host, hook_event = "internal_error", type(exc).__name__, host, None
+    digest = sha256(raw).hexdigest()
+    return "drop", drop_record(reason, detail, drop_host, hook_event, len(raw), digest, now)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if "-h" in args or "--help" in args:
+        print(USAGE)
+        print("Reads one hook payload (JSON) on stdin and records it in the remem home.")
+        print("Example: remem-hook --host claude-code < payload.json")
+        return 0
+    home = paths.resolve_home()
+    if not os.path.isdir(home):
+        sys.stderr.write(f"remem-hook: no remem home at {home}: run `remem init`\n")
+        return 1
+    raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+    kind, body = capture(raw, _parse_args(args), time.time())
+    try:
+        save(home, kind, body)
+    except OSError as exc:
+        sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

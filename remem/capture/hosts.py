@@ -1,0 +1,376 @@
+"""Host adapters: one hook payload -> one CapturedEvent, or Dropped with a reason.
+
+Pure apart from `locate` (project root and branch), which the caller passes in. Success
+provenance follows DESIGN.md §3: no host puts an exit code in its post-tool hook, so each outcome
+says where it came from (exit_code_source).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from hashlib import sha256
+
+from remem.capture.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
+from remem.capture.redact import redact_json, redact_text
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Locate = Callable[[str], tuple[str, str | None]]
+
+COMMAND_TOOLS = frozenset({"Bash", "Shell", "shell", "exec_command", "local_shell"})
+EDIT_TOOLS = frozenset(
+    {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "StrReplace", "Delete"}
+)
+STORED_STRING_CHARS = 2000
+_EXIT_CODE_RE = re.compile(r"(?:exit code|status code|exit status)\s*:?\s*(-?\d+)", re.IGNORECASE)
+_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+
+
+def detect_host(payload: dict[str, Any]) -> str | None:
+    if payload.get("host") == "generic" or (
+        "hook_event_name" not in payload and "command" in payload and "session_id" in payload
+    ):
+        return "generic"
+    if "conversation_id" in payload or "workspace_roots" in payload or "cursor_version" in payload:
+        return "cursor"
+    if "hook_event_name" not in payload:
+        return None
+    transcript = payload.get("transcript_path")
+    tool_use_id = payload.get("tool_use_id")
+    if (
+        "turn_id" in payload
+        or (isinstance(transcript, str) and "/.codex/" in transcript)
+        or (isinstance(tool_use_id, str) and tool_use_id.startswith("call_"))
+    ):
+        return "codex"
+    return "claude-code"
+
+
+def _field(
+    payload: dict[str, Any], name: str, kind: type | tuple[type, ...], required: bool, host: str
+) -> Any:
+    value = payload.get(name)
+    if value is None:
+        if required:
+            raise Dropped("missing_field", name, host, payload.get("hook_event_name"))
+        return None
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise Dropped(
+            "invalid_field", f"{name} has the wrong type", host, payload.get("hook_event_name")
+        )
+    return value
+
+
+def _exit_code_in(text: str | None) -> int | None:
+    if not text:
+        return None
+    match = _EXIT_CODE_RE.search(text)
+    return int(match.group(1)) if match else None
+
+
+def _excerpt(text: Any) -> str | None:
+    if not isinstance(text, str) or not text:
+        return None
+    return redact_text(text[: ERROR_EXCERPT_CHARS * 2])[:ERROR_EXCERPT_CHARS]
+
+
+def _command_text(value: Any) -> str | None:
+    """A command as the agent ran it; Codex may send argv, unwrapped from `bash -lc`."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
+        argv: list[str] = value
+        shell_wrapped = os.path.basename(argv[0]) in ("bash", "sh", "zsh")
+        if len(argv) == 3 and shell_wrapped and argv[1] in ("-c", "-lc"):
+            return argv[2]
+        import shlex  # only for argv-shaped commands
+
+        return shlex.join(argv)
+    return None
+
+
+def _normalise_ws(text: Any) -> str:
+    return "".join(str(text).split()) if text is not None else ""
+
+
+def _edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(files, normalised change parts) of an edit tool's input."""
+    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
+    files = [path] if isinstance(path, str) else []
+    parts: list[str] = []
+    if tool_name == "apply_patch":
+        patch = tool_input.get("input") or tool_input.get("patch") or tool_input.get("command")
+        patch_text = patch if isinstance(patch, str) else json.dumps(patch, sort_keys=True)
+        files = _PATCH_FILE_RE.findall(patch_text)
+        parts.append(_normalise_ws(patch_text))
+    elif isinstance(tool_input.get("edits"), list):
+        for edit in tool_input["edits"]:
+            if isinstance(edit, dict):
+                parts.append(_normalise_ws(edit.get("old_string")))
+                parts.append(_normalise_ws(edit.get("new_string")))
+    else:
+        for key in ("old_string", "new_string", "content", "new_source", "cell_id", "edit_mode"):
+            if key in tool_input:
+                parts.append(_normalise_ws(tool_input[key]))
+    return [f.strip() for f in files if isinstance(f, str) and f.strip()], parts
+
+
+def _change_hash(files: list[str], parts: list[str]) -> str:
+    digest = sha256("\0".join([*files, "\0", *parts]).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:32]
+
+
+def _stored_payload(payload: dict[str, Any]) -> str:
+    def shorten(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: shorten(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [shorten(v) for v in value]
+        if isinstance(value, str) and len(value) > STORED_STRING_CHARS:
+            return value[:STORED_STRING_CHARS] + f"…[{len(value) - STORED_STRING_CHARS} more]"
+        return value
+
+    return json.dumps(shorten(redact_json(payload)), ensure_ascii=False, sort_keys=True)
+
+
+def payload_hash(payload: dict[str, Any]) -> str:
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _parse_timestamp(value: Any, host: str) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        from datetime import UTC, datetime  # only when a payload carries its own time
+
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            return moment.timestamp()
+    raise Dropped("invalid_field", "timestamp is not ISO-8601 or epoch seconds", host)
+
+
+class _Draft:
+    """What a host adapter fills in; `build_event` finishes it into a CapturedEvent."""
+
+    def __init__(self, host: str, hook_event: str, session_key: str, cwd: str) -> None:
+        self.host = host
+        self.hook_event = hook_event
+        self.session_key = session_key
+        self.cwd = cwd
+        self.kind = "command"
+        self.tool_name: str | None = None
+        self.tool_use_id: str | None = None
+        self.command: str | None = None
+        self.outcome: str | None = None
+        self.exit_code: int | None = None
+        self.exit_code_source: str | None = None
+        self.error_excerpt: str | None = None
+        self.branch: str | None = None
+        self.files: list[str] = []
+        self.change_hash: str | None = None
+        self.transcript_path: str | None = None
+        self.event_at: float | None = None
+        self.event_id: str | None = None
+
+
+def _tool_draft(draft: _Draft, payload: dict[str, Any], ignored: str) -> dict[str, Any]:
+    """Fill tool name, id and kind; returns tool_input. Drops tools that are neither shell nor
+    edit."""
+    host = draft.host
+    draft.tool_name = _field(payload, "tool_name", str, True, host)
+    draft.tool_use_id = _field(payload, "tool_use_id", str, False, host)
+    tool_input = _field(payload, "tool_input", dict, False, host) or {}
+    if draft.tool_name in COMMAND_TOOLS:
+        draft.command = _command_text(tool_input.get("command"))
+        if draft.command is None:
+            raise Dropped("missing_field", "tool_input.command", host, draft.hook_event)
+    elif draft.tool_name in EDIT_TOOLS:
+        draft.kind = "edit"
+        files, parts = _edit_change(draft.tool_name, tool_input)
+        draft.files = files
+        draft.change_hash = _change_hash(files, parts)
+    else:
+        raise Dropped(ignored, f"tool {draft.tool_name}", host, draft.hook_event)
+    return tool_input
+
+
+def _claude_code(payload: dict[str, Any], draft: _Draft) -> None:
+    event = draft.hook_event
+    if event == "SessionStart":
+        draft.kind = "session_start"
+        return
+    if event not in ("PostToolUse", "PostToolUseFailure"):
+        raise Dropped("ignored_event", event, draft.host, event)
+    tool_input = _tool_draft(draft, payload, "ignored_tool")
+    if draft.kind != "command":
+        return
+    if event == "PostToolUseFailure":
+        error = payload.get("error")
+        draft.error_excerpt = _excerpt(error)
+        if payload.get("is_interrupt") is True:
+            draft.outcome = "interrupted"
+        else:
+            draft.outcome = "failure"
+            draft.exit_code = _exit_code_in(error if isinstance(error, str) else None)
+            draft.exit_code_source = "error_text" if draft.exit_code is not None else None
+        return
+    response = payload.get("tool_response")
+    response = response if isinstance(response, dict) else {}
+    if response.get("interrupted") is True:
+        draft.outcome = "interrupted"
+    elif response.get("backgroundTaskId") or tool_input.get("run_in_background") is True:
+        draft.outcome = "backgrounded"
+    else:
+        draft.outcome, draft.exit_code, draft.exit_code_source = "success", 0, "hook_event"
+
+
+def _codex(payload: dict[str, Any], draft: _Draft) -> None:
+    event = draft.hook_event
+    if event == "SessionStart":
+        draft.kind = "session_start"
+        return
+    if event != "PostToolUse":
+        raise Dropped("ignored_event", event, draft.host, event)
+    _tool_draft(draft, payload, "ignored_tool")
+    if draft.kind == "command":
+        # Codex's hook carries no exit code; the worker reads it from the rollout file.
+        draft.outcome = "unknown"
+
+
+def _cursor(payload: dict[str, Any], draft: _Draft) -> None:
+    event = draft.hook_event
+    if event == "sessionStart":
+        draft.kind = "session_start"
+    elif event == "afterShellExecution":
+        draft.command = _field(payload, "command", str, True, draft.host)
+        exit_code = payload.get("exit_code", payload.get("exitCode"))
+        if isinstance(exit_code, int) and not isinstance(exit_code, bool):
+            draft.outcome = "success" if exit_code == 0 else "failure"
+            draft.exit_code, draft.exit_code_source = exit_code, "payload"
+        else:
+            draft.outcome = "unknown"
+    elif event == "afterFileEdit":
+        draft.kind, draft.tool_name = "edit", "afterFileEdit"
+        draft.files, parts = _edit_change("Edit", payload)
+        draft.change_hash = _change_hash(draft.files, parts)
+    elif event in ("postToolUse", "postToolUseFailure"):
+        _tool_draft(draft, payload, "ignored_tool")
+        if draft.kind != "command":
+            return
+        if event == "postToolUse":
+            draft.outcome, draft.exit_code, draft.exit_code_source = "success", 0, "hook_event"
+        elif payload.get("is_interrupt") is True:
+            draft.outcome = "interrupted"
+        else:
+            error = payload.get("error_message") or payload.get("error")
+            draft.outcome, draft.error_excerpt = "failure", _excerpt(error)
+            draft.exit_code = _exit_code_in(error if isinstance(error, str) else None)
+            draft.exit_code_source = "error_text" if draft.exit_code is not None else None
+    else:
+        raise Dropped("ignored_event", event, draft.host, event)
+
+
+def _generic(payload: dict[str, Any], draft: _Draft) -> None:
+    host = draft.host
+    draft.command = _field(payload, "command", str, False, host)
+    files = _field(payload, "files", list, False, host) or []
+    if not all(isinstance(f, str) for f in files):
+        raise Dropped("invalid_field", "files must be a list of strings", host)
+    draft.files = list(files)
+    draft.branch = _field(payload, "branch", str, False, host)
+    draft.event_id = _field(payload, "event_id", (str, int), False, host)
+    if payload.get("timestamp") is not None:
+        draft.event_at = _parse_timestamp(payload["timestamp"], host)
+    if draft.command is None:
+        if not draft.files:
+            raise Dropped("missing_field", "command", host)
+        draft.kind = "edit"
+        draft.change_hash = _change_hash(draft.files, [])
+        return
+    exit_code = _field(payload, "exit_code", int, False, host)
+    if exit_code is None:
+        draft.outcome = "unknown"
+    else:
+        draft.outcome = "success" if exit_code == 0 else "failure"
+        draft.exit_code, draft.exit_code_source = exit_code, "payload"
+        if exit_code != 0:
+            draft.error_excerpt = _excerpt(payload.get("error") or payload.get("output"))
+
+
+_ADAPTERS = {"claude-code": _claude_code, "codex": _codex, "cursor": _cursor, "generic": _generic}
+
+
+def _start_draft(payload: dict[str, Any], host: str) -> _Draft:
+    if host == "generic":
+        hook_event = "command"
+    else:
+        hook_event = _field(payload, "hook_event_name", str, True, host)
+    session_field = "conversation_id" if host == "cursor" else "session_id"
+    session_key = payload.get(session_field) or payload.get("session_id")
+    if not isinstance(session_key, str | int) or isinstance(session_key, bool) or session_key == "":
+        raise Dropped("missing_session", session_field, host, hook_event)
+    cwd = payload.get("cwd")
+    if not cwd and host == "cursor":
+        roots = payload.get("workspace_roots")
+        cwd = roots[0] if isinstance(roots, list) and roots else None
+    if not isinstance(cwd, str) or not cwd:
+        raise Dropped("missing_field", "cwd", host, hook_event)
+    draft = _Draft(host, hook_event, str(session_key), cwd)
+    transcript = payload.get("transcript_path")
+    draft.transcript_path = transcript if isinstance(transcript, str) else None
+    return draft
+
+
+def _relative(path: str, root: str) -> str:
+    if os.path.isabs(path):
+        relative = os.path.relpath(path, root)
+        return path if relative.startswith("..") else relative
+    return path
+
+
+def build_event(payload: dict[str, Any], host: str, now: float, locate: Locate) -> CapturedEvent:
+    """Normalise and redact one payload; raises Dropped when it is not to be stored."""
+    draft = _start_draft(payload, host)
+    _ADAPTERS[host](payload, draft)
+    root, branch = locate(draft.cwd)
+    if draft.tool_use_id:
+        key = f"{host}:{draft.session_key}:{draft.tool_use_id}"
+    elif draft.event_id is not None:
+        key = f"{host}:{draft.session_key}:event:{draft.event_id}"
+    else:
+        key = f"{host}:sha256:{payload_hash(payload)}"
+    files = sorted({redact_text(_relative(f, root)) for f in draft.files})
+    return CapturedEvent(
+        idempotency_key=key,
+        host=host,
+        session_key=redact_text(draft.session_key),
+        hook_event=draft.hook_event,
+        kind=draft.kind,
+        tool_name=draft.tool_name,
+        tool_use_id=draft.tool_use_id,
+        command=redact_text(draft.command) if draft.command is not None else None,
+        outcome=draft.outcome,
+        exit_code=draft.exit_code,
+        exit_code_source=draft.exit_code_source,
+        error_excerpt=draft.error_excerpt,
+        project_root=redact_text(root),
+        branch=draft.branch or branch,
+        cwd=redact_text(draft.cwd),
+        files=files or None,
+        change_hash=draft.change_hash,
+        transcript_path=draft.transcript_path,
+        payload=_stored_payload(payload),
+        event_at=draft.event_at if draft.event_at is not None else now,
+        captured_at=now,
+    )

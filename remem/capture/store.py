@@ -1,0 +1,127 @@
+"""Writing captured events and drops, the same way from the hook (stdlib sqlite3) and from spool
+ingestion (SQLAlchemy, SQLite or PostgreSQL). Callers pass `execute(sql, params) -> rows` and
+own the transaction."""
+
+from __future__ import annotations
+
+import json
+
+from remem.capture.event import CapturedEvent
+from remem.queue import statements as queue_sql
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
+
+PROMOTE = "promote"
+
+SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
+
+UPSERT_PROJECT = """
+INSERT INTO projects (root, created_at) VALUES (:root, :now)
+ON CONFLICT (root) DO UPDATE SET root = excluded.root
+RETURNING id
+"""
+
+UPSERT_SESSION = """
+INSERT INTO sessions (host, session_key, project_id, started_at, last_event_at)
+VALUES (:host, :session_key, :project_id, :event_at, :event_at)
+ON CONFLICT (host, session_key) DO UPDATE SET last_event_at = CASE
+    WHEN excluded.last_event_at > sessions.last_event_at THEN excluded.last_event_at
+    ELSE sessions.last_event_at END
+RETURNING id
+"""
+
+INSERT_EVENT = """
+INSERT INTO captured_events (
+    idempotency_key, session_id, project_id, host, hook_event, kind, tool_name, tool_use_id,
+    command, outcome, exit_code, exit_code_source, error_excerpt, branch, cwd, files,
+    change_hash, transcript_path, payload, event_at, captured_at
+) VALUES (
+    :idempotency_key, :session_id, :project_id, :host, :hook_event, :kind, :tool_name,
+    :tool_use_id, :command, :outcome, :exit_code, :exit_code_source, :error_excerpt, :branch,
+    :cwd, :files, :change_hash, :transcript_path, :payload, :event_at, :captured_at
+)
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING id
+"""
+
+INSERT_DROP = """
+INSERT INTO dropped_payloads (
+    idempotency_key, reason, host, hook_event, size_bytes, payload_sha256, detail, dropped_at
+) VALUES (
+    :idempotency_key, :reason, :host, :hook_event, :size_bytes, :payload_sha256, :detail,
+    :dropped_at
+)
+ON CONFLICT (idempotency_key) DO NOTHING
+"""
+
+
+def schema_revision(execute: Execute) -> str | None:
+    rows = execute(SCHEMA_REVISION, {})
+    return str(rows[0][0]) if rows else None
+
+
+def store_event(execute: Execute, event: CapturedEvent) -> int | None:
+    """Insert one event and raise its session's task; None when it was already stored."""
+    now = event.captured_at
+    project_id = execute(UPSERT_PROJECT, {"root": event.project_root, "now": now})[0][0]
+    session_id = execute(
+        UPSERT_SESSION,
+        {
+            "host": event.host,
+            "session_key": event.session_key,
+            "project_id": project_id,
+            "event_at": event.event_at,
+        },
+    )[0][0]
+    params = event._asdict()
+    del params["project_root"], params["session_key"]
+    params["session_id"] = session_id
+    params["project_id"] = project_id
+    params["files"] = json.dumps(event.files) if event.files else None
+    rows = execute(INSERT_EVENT, params)
+    if not rows:
+        return None
+    event_id = int(rows[0][0])
+    if event.kind != "session_start":
+        execute(
+            queue_sql.COALESCE,
+            {
+                "idempotency_key": queue_sql.task_key(session_id, PROMOTE),
+                "session_id": session_id,
+                "kind": PROMOTE,
+                "priority": 0,
+                "event_id": event_id,
+                "now": now,
+            },
+        )
+    return event_id
+
+
+def drop_record(
+    reason: str,
+    detail: str,
+    host: str | None,
+    hook_event: str | None,
+    size_bytes: int,
+    payload_sha256: str,
+    dropped_at: float,
+) -> dict[str, Any]:
+    return {
+        "idempotency_key": f"{payload_sha256}:{dropped_at!r}",
+        "reason": reason,
+        "host": host,
+        "hook_event": hook_event,
+        "size_bytes": size_bytes,
+        "payload_sha256": payload_sha256,
+        "detail": detail[:500] or None,
+        "dropped_at": dropped_at,
+    }
+
+
+def store_drop(execute: Execute, record: dict[str, Any]) -> None:
+    execute(INSERT_DROP, record)

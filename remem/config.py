@@ -1,0 +1,224 @@
+"""Settings: defaults <- config.toml <- REMEM_* environment.
+
+Every setting is declared once in SPEC with its parser and default; config.example.toml lists the
+same keys (a test keeps the two in step). An environment variable overrides a key as
+REMEM_<SECTION>_<KEY> (REMEM_WORKER_POLL_INTERVAL=5s); REMEM_DATABASE_URL is the one most used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from remem import paths
+from remem.errors import ConfigError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: object) -> float:
+    """'2s', '5m', '14d', '250ms' -> seconds. Bare numbers are refused: a unit is never guessed."""
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNIT_S[match.group(2)]
+    raise ValueError('must be a duration such as "2s", "5m" or "14d"')
+
+
+def _positive_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError("must be a whole number")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+    if number < 1:
+        raise ValueError("must be at least 1")
+    return number
+
+
+def _string(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return value
+
+
+def _string_list(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):  # from the environment: comma-separated
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("must be a list of strings")
+    return tuple(value)
+
+
+def _log_level(value: object) -> str:
+    level = _string(value).upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise ValueError("must be one of debug, info, warning, error")
+    return level
+
+
+DEFAULT_IGNORE_COMMANDS = (
+    "ls",
+    "ll",
+    "la",
+    "cat",
+    "less",
+    "more",
+    "head",
+    "tail",
+    "pwd",
+    "cd",
+    "echo",
+    "printf",
+    "clear",
+    "true",
+    "which",
+    "whoami",
+    "history",
+    "tree",
+    "wc",
+    "grep",
+    "rg",
+    "find",
+    "env",
+    "git status",
+    "git log",
+    "git diff",
+    "git show",
+    "git branch",
+    "git remote",
+    "git fetch",
+    "git add",
+    "git stash",
+    "git blame",
+)
+
+# (section, key) -> (attribute, parser, default)
+SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
+    ("database", "url"): ("database_url", _string, ""),
+    ("capture", "lock_timeout"): ("lock_timeout_s", parse_duration, "1s"),
+    ("promotion", "min_verified_runs"): ("min_verified_runs", _positive_int, 2),
+    ("promotion", "max_age"): ("max_age_s", parse_duration, "14d"),
+    ("promotion", "min_distinct_sessions"): ("min_distinct_sessions", _positive_int, 1),
+    ("promotion", "ignore_commands"): (
+        "ignore_commands",
+        _string_list,
+        list(DEFAULT_IGNORE_COMMANDS),
+    ),
+    ("worker", "lease"): ("lease_s", parse_duration, "5m"),
+    ("worker", "max_attempts"): ("max_attempts", _positive_int, 5),
+    ("worker", "poll_interval"): ("poll_interval_s", parse_duration, "2s"),
+    ("worker", "log_level"): ("log_level", _log_level, "info"),
+}
+
+
+DOCS: dict[tuple[str, str], str] = {
+    ("database", "url"): "SQLAlchemy URL; empty means sqlite:///$REMEM_HOME/remem.db",
+    ("capture", "lock_timeout"): "how long the hook waits for a locked database before spooling",
+    ("promotion", "min_verified_runs"): "successful runs needed before a command is a procedure",
+    ("promotion", "max_age"): "only runs this recent count as verification",
+    ("promotion", "min_distinct_sessions"): "sessions those runs must come from",
+    ("promotion", "ignore_commands"): "read-only and navigation commands never promoted",
+    ("worker", "lease"): "how long a claimed task is owned before another worker may reclaim it",
+    ("worker", "max_attempts"): "attempts before a task is marked failed",
+    ("worker", "poll_interval"): "how often the daemon looks for new tasks",
+    ("worker", "log_level"): "debug, info, warning or error",
+}
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return str(value)
+
+
+def render_example_config() -> str:
+    """Every setting, commented out at its default: config.example.toml and the file that
+    `remem init` writes are this text."""
+    lines = [
+        "# remem configuration. Every setting is shown at its default, commented out.",
+        "# Environment variables override a setting: REMEM_<SECTION>_<KEY>, for example",
+        "# REMEM_WORKER_POLL_INTERVAL=5s or REMEM_DATABASE_URL=postgresql+psycopg://host/remem.",
+        '# Durations are written "250ms", "2s", "5m", "1h", "14d".',
+    ]
+    section = None
+    for (name, key), (_attribute, _parse, default) in SPEC.items():
+        if name != section:
+            lines += ["", f"# [{name}]"]
+            section = name
+        lines.append(f"# {DOCS[(name, key)]}")
+        lines.append(f"# {key} = {_toml_value(default)}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: str
+    config_file: str
+    database_url: str
+    lock_timeout_s: float
+    min_verified_runs: int
+    max_age_s: float
+    min_distinct_sessions: int
+    ignore_commands: tuple[str, ...]
+    lease_s: float
+    max_attempts: int
+    poll_interval_s: float
+    log_level: str
+
+    @property
+    def sqlite_file(self) -> str | None:
+        return paths.sqlite_path(self.database_url)
+
+    @property
+    def spool_dir(self) -> str:
+        return os.path.join(self.home, paths.SPOOL_DIR)
+
+    @property
+    def log_dir(self) -> str:
+        return os.path.join(self.home, paths.LOG_DIR)
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, "(file)", f"is not valid TOML: {exc}") from None
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the settings without touching the disk beyond the config file."""
+    env = dict(os.environ if environ is None else environ)
+    home = paths.resolve_home(env)
+    config_file = paths.config_path(home, env)
+    document = _read_file(config_file)
+    for section, body in document.items():
+        if not isinstance(body, dict):
+            raise ConfigError(config_file, section, "must be a [section] table")
+        for key in body:
+            if (section, key) not in SPEC:
+                raise ConfigError(config_file, f"{section}.{key}", "is not a remem setting")
+    values: dict[str, Any] = {"home": home, "config_file": config_file}
+    for (section, key), (attribute, parse, default) in SPEC.items():
+        env_name = f"REMEM_{section}_{key}".upper()
+        raw, source = document.get(section, {}).get(key, default), config_file
+        if env_name in env:
+            raw, source = env[env_name], f"environment variable {env_name}"
+        try:
+            values[attribute] = parse(raw)
+        except ValueError as exc:
+            raise ConfigError(source, f"{section}.{key}", str(exc)) from None
+    if not values["database_url"]:
+        values["database_url"] = paths.default_database_url(home)
+    return Settings(**values)

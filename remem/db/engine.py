@@ -1,0 +1,42 @@
+"""make_engine(): the only place an SQLAlchemy engine is created."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+
+from remem.db import sqlite as sqlite_settings
+from remem.paths import sqlite_path
+
+READ_ONLY = "remem_read_only"
+
+
+def make_engine(url: str, busy_timeout_s: float = sqlite_settings.DEFAULT_BUSY_TIMEOUT_S) -> Engine:
+    """An engine whose SQLite connections use WAL, busy_timeout, foreign keys, synchronous=NORMAL
+    and begin every transaction with BEGIN IMMEDIATE, so that writers queue instead of failing
+    on a lock upgrade."""
+    if sqlite_path(url) is None and not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, connect_args={"timeout": busy_timeout_s})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control from the driver so BEGIN is ours to issue.
+        dbapi_connection.isolation_level = None
+        sqlite_settings.apply_pragmas(dbapi_connection, busy_timeout_s)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # Readers say so and take no write lock; everything else is a writer from its first
+        # statement, which turns contention into a wait instead of SQLITE_BUSY on upgrade.
+        if connection.get_execution_options().get(READ_ONLY):
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"

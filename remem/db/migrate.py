@@ -1,0 +1,59 @@
+"""Running the Alembic migrations from an editable checkout or an installed wheel."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine
+
+import remem
+from alembic import command
+from remem.db.engine import READ_ONLY
+
+
+def migrations_dir() -> str:
+    """The wheel carries the environment as remem/_alembic; a checkout has it at alembic/."""
+    package = Path(remem.__file__).resolve().parent
+    for candidate in (package / "_alembic", package.parent / "alembic"):
+        if (candidate / "env.py").is_file():
+            return str(candidate)
+    raise FileNotFoundError(f"no Alembic environment found beside {package}")
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", migrations_dir())
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    assert head is not None, "alembic/versions has no revision"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate in one transaction; on SQLite it begins IMMEDIATE, so concurrent upgrades queue."""
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def create_private_file(path: str) -> None:
+    """Create an empty file readable by its owner only, unless it already exists."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(descriptor)

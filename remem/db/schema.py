@@ -1,0 +1,142 @@
+"""Table definitions. Timestamps are UTC epoch seconds (REAL) named *_at, in every table."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+metadata = MetaData()
+
+OUTCOMES = ("success", "failure", "interrupted", "backgrounded", "unknown")
+TASK_STATUSES = ("pending", "processing", "done", "failed")
+EVENT_KINDS = ("command", "edit", "session_start")
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("root", Text, nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("host", Text, nullable=False),
+    Column("session_key", Text, nullable=False),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("last_event_at", Float, nullable=False),
+    UniqueConstraint("host", "session_key", name="uq_sessions_host_key"),
+)
+
+captured_events = Table(
+    "captured_events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("idempotency_key", Text, nullable=False, unique=True),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("host", Text, nullable=False),
+    Column("hook_event", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("tool_name", Text),
+    Column("tool_use_id", Text),
+    Column("command", Text),
+    Column("outcome", Text),
+    Column("exit_code", Integer),
+    Column("exit_code_source", Text),
+    Column("error_excerpt", Text),
+    Column("branch", Text),
+    Column("cwd", Text, nullable=False),
+    Column("files", Text),
+    Column("change_hash", Text),
+    Column("transcript_path", Text),
+    Column("payload", Text, nullable=False),
+    Column("event_at", Float, nullable=False),
+    Column("captured_at", Float, nullable=False),
+    CheckConstraint(_one_of("kind", EVENT_KINDS), name="ck_captured_events_kind"),
+    CheckConstraint(
+        "outcome IS NULL OR " + _one_of("outcome", OUTCOMES), name="ck_captured_events_outcome"
+    ),
+    Index("ix_captured_events_session", "session_id", "id"),
+    sqlite_autoincrement=True,
+)
+
+extraction_tasks = Table(
+    "extraction_tasks",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("idempotency_key", Text, nullable=False, unique=True),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("priority", Integer, nullable=False, server_default=text("0")),
+    Column("high_watermark_event_id", Integer, nullable=False),
+    Column("cursor_event_id", Integer, nullable=False, server_default=text("0")),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("run_after", Float, nullable=False),
+    Column("lease_owner", Text),
+    Column("lease_expires_at", Float),
+    Column("last_error", Text),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    CheckConstraint(_one_of("status", TASK_STATUSES), name="ck_extraction_tasks_status"),
+    # Only pending rows are in the claim index, so claiming costs the same with a million done
+    # tasks as with none.
+    Index(
+        "ix_extraction_tasks_claim",
+        "priority",
+        "id",
+        sqlite_where=text("status = 'pending'"),
+        postgresql_where=text("status = 'pending'"),
+    ),
+    Index(
+        "ix_extraction_tasks_lease",
+        "lease_expires_at",
+        sqlite_where=text("status = 'processing'"),
+        postgresql_where=text("status = 'processing'"),
+    ),
+)
+
+dropped_payloads = Table(
+    "dropped_payloads",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("idempotency_key", Text, nullable=False, unique=True),
+    Column("reason", Text, nullable=False),
+    Column("host", Text),
+    Column("hook_event", Text),
+    Column("size_bytes", Integer, nullable=False),
+    Column("payload_sha256", Text, nullable=False),
+    Column("detail", Text),
+    Column("dropped_at", Float, nullable=False),
+)
+
+worker_heartbeats = Table(
+    "worker_heartbeats",
+    metadata,
+    Column("worker_id", Text, primary_key=True),
+    Column("pid", Integer, nullable=False),
+    Column("hostname", Text, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("current_task_id", Integer),
+)

@@ -1,0 +1,41 @@
+"""The SQLite connection settings, in one place, for both SQLAlchemy and the stdlib hook path.
+
+Stdlib only: `remem-hook` opens its connection here without importing SQLAlchemy. `make_engine`
+applies the same PRAGMAs through a connect event.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+# journal_mode=WAL is persistent in the file; it is set again on every connection because a
+# database copied or restored without its -wal file may come back in rollback mode.
+PRAGMAS = (
+    ("journal_mode", "WAL"),
+    ("synchronous", "NORMAL"),
+    ("foreign_keys", "ON"),
+)
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+
+# Revision the code expects; the hook compares it with alembic_version instead of loading Alembic.
+# A test keeps it equal to the head of alembic/versions.
+SCHEMA_HEAD = "0001"
+
+
+def apply_pragmas(connection: sqlite3.Connection, busy_timeout_s: float) -> None:
+    connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+    for name, value in PRAGMAS:
+        connection.execute(f"PRAGMA {name} = {value}")
+
+
+def connect(path: str, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """An autocommit connection to an existing database file; never creates one."""
+    connection = sqlite3.connect(
+        f"file:{path}?mode=rw", uri=True, timeout=busy_timeout_s, isolation_level=None
+    )
+    try:
+        apply_pragmas(connection, busy_timeout_s)
+    except sqlite3.Error:
+        connection.close()
+        raise
+    return connection

@@ -1,0 +1,39 @@
+"""Errors that reach the user. Each message says what to do next."""
+
+from __future__ import annotations
+
+
+class RememError(Exception):
+    """Base class: the CLI prints the message on one line and exits 1."""
+
+    exit_code = 1
+
+
+class HomeNotFound(RememError):
+    def __init__(self, home: str) -> None:
+        super().__init__(f"No remem home at {home}: run `remem init` (or fix REMEM_HOME).")
+        self.home = home
+
+
+class ConfigError(RememError):
+    def __init__(self, path: str, key: str, problem: str) -> None:
+        super().__init__(f"{path}: `{key}` {problem}")
+        self.path = path
+        self.key = key
+
+
+class SchemaBehind(RememError):
+    def __init__(self, current: str | None, head: str) -> None:
+        shown = current or "none"
+        super().__init__(
+            f"Database schema is at {shown}, this remem needs {head}: run `remem db upgrade`."
+        )
+
+
+class DatabaseUnavailable(RememError):
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"Cannot open the database {url}: {reason}")
+
+
+class NotFound(RememError):
+    pass

@@ -1,0 +1,1 @@
+"""The extraction-task queue: every queue statement lives in this package."""

@@ -1,0 +1,60 @@
+"""What `remem status` reports: a read-only look at the home, database, queue and spool."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+
+from remem.capture import spool
+from remem.config import Settings
+from remem.db import migrate
+from remem.db.engine import READ_ONLY
+from remem.db.schema import captured_events, dropped_payloads, extraction_tasks
+
+
+def _spool_backlog(spool_dir: str) -> dict[str, int]:
+    pending_lines = dead_letters = 0
+    if os.path.isdir(spool_dir):
+        for name in os.listdir(spool_dir):
+            path = os.path.join(spool_dir, name)
+            if name == spool.ACTIVE_FILE or name.startswith(spool.INGESTING_PREFIX):
+                with open(path, "rb") as handle:
+                    pending_lines += handle.read().count(b"\n")
+            elif name == spool.DEAD_LETTER_FILE:
+                with open(path, "rb") as handle:
+                    dead_letters += handle.read().count(b"\n")
+    return {"pending": pending_lines, "dead_letters": dead_letters}
+
+
+def collect_status(settings: Settings, engine: Engine, now: float | None = None) -> dict[str, Any]:
+    now = time.time() if now is None else now
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        events = connection.execute(select(func.count()).select_from(captured_events)).scalar()
+        drops = connection.execute(select(func.count()).select_from(dropped_payloads)).scalar()
+        tasks: dict[str, int] = dict(
+            connection.execute(
+                select(extraction_tasks.c.status, func.count()).group_by(extraction_tasks.c.status)
+            ).all()
+        )
+        oldest_pending = connection.execute(
+            select(func.min(extraction_tasks.c.updated_at)).where(
+                extraction_tasks.c.status == "pending"
+            )
+        ).scalar()
+    return {
+        "home": settings.home,
+        "database": engine.url.render_as_string(hide_password=True),
+        "schema_revision": migrate.current_revision(engine),
+        "schema_head": migrate.head_revision(),
+        "events": events,
+        "dropped_payloads": drops,
+        "tasks": {
+            status: int(tasks.get(status, 0))
+            for status in ("pending", "processing", "done", "failed")
+        },
+        "oldest_pending_age_s": None if oldest_pending is None else round(now - oldest_pending, 1),
+        "spool": _spool_backlog(settings.spool_dir),
+    }
