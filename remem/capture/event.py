@@ -1,37 +1,85 @@
-"""The captured event record. A namedtuple, not a dataclass: `dataclasses` costs the hook more
-start-up time than everything else it does."""
+"""The captured event record and the Dropped signal. Stdlib only: the hook imports this."""
 
 from __future__ import annotations
 
-from collections import namedtuple
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from typing import Any
 
-CapturedEvent = namedtuple(
-    "CapturedEvent",
-    [
-        "idempotency_key",
-        "host",
-        "session_key",
-        "hook_event",
-        "kind",
-        "tool_name",
-        "tool_use_id",
-        "command",
-        "outcome",
-        "exit_code",
-        "exit_code_source",
-        "error_excerpt",
-        "project_root",
-        "branch",
-        "cwd",
-        "files",
-        "change_hash",
-        "transcript_path",
-        "payload",
-        "event_at",
-        "captured_at",
-    ],
+EVENT_FIELDS = (
+    "idempotency_key",
+    "host",
+    "session_key",
+    "hook_event",
+    "kind",
+    "tool_name",
+    "tool_use_id",
+    "command",
+    "outcome",
+    "exit_code",
+    "exit_code_source",
+    "error_excerpt",
+    "project_root",
+    "branch",
+    "cwd",
+    "files",
+    "change_hash",
+    "transcript_path",
+    "payload",
+    "event_at",
+    "captured_at",
 )
-EVENT_FIELDS = CapturedEvent._fields
+
+
+class CapturedEvent:
+    """One normalised, redacted event: the record that crosses from capture to storage.
+
+    A slotted class rather than a dataclass or namedtuple: building either costs the hook more
+    start-up time than the rest of its work.
+    """
+
+    __slots__ = EVENT_FIELDS
+
+    idempotency_key: str
+    host: str
+    session_key: str
+    hook_event: str
+    kind: str
+    tool_name: str | None
+    tool_use_id: str | None
+    command: str | None
+    outcome: str | None
+    exit_code: int | None
+    exit_code_source: str | None
+    error_excerpt: str | None
+    project_root: str
+    branch: str | None
+    cwd: str
+    files: list[str] | None
+    change_hash: str | None
+    transcript_path: str | None
+    payload: str
+    event_at: float
+    captured_at: float
+
+    def __init__(self, **fields: object) -> None:
+        for name in EVENT_FIELDS:
+            object.__setattr__(self, name, fields.pop(name))
+        if fields:
+            raise TypeError(f"unknown event fields: {sorted(fields)}")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("CapturedEvent is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CapturedEvent) and self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        return f"CapturedEvent({self.as_dict()!r})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in EVENT_FIELDS}
+
 
 HOSTS = ("claude-code", "codex", "cursor", "generic")
 ERROR_EXCERPT_CHARS = 500

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from hashlib import sha256
 
 from remem.capture.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
 from remem.capture.redact import redact_json, redact_text
@@ -27,8 +26,9 @@ EDIT_TOOLS = frozenset(
     {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "StrReplace", "Delete"}
 )
 STORED_STRING_CHARS = 2000
-_EXIT_CODE_RE = re.compile(r"(?:exit code|status code|exit status)\s*:?\s*(-?\d+)", re.IGNORECASE)
-_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+# Compiled on first use, not at import: most payloads never need them.
+_EXIT_CODE = r"(?:exit code|status code|exit status)\s*:?\s*(-?\d+)"
+_PATCH_FILE = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$"
 
 
 def detect_host(payload: dict[str, Any]) -> str | None:
@@ -69,7 +69,7 @@ def _field(
 def _exit_code_in(text: str | None) -> int | None:
     if not text:
         return None
-    match = _EXIT_CODE_RE.search(text)
+    match = re.search(_EXIT_CODE, text, re.IGNORECASE)
     return int(match.group(1)) if match else None
 
 
@@ -106,7 +106,7 @@ def _edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str],
     if tool_name == "apply_patch":
         patch = tool_input.get("input") or tool_input.get("patch") or tool_input.get("command")
         patch_text = patch if isinstance(patch, str) else json.dumps(patch, sort_keys=True)
-        files = _PATCH_FILE_RE.findall(patch_text)
+        files = re.findall(_PATCH_FILE, patch_text, re.MULTILINE)
         parts.append(_normalise_ws(patch_text))
     elif isinstance(tool_input.get("edits"), list):
         for edit in tool_input["edits"]:
@@ -120,9 +120,14 @@ def _edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str],
     return [f.strip() for f in files if isinstance(f, str) and f.strip()], parts
 
 
+def sha256_hex(data: bytes) -> str:
+    from hashlib import sha256  # loads OpenSSL: a cost paid only by payloads that need a hash
+
+    return sha256(data).hexdigest()
+
+
 def _change_hash(files: list[str], parts: list[str]) -> str:
-    digest = sha256("\0".join([*files, "\0", *parts]).encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:32]
+    return sha256_hex("\0".join([*files, "\0", *parts]).encode("utf-8", "surrogatepass"))[:32]
 
 
 def _stored_payload(payload: dict[str, Any]) -> str:
@@ -140,7 +145,7 @@ def _stored_payload(payload: dict[str, Any]) -> str:
 
 def payload_hash(payload: dict[str, Any]) -> str:
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256_hex(canonical.encode("utf-8", "surrogatepass"))
 
 
 def _parse_timestamp(value: Any, host: str) -> float:

@@ -23,7 +23,28 @@ _SECRET_WORD = (
 # A key that names a secret: the secret word may be prefixed (AWS_SECRET_ACCESS_KEY, db_password)
 # and suffixed after a separator (token_value), but not pluralised (max_tokens is not a secret).
 _SECRET_KEY = rf"[A-Za-z0-9_.-]*{_SECRET_WORD}(?:[_.-][A-Za-z0-9_.-]*)?"
-_KEY_NAME_RE = re.compile(rf"^{_SECRET_KEY}$", re.IGNORECASE)
+# Every literal spelling _SECRET_WORD can match, lowercased ("pass" alone would fire on every
+# "4 passed" in test output and pay for compiling the rule).
+_KEY_TRIGGERS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_key",
+    "access-key",
+    "accesskey",
+    "private_key",
+    "private-key",
+    "privatekey",
+    "credential",
+    "session_key",
+    "session-key",
+    "sessionkey",
+)
 _NOT_SECRET_KEYS = frozenset({"tool_use_id", "session_id", "transcript_path", "input_tokens"})
 
 # (triggers, pattern, replacement, flags). Triggers are matched against the lowercased text.
@@ -91,7 +112,7 @@ _RULES: list[tuple[tuple[str, ...], str, str, int]] = [
         0,
     ),
     (
-        ("pass", "secret", "token", "key", "credential"),
+        _KEY_TRIGGERS,
         # key=value and key: value (the colon must be followed by a space, so that pytest node
         # ids such as tests/test_auth.py::test_token survive), quoted JSON pairs, and
         # --password VALUE flags.
@@ -102,6 +123,8 @@ _RULES: list[tuple[tuple[str, ...], str, str, int]] = [
         re.IGNORECASE,
     ),
 ]
+_KEY_RULE = len(_RULES)
+_RULES.append(((), _SECRET_KEY, "", re.IGNORECASE))  # matched by is_secret_key only
 _compiled: dict[int, re.Pattern[str]] = {}
 
 
@@ -115,12 +138,10 @@ def _key_value_replacement(match: re.Match[str]) -> str:
 
 def redact_text(text: str) -> str:
     lowered = text.lower()
-    for index, (triggers, pattern, replacement, flags) in enumerate(_RULES):
+    for index, (triggers, _pattern_text, replacement, _flags) in enumerate(_RULES):
         if not any(trigger in lowered for trigger in triggers):
             continue
-        compiled = _compiled.get(index)
-        if compiled is None:
-            compiled = _compiled[index] = re.compile(pattern, flags)
+        compiled = _pattern(index)
         if replacement:
             text = compiled.sub(replacement, text)
         else:
@@ -129,8 +150,19 @@ def redact_text(text: str) -> str:
     return text
 
 
+def _pattern(index: int) -> re.Pattern[str]:
+    compiled = _compiled.get(index)
+    if compiled is None:
+        _triggers, pattern, _replacement, flags = _RULES[index]
+        compiled = _compiled[index] = re.compile(pattern, flags)
+    return compiled
+
+
 def is_secret_key(key: str) -> bool:
-    return key not in _NOT_SECRET_KEYS and bool(_KEY_NAME_RE.match(key))
+    lowered = key.lower()
+    if key in _NOT_SECRET_KEYS or not any(trigger in lowered for trigger in _KEY_TRIGGERS):
+        return False
+    return _pattern(_KEY_RULE).fullmatch(key) is not None
 
 
 def redact_json(value: Any) -> Any:

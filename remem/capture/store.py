@@ -78,7 +78,7 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
             "event_at": event.event_at,
         },
     )[0][0]
-    params = event._asdict()
+    params = event.as_dict()
     del params["project_root"], params["session_key"]
     params["session_id"] = session_id
     params["project_id"] = project_id

@@ -22,19 +22,26 @@ DEFAULT_BUSY_TIMEOUT_S = 5.0
 SCHEMA_HEAD = "0001"
 
 
-def apply_pragmas(connection: sqlite3.Connection, busy_timeout_s: float) -> None:
+def apply_pragmas(
+    connection: sqlite3.Connection, busy_timeout_s: float, hot_path: bool = False
+) -> None:
+    """Set every PRAGMA. The hook (hot_path) skips journal_mode: it is persistent in the file,
+    and re-asserting it costs the hook most of a millisecond."""
     connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     for name, value in PRAGMAS:
-        connection.execute(f"PRAGMA {name} = {value}")
+        if not (hot_path and name == "journal_mode"):
+            connection.execute(f"PRAGMA {name} = {value}")
 
 
-def connect(path: str, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlite3.Connection:
+def connect(
+    path: str, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, hot_path: bool = False
+) -> sqlite3.Connection:
     """An autocommit connection to an existing database file; never creates one."""
     connection = sqlite3.connect(
         f"file:{path}?mode=rw", uri=True, timeout=busy_timeout_s, isolation_level=None
     )
     try:
-        apply_pragmas(connection, busy_timeout_s)
+        apply_pragmas(connection, busy_timeout_s, hot_path)
     except sqlite3.Error:
         connection.close()
         raise
