@@ -165,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     kind, body = capture(raw, _parse_args(args), time.time())
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        # Drain the rest so the agent never sees a broken pipe, and record the true size.
+        while chunk := sys.stdin.buffer.read(1 << 20):
+            body["size_bytes"] += len(chunk)
     try:
         save(home, kind, body)
     except OSError as exc:

@@ -76,7 +76,8 @@ def _exit_code_in(text: str | None) -> int | None:
 def _excerpt(text: Any) -> str | None:
     if not isinstance(text, str) or not text:
         return None
-    return redact_text(text[: ERROR_EXCERPT_CHARS * 2])[:ERROR_EXCERPT_CHARS]
+    # Redact the whole text before cutting: a cut could leave a token too short to recognise.
+    return redact_text(text)[:ERROR_EXCERPT_CHARS]
 
 
 def _command_text(value: Any) -> str | None:
@@ -340,7 +341,8 @@ def _start_draft(payload: dict[str, Any], host: str) -> _Draft:
 def _relative(path: str, root: str) -> str:
     if os.path.isabs(path):
         relative = os.path.relpath(path, root)
-        return path if relative.startswith("..") else relative
+        outside = relative == ".." or relative.startswith("../")
+        return path if outside else relative
     return path
 
 

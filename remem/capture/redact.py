@@ -70,7 +70,8 @@ _RULES: list[tuple[tuple[str, ...], str, str, int]] = [
         re.IGNORECASE,
     ),
     (
-        ("-u", "--user"),
+        # curl's credentials; docker's `-u 1000:1000` is a uid:gid and must survive.
+        ("curl", "wget", "http"),
         r"((?:^|\s)(?:-u\s*|--user(?:\s+|=)))(['\"]?)([^\s:'\"]+):([^\s'\"]+)",
         rf"\1\2\3:{MASK}",
         0,
@@ -96,14 +97,15 @@ _RULES: list[tuple[tuple[str, ...], str, str, int]] = [
             "hooks.slack.com",
             "whsec_",
         ),
+        # Distinctive prefixes match even glued to other text; short ones need a word boundary.
         r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
         r"|\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
-        r"|\bwhsec_[A-Za-z0-9]{16,}"
-        r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
-        r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
-        r"|\bglpat-[A-Za-z0-9_-]{20,}"
+        r"|whsec_[A-Za-z0-9]{16,}"
+        r"|gh[pousr]_[A-Za-z0-9]{20,}"
+        r"|github_pat_[A-Za-z0-9_]{20,}"
+        r"|glpat-[A-Za-z0-9_-]{20,}"
         r"|\bnpm_[A-Za-z0-9]{30,}"
-        r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"
+        r"|xox[abposr]-[A-Za-z0-9-]{10,}"
         r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
         r"|\bAIza[0-9A-Za-z_-]{35}"
         r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"
@@ -171,8 +173,8 @@ def redact_json(value: Any) -> Any:
         result = {}
         for key, item in value.items():
             safe_key = redact_text(key) if isinstance(key, str) else key
-            if isinstance(key, str) and is_secret_key(key) and not isinstance(item, dict | list):
-                result[safe_key] = MASK if item not in (None, "", False) else item
+            if isinstance(key, str) and is_secret_key(key):
+                result[safe_key] = MASK if item not in (None, "", False, [], {}) else item
             else:
                 result[safe_key] = redact_json(item)
         return result

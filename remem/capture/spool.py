@@ -54,7 +54,8 @@ def _open_locked_active(spool_dir: str) -> int:
     file between our open and our lock."""
     path = os.path.join(spool_dir, ACTIVE_FILE)
     while True:
-        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # Read-write, not write-only: append() reads the last byte to detect a torn line.
+        descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         try:
             if os.stat(path).st_ino == os.fstat(descriptor).st_ino:

@@ -29,10 +29,12 @@ RETURNING id
 UPSERT_SESSION = """
 INSERT INTO sessions (host, session_key, project_id, started_at, last_event_at)
 VALUES (:host, :session_key, :project_id, :event_at, :event_at)
-ON CONFLICT (host, session_key) DO UPDATE SET last_event_at = CASE
-    WHEN excluded.last_event_at > sessions.last_event_at THEN excluded.last_event_at
-    ELSE sessions.last_event_at END
+ON CONFLICT (host, session_key) DO UPDATE SET host = excluded.host
 RETURNING id
+"""
+
+TOUCH_SESSION = """
+UPDATE sessions SET last_event_at = :event_at WHERE id = :session_id AND last_event_at < :event_at
 """
 
 INSERT_EVENT = """
@@ -87,6 +89,7 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     if not rows:
         return None
     event_id = int(rows[0][0])
+    execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event.event_at})
     if event.kind != "session_start":
         execute(
             queue_sql.COALESCE,

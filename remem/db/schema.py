@@ -20,6 +20,7 @@ metadata = MetaData()
 
 OUTCOMES = ("success", "failure", "interrupted", "backgrounded", "unknown")
 TASK_STATUSES = ("pending", "processing", "done", "failed")
+PROCEDURE_STATUSES = ("active", "broken", "stale", "archived")
 EVENT_KINDS = ("command", "edit", "session_start")
 
 
@@ -139,4 +140,67 @@ worker_heartbeats = Table(
     Column("started_at", Float, nullable=False),
     Column("heartbeat_at", Float, nullable=False),
     Column("current_task_id", Integer),
+)
+
+
+# Successful runs of a command, one per source event: the evidence procedures are built from.
+# branch is '' when the work tree had none (detached HEAD, no repository), so that the unique
+# keys below treat "no branch" as one value.
+verifications = Table(
+    "verifications",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False, unique=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("command", Text, nullable=False),
+    Column("command_hash", Text, nullable=False),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("host", Text, nullable=False),
+    Column("verified_at", Float, nullable=False),
+    Index("ix_verifications_group", "project_id", "branch", "command_hash", "verified_at"),
+)
+
+# Failed runs of a command: they lower confidence, break procedures, and become lessons.
+attempts = Table(
+    "attempts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False, unique=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("command", Text, nullable=False),
+    Column("command_hash", Text, nullable=False),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("host", Text, nullable=False),
+    Column("exit_code", Integer),
+    Column("error_excerpt", Text),
+    Column("failed_at", Float, nullable=False),
+    Index("ix_attempts_group", "project_id", "branch", "command_hash", "failed_at"),
+)
+
+procedures = Table(
+    "procedures",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("workflow_key", Text, nullable=False),
+    Column("command", Text, nullable=False),
+    Column("command_hash", Text, nullable=False),
+    Column("topic_key", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("verified_runs", Integer, nullable=False),
+    Column("distinct_sessions", Integer, nullable=False),
+    Column("evidence_event_ids", Text, nullable=False),
+    Column("files", Text, nullable=False),
+    Column("first_verified_at", Float, nullable=False),
+    Column("last_verified_at", Float, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    CheckConstraint(_one_of("status", PROCEDURE_STATUSES), name="ck_procedures_status"),
+    UniqueConstraint("project_id", "branch", "command_hash", name="uq_procedures_group"),
+    Index("ix_procedures_listing", "project_id", "branch", "status"),
 )

@@ -35,3 +35,73 @@ ON CONFLICT (idempotency_key) DO UPDATE SET
 
 def task_key(session_id: int, kind: str) -> str:
     return f"{session_id}:{kind}"
+
+
+# The first due pending task by priority then age becomes ours. One statement: on SQLite the
+# engine's BEGIN IMMEDIATE serialises claimers; on PostgreSQL SKIP LOCKED lets them pass.
+CLAIM_NEXT = """
+UPDATE extraction_tasks SET
+    status = 'processing', lease_owner = :owner, lease_expires_at = :lease_expires_at,
+    updated_at = :now
+WHERE id = (
+    SELECT id FROM extraction_tasks
+    WHERE status = 'pending' AND run_after <= :now
+    ORDER BY priority, id
+    LIMIT 1 {lock_clause}
+)
+RETURNING id, session_id, kind, cursor_event_id, high_watermark_event_id, attempts
+"""
+
+# Guarded by the lease: if a reaper or another worker took the task, nothing is updated and the
+# caller rolls back the window it applied. A watermark that moved while we worked sends the task
+# back to pending for the rest.
+COMPLETE = """
+UPDATE extraction_tasks SET
+    cursor_event_id = :watermark,
+    status = CASE WHEN high_watermark_event_id > :watermark THEN 'pending' ELSE 'done' END,
+    attempts = 0, run_after = :now, lease_owner = NULL, lease_expires_at = NULL,
+    last_error = NULL, updated_at = :now
+WHERE id = :id AND status = 'processing' AND lease_owner = :owner
+"""
+
+RETRY = """
+UPDATE extraction_tasks SET
+    status = 'pending', attempts = :attempts, run_after = :run_after, last_error = :error,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+WHERE id = :id AND status = 'processing' AND lease_owner = :owner
+"""
+
+FAIL = """
+UPDATE extraction_tasks SET
+    status = 'failed', attempts = :attempts, last_error = :error,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+WHERE id = :id AND status = 'processing' AND lease_owner = :owner
+"""
+
+RENEW_LEASE = """
+UPDATE extraction_tasks SET lease_expires_at = :lease_expires_at, updated_at = :now
+WHERE id = :id AND status = 'processing' AND lease_owner = :owner
+"""
+
+RELEASE = """
+UPDATE extraction_tasks SET
+    status = 'pending', lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+WHERE id = :id AND status = 'processing' AND lease_owner = :owner
+"""
+
+# An expired lease is the worker's failure, not the task's: no attempt is consumed.
+REAP_EXPIRED_LEASES = """
+UPDATE extraction_tasks SET
+    status = 'pending',
+    last_error = 'lease of ' || lease_owner || ' expired; returned to pending',
+    lease_owner = NULL, lease_expires_at = NULL, run_after = :now, updated_at = :now
+WHERE status = 'processing' AND lease_expires_at <= :now
+RETURNING id
+"""
+
+RETRY_NOW = """
+UPDATE extraction_tasks SET
+    status = 'pending', attempts = 0, run_after = :now, last_error = NULL, updated_at = :now
+WHERE id = :id AND status IN ('failed', 'pending')
+RETURNING id
+"""

@@ -1,0 +1,269 @@
+"""How much `remem-hook` costs an agent's tool call, next to a bare Python start-up.
+
+Times the installed `remem-hook` storing a Claude Code PostToolUse event into an empty database
+and into one holding a million events, against `python -c "import sqlite3, json"`, the floor any
+Python hook pays. Everything it creates lives in one temporary directory, removed at the end.
+
+    .venv/bin/python bench/hook.py [--runs N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+FIXTURE = Path("hooks", "claude-code", "post_tool_use_bash_success.json")
+EVENTS = 1_000_000
+SESSIONS = 1_000
+PROJECTS = 50
+WARMUP_RUNS = 3
+TARGET_RATIO = 1.30
+CASES = ("baseline", "hook-empty", "hook-1M")
+
+
+def bytecode_env() -> dict[str, str]:
+    """This environment minus PYTHONDONTWRITEBYTECODE, so processes read the .pyc files as an
+    installed wheel would."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def remem_env(home: Path) -> dict[str, str]:
+    # A stray REMEM_DATABASE_URL or REMEM_CONFIG from the caller would point the hook elsewhere.
+    env = {k: v for k, v in bytecode_env().items() if not k.startswith("REMEM_")}
+    env["REMEM_HOME"] = str(home)
+    return env
+
+
+def fixture_payload() -> dict[str, Any]:
+    fixtures = REPO.parent / "shared" / "fixtures"
+    if not (fixtures / FIXTURE).is_file() and os.environ.get("REMEM_FIXTURES"):
+        fixtures = Path(os.environ["REMEM_FIXTURES"])
+    return dict(json.loads((fixtures / FIXTURE).read_text(encoding="utf-8")))
+
+
+def run_checked(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> float:
+    """Seconds the process took; raises if it did not exit 0."""
+    started = time.perf_counter()
+    result = subprocess.run(argv, input=stdin, env=env, capture_output=True)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"{argv[0]} exited {result.returncode}: {result.stderr.decode(errors='replace')}"
+        )
+    return elapsed
+
+
+def init_home(home: Path) -> None:
+    # Init keeps the caller's PYTHONDONTWRITEBYTECODE: it imports SQLAlchemy and Alembic, whose
+    # caches would otherwise land in the virtualenv.
+    env = remem_env(home)
+    if "PYTHONDONTWRITEBYTECODE" in os.environ:
+        env["PYTHONDONTWRITEBYTECODE"] = os.environ["PYTHONDONTWRITEBYTECODE"]
+    run_checked([str(VENV_BIN / "remem"), "init"], env)
+
+
+def event_rows(now: float) -> Iterator[tuple[Any, ...]]:
+    per_session = EVENTS // SESSIONS
+    for index in range(EVENTS):
+        session_id = index // per_session + 1
+        project_id = session_id % PROJECTS + 1
+        command = f"python -m pytest -q tests/test_module_{index % 997}.py"
+        payload = f'{{"tool_input": {{"command": "{command}"}}, "tool_response": "ok"}}'
+        at = now - EVENTS + index
+        yield (
+            index + 1,
+            f"claude-code:session-{session_id}:toolu_{index}",
+            session_id,
+            project_id,
+            "claude-code",
+            "PostToolUse",
+            "command",
+            "Bash",
+            f"toolu_{index}",
+            command,
+            "success",
+            0,
+            "hook_event",
+            f"/home/dev/project-{project_id}",
+            payload,
+            at,
+            at,
+        )
+
+
+def fill_database(path: Path) -> None:
+    now = time.time()
+    per_session = EVENTS // SESSIONS
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA synchronous = OFF")  # a throwaway file: fsyncs buy nothing
+    connection.execute("BEGIN")
+    connection.executemany(
+        "INSERT INTO projects (id, root, created_at) VALUES (?, ?, ?)",
+        [(p, f"/home/dev/project-{p}", now - EVENTS) for p in range(1, PROJECTS + 1)],
+    )
+    connection.executemany(
+        "INSERT INTO sessions (id, host, session_key, project_id, started_at, last_event_at)"
+        " VALUES (?, 'claude-code', ?, ?, ?, ?)",
+        [(s, f"session-{s}", s % PROJECTS + 1, now - EVENTS, now) for s in range(1, SESSIONS + 1)],
+    )
+    connection.executemany(
+        "INSERT INTO captured_events (id, idempotency_key, session_id, project_id, host,"
+        " hook_event, kind, tool_name, tool_use_id, command, outcome, exit_code,"
+        " exit_code_source, cwd, payload, event_at, captured_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        event_rows(now),
+    )
+    connection.executemany(
+        "INSERT INTO extraction_tasks (idempotency_key, session_id, kind, status, priority,"
+        " high_watermark_event_id, cursor_event_id, attempts, run_after, created_at, updated_at)"
+        " VALUES (?, ?, 'promote', 'done', 0, ?, ?, 1, ?, ?, ?)",
+        [
+            (f"{s}:promote", s, s * per_session, s * per_session, now, now, now)
+            for s in range(1, SESSIONS + 1)
+        ],
+    )
+    connection.execute("COMMIT")
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+
+
+def time_cases(
+    runs: int, homes: dict[str, Path]
+) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
+    """Wall-clock ms per case over `runs` measured rounds, and the tool_use_ids sent per home.
+    The cases take turns within each round so that machine noise lands on all of them."""
+    template = fixture_payload()
+    baseline = [str(VENV_BIN / "python"), "-c", "import sqlite3, json"]
+    hook = [str(VENV_BIN / "remem-hook")]
+    env = bytecode_env()
+    timings: dict[str, list[float]] = {case: [] for case in CASES}
+    sent: dict[str, list[str]] = {case: [] for case in homes}
+    for round_index in range(WARMUP_RUNS + runs):
+        for case in CASES:
+            tool_use_id = f"toolu_bench_{uuid.uuid4().hex}"
+            stdin = json.dumps({**template, "tool_use_id": tool_use_id}).encode()
+            if case == "baseline":
+                elapsed = run_checked(baseline, env, stdin)
+            else:
+                elapsed = run_checked(hook, remem_env(homes[case]), stdin)
+                sent[case].append(tool_use_id)
+            if round_index >= WARMUP_RUNS:
+                timings[case].append(elapsed * 1000)
+    return timings, sent
+
+
+def verify_stored(home: Path, tool_use_ids: list[str]) -> None:
+    """A hook that spooled or dropped would time a different path; insist every event landed."""
+    connection = sqlite3.connect(f"file:{home / 'remem.db'}?mode=ro", uri=True)
+    try:
+        marks = ", ".join("?" * len(tool_use_ids))
+        (stored,) = connection.execute(
+            f"SELECT count(*) FROM captured_events WHERE tool_use_id IN ({marks})", tool_use_ids
+        ).fetchone()
+    finally:
+        connection.close()
+    if stored != len(tool_use_ids):
+        raise RuntimeError(f"{home}: {stored} of {len(tool_use_ids)} hook events in the database")
+    spooled = os.listdir(home / "spool")
+    if spooled:
+        raise RuntimeError(f"{home}: spool is not empty: {spooled}")
+
+
+def summarise(timings: dict[str, list[float]], generate_s: float, runs: int) -> dict[str, Any]:
+    cases = {
+        case: {"median_ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms)}
+        for case, ms in timings.items()
+    }
+    ratios = {}
+    for case in CASES[1:]:
+        ratio = cases[case]["median_ms"] / cases["baseline"]["median_ms"]
+        ratios[case] = {"ratio": ratio, "target": TARGET_RATIO, "pass": ratio <= TARGET_RATIO}
+    machine = {
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "cpu_count": os.cpu_count(),
+    }
+    return {
+        "machine": machine,
+        "events": EVENTS,
+        "generate_s": generate_s,
+        "runs": runs,
+        "warmup_runs": WARMUP_RUNS,
+        "cases": cases,
+        "ratios": ratios,
+    }
+
+
+def print_table(report: dict[str, Any]) -> None:
+    machine, cases, ratios = report["machine"], report["cases"], report["ratios"]
+    print(
+        f"Python {machine['python']}, SQLite {machine['sqlite']}, {machine['cpu_count']} CPUs; "
+        f"{report['runs']} runs after {report['warmup_runs']} warm-up runs each"
+    )
+    print()
+    print(f"{'':<12}{'median':>9}{'min':>9}{'max':>9}  (ms)")
+    for case, figures in cases.items():
+        print(
+            f"{case:<12}{figures['median_ms']:>9.1f}{figures['min_ms']:>9.1f}"
+            f"{figures['max_ms']:>9.1f}"
+        )
+    print()
+    for case, figures in ratios.items():
+        verdict = "PASS" if figures["pass"] else "MISS"
+        print(
+            f"{case + ' / baseline':<23}{figures['ratio']:.2f}×  "
+            f"target ≤ {figures['target']:.2f}×  {verdict}"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30, help="measured runs per case")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(REPO / "remem")],
+        env=bytecode_env(),
+        check=True,
+    )
+    tmp = Path(tempfile.mkdtemp(prefix="remem-bench-"))
+    try:
+        homes = {"hook-empty": tmp / "empty", "hook-1M": tmp / "big"}
+        for home in homes.values():
+            init_home(home)
+        started = time.perf_counter()
+        fill_database(homes["hook-1M"] / "remem.db")
+        generate_s = time.perf_counter() - started
+        print(f"generated {EVENTS:,} events in {generate_s:.1f} s", file=sys.stderr)
+        print(f"timing {WARMUP_RUNS}+{args.runs} runs of {', '.join(CASES)}", file=sys.stderr)
+        timings, sent = time_cases(args.runs, homes)
+        for case, home in homes.items():
+            verify_stored(home, sent[case])
+    finally:
+        shutil.rmtree(tmp)
+    report = summarise(timings, generate_s, args.runs)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_table(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

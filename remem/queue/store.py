@@ -1,0 +1,137 @@
+"""Running the queue statements through SQLAlchemy; every function is named after its statement
+and logs that name as its action."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select, text
+
+from remem.db.engine import READ_ONLY
+from remem.db.schema import extraction_tasks
+from remem.queue import policy
+from remem.queue import statements as sql
+
+log = logging.getLogger("remem.queue")
+
+
+class LeaseLost(Exception):
+    """The task is no longer ours (reaped or reclaimed); whatever we applied must roll back."""
+
+
+@dataclass(frozen=True)
+class ClaimedTask:
+    id: int
+    session_id: int
+    kind: str
+    cursor_event_id: int
+    watermark_event_id: int
+    attempts: int
+    owner: str
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    id: int
+    session_id: int
+    kind: str
+    status: str
+    attempts: int
+    cursor_event_id: int
+    high_watermark_event_id: int
+    run_after: float
+    lease_owner: str | None
+    lease_expires_at: float | None
+    last_error: str | None
+    updated_at: float
+
+
+def _claim_sql(engine: Engine) -> str:
+    lock_clause = "FOR UPDATE SKIP LOCKED" if engine.dialect.name == "postgresql" else ""
+    return sql.CLAIM_NEXT.format(lock_clause=lock_clause)
+
+
+def claim_next(engine: Engine, owner: str, now: float, lease_s: float) -> ClaimedTask | None:
+    params = {"owner": owner, "now": now, "lease_expires_at": policy.lease_expires_at(now, lease_s)}
+    with engine.begin() as connection:
+        row = connection.execute(text(_claim_sql(engine)), params).first()
+    if row is None:
+        return None
+    task = ClaimedTask(row.id, row.session_id, row.kind, row.cursor_event_id,
+                       row.high_watermark_event_id, row.attempts, owner)  # fmt: skip
+    log.debug("claimed task %s", task.id, extra={"action": "claim_next", "task_id": task.id})
+    return task
+
+
+def complete(connection: Connection, task: ClaimedTask, now: float) -> None:
+    """Inside the caller's transaction, so the window and the cursor commit together."""
+    params = {"id": task.id, "owner": task.owner, "watermark": task.watermark_event_id, "now": now}
+    if connection.execute(text(sql.COMPLETE), params).rowcount != 1:
+        raise LeaseLost(f"task {task.id} is no longer leased to {task.owner}")
+    log.debug("completed task %s", task.id, extra={"action": "complete", "task_id": task.id})
+
+
+def retry_or_fail(
+    engine: Engine, task: ClaimedTask, error: str, now: float, max_attempts: int,
+    permanent: bool = False,
+) -> str:  # fmt: skip
+    """Record a failed attempt: 'retried' with backoff, or 'failed' once the budget is spent or
+    the error is permanent; 'lost' if the lease had already gone."""
+    attempts = task.attempts + 1
+    params: dict[str, Any] = {"id": task.id, "owner": task.owner, "now": now,
+                              "attempts": attempts, "error": error[:2000]}  # fmt: skip
+    if permanent or policy.is_exhausted(attempts, max_attempts):
+        statement, outcome = sql.FAIL, "failed"
+    else:
+        statement, outcome = sql.RETRY, "retried"
+        params["run_after"] = policy.next_run_at(attempts, now)
+    with engine.begin() as connection:
+        if connection.execute(text(statement), params).rowcount != 1:
+            return "lost"
+    action = "fail" if outcome == "failed" else "retry"
+    log.warning("task %s %s after attempt %s: %s", task.id, outcome, attempts, error[:200],
+                extra={"action": action, "task_id": task.id})  # fmt: skip
+    return outcome
+
+
+def renew_lease(engine: Engine, task: ClaimedTask, now: float, lease_s: float) -> bool:
+    params = {"id": task.id, "owner": task.owner, "now": now,
+              "lease_expires_at": policy.lease_expires_at(now, lease_s)}  # fmt: skip
+    with engine.begin() as connection:
+        return bool(connection.execute(text(sql.RENEW_LEASE), params).rowcount == 1)
+
+
+def release(engine: Engine, task: ClaimedTask, now: float) -> bool:
+    with engine.begin() as connection:
+        released = connection.execute(
+            text(sql.RELEASE), {"id": task.id, "owner": task.owner, "now": now}
+        ).rowcount
+    log.info("released task %s", task.id, extra={"action": "release", "task_id": task.id})
+    return bool(released == 1)
+
+
+def reap_expired_leases(engine: Engine, now: float) -> list[int]:
+    with engine.begin() as connection:
+        reaped = [row.id for row in connection.execute(text(sql.REAP_EXPIRED_LEASES), {"now": now})]
+    if reaped:
+        log.warning("returned %d task(s) with expired leases to pending", len(reaped),
+                    extra={"action": "reap_expired_leases", "task_ids": reaped})  # fmt: skip
+    return reaped
+
+
+def retry_task(engine: Engine, task_id: int, now: float) -> bool:
+    with engine.begin() as connection:
+        found = connection.execute(text(sql.RETRY_NOW), {"id": task_id, "now": now}).first()
+    return found is not None
+
+
+def list_tasks(engine: Engine, status: str | None = None, limit: int = 100) -> list[TaskRow]:
+    query = select(
+        *(extraction_tasks.c[name] for name in TaskRow.__dataclass_fields__)
+    ).order_by(extraction_tasks.c.id.desc()).limit(limit)  # fmt: skip
+    if status:
+        query = query.where(extraction_tasks.c.status == status)
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        return [TaskRow(*row) for row in connection.execute(query)]

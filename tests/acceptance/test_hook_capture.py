@@ -1,0 +1,170 @@
+"""remem-hook as a real process: concurrency, a locked database, bad input, its imports."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REMEM_HOOK, Home, load_fixture
+
+
+def _bash_success(tool_use_id: str, session: str = "s-1") -> dict[str, object]:
+    payload = load_fixture("claude-code/post_tool_use_bash_success.json")
+    payload["tool_use_id"] = tool_use_id
+    payload["session_id"] = session
+    return payload
+
+
+def test_sixteen_hooks_at_once_all_land(home: Home) -> None:
+    processes = [
+        subprocess.Popen(
+            [REMEM_HOOK],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=home.env,
+        )
+        for _ in range(16)
+    ]
+    payloads = [json.dumps(_bash_success(f"toolu_{i}", f"s-{i % 4}")).encode() for i in range(16)]
+    # Start all processes first, then feed them, so their writes overlap.
+    outputs = [p.communicate(data, timeout=60) for p, data in zip(processes, payloads, strict=True)]
+    assert [p.returncode for p in processes] == [0] * 16
+    assert all(err == b"" for _out, err in outputs)
+    ids = home.query("SELECT id, tool_use_id FROM captured_events")
+    assert len({row[0] for row in ids}) == 16
+    assert {row[1] for row in ids} == {f"toolu_{i}" for i in range(16)}
+    assert not list(home.spool.glob("*.jsonl"))
+    assert home.scalar("SELECT count(*) FROM extraction_tasks") == 4
+
+
+def _hold_write_lock(db: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(db, isolation_level=None, timeout=1)
+    connection.execute("BEGIN IMMEDIATE")
+    connection.execute("UPDATE projects SET root = root")
+    return connection
+
+
+def test_locked_database_spools_within_two_seconds_then_ingests_once(home: Home) -> None:
+    locker = _hold_write_lock(home.db)
+    try:
+        started = time.monotonic()
+        results = [home.hook(_bash_success(f"toolu_locked_{i}")) for i in range(3)]
+        elapsed_each = (time.monotonic() - started) / 3
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert [r.returncode for r in results] == [0, 0, 0]
+    assert elapsed_each < 2.0
+    spooled = (home.spool / "events.jsonl").read_text().splitlines()
+    assert len(spooled) == 3
+    assert all(json.loads(line)["type"] == "event" for line in spooled)
+    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+
+    first = json.loads(home.remem("spool", "ingest", "--json").stdout)
+    assert (first["events_stored"], first["events_already_stored"]) == (3, 0)
+    second = json.loads(home.remem("spool", "ingest", "--json").stdout)
+    assert (second["events_stored"], second["files"]) == (0, 0)
+    rows = home.query("SELECT tool_use_id FROM captured_events ORDER BY tool_use_id")
+    assert rows == [(f"toolu_locked_{i}",) for i in range(3)]
+    assert home.query("SELECT high_watermark_event_id, status FROM extraction_tasks") == [
+        (3, "pending")
+    ]
+
+
+def test_spooled_event_already_in_database_is_not_stored_twice(home: Home) -> None:
+    payload = _bash_success("toolu_twice")
+    locker = _hold_write_lock(home.db)
+    try:
+        assert home.hook(payload).returncode == 0
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert home.hook(payload).returncode == 0  # the same delivery, now stored directly
+    report = json.loads(home.remem("spool", "ingest", "--json").stdout)
+    assert (report["events_stored"], report["events_already_stored"]) == (0, 1)
+    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+
+
+@pytest.mark.parametrize(
+    ("stdin", "reason"),
+    [
+        (b"not json at all", "not_json"),
+        (b"[1, 2, 3]", "not_object"),
+        (b"", "empty"),
+        (b"{" + b'"a":' * 1 + b'"' + b"x" * (1024 * 1024) + b'"}', "too_large"),
+        (b'{"hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/x", '
+         b'"tool_name": 5, "tool_input": "ls"}', "invalid_field"),
+        (b'{"hello": "world"}', "unknown_host"),
+        (b'{"hook_event_name": "PostToolUse", "cwd": "/x", "tool_name": "Bash", '
+         b'"tool_input": {"command": "ls"}}', "missing_session"),
+        (b"\xff\xfe\x00garbage", "not_json"),
+        (b"[" * 100_000 + b"]" * 100_000, "not_json"),
+    ],
+    ids=["text", "array", "empty", "too-large", "wrong-types", "unknown-host", "no-session",
+         "bytes", "deep-nesting"],
+)  # fmt: skip
+def test_bad_input_is_dropped_with_its_reason(home: Home, stdin: bytes, reason: str) -> None:
+    result = home.hook(stdin)
+    assert (result.returncode, result.stderr, result.stdout) == (0, b"", b"")
+    assert home.query("SELECT reason, size_bytes FROM dropped_payloads") == [(reason, len(stdin))]
+    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+
+
+def test_hook_never_imports_sqlalchemy(home: Home) -> None:
+    script = (
+        "import sys, json\n"
+        "from remem.capture.hook import main\n"
+        "code = main([])\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    payload = json.dumps(_bash_success("toolu_imports")).encode()
+    result = subprocess.run(
+        [sys.executable, "-c", script], input=payload, env=home.env, capture_output=True, timeout=30
+    )
+    report = json.loads(result.stdout)
+    assert report["code"] == 0
+    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+    forbidden = {"sqlalchemy", "alembic", "click", "rich", "apscheduler", "remem.config"}
+    assert forbidden.isdisjoint(report["modules"])
+
+
+def test_hook_never_migrates_a_database_behind_its_schema(home: Home) -> None:
+    connection = sqlite3.connect(home.db, isolation_level=None)
+    connection.execute("UPDATE alembic_version SET version_num = '0000'")
+    connection.close()
+    assert home.hook(_bash_success("toolu_old_schema")).returncode == 0
+    assert home.scalar("SELECT version_num FROM alembic_version") == "0000"
+    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    record = json.loads((home.spool / "events.jsonl").read_text())
+    assert record["event"]["tool_use_id"] == "toolu_old_schema"
+    assert "schema" in record["spool_reason"]
+
+
+def test_non_sqlite_database_url_spools(home: Home) -> None:
+    home.env["REMEM_DATABASE_URL"] = "postgresql://remem@localhost/remem"
+    assert home.hook(_bash_success("toolu_pg")).returncode == 0
+    record = json.loads((home.spool / "events.jsonl").read_text())
+    assert record["spool_reason"] == "database is not a SQLite file"
+
+
+def test_missing_database_file_spools_and_is_never_created(home: Home) -> None:
+    home.db.unlink()
+    assert home.hook(_bash_success("toolu_nodb")).returncode == 0
+    assert not home.db.exists()
+    assert (home.spool / "events.jsonl").exists()
+
+
+def test_unwritable_spool_and_database_is_the_only_failure(home: Home) -> None:
+    home.db.unlink()
+    home.spool.rmdir()
+    home.spool.write_text("not a directory")
+    result = home.hook(_bash_success("toolu_lost"))
+    assert result.returncode == 1
+    assert len(result.stderr.decode().strip().splitlines()) == 1

@@ -1,0 +1,135 @@
+"""Every documented host payload, through the real remem-hook process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Home, fixtures_dir
+
+# fixture -> (host, kind, outcome, exit_code, command, tool_use_id, files)
+EXPECTED = {
+    "claude-code/post_tool_use_bash_backgrounded.json": (
+        "claude-code", "command", "backgrounded", None, "npm run dev",
+        "toolu_01Lk9Jh8Gf7Ds6Ap5Oi4Uy3T", None,
+    ),
+    "claude-code/post_tool_use_bash_interrupted.json": (
+        "claude-code", "command", "interrupted", None, "make integration",
+        "toolu_01Qw2Er3Ty4Ui5Op6As7Df8G", None,
+    ),
+    "claude-code/post_tool_use_bash_success.json": (
+        "claude-code", "command", "success", 0, "python -m pytest -q tests/test_cart.py",
+        "toolu_01HkQm3V7sJz9pW2aXyB4cDe", None,
+    ),
+    "claude-code/post_tool_use_edit.json": (
+        "claude-code", "edit", None, None, None, "toolu_01Ed1tAbCdEfGhIjKlMnOpQr",
+        ["src/cart.py"],
+    ),
+    "claude-code/post_tool_use_failure_bash_exit_code.json": (
+        "claude-code", "command", "failure", 1, "python -m pytest -q tests/test_cart.py",
+        "toolu_01NbT5rL8kWq2vE6yUi9oPa1", None,
+    ),
+    "claude-code/post_tool_use_failure_bash_status_code.json": (
+        "claude-code", "command", "failure", 2, "npm run lint",
+        "toolu_01Zx8cV3bN6mQ1wE4rT7yU0i", None,
+    ),
+    "claude-code/post_tool_use_write.json": (
+        "claude-code", "edit", None, None, None, "toolu_01WrItEaBcDeFgHiJkLmNoPq",
+        ["tests/test_discount.py"],
+    ),
+    "claude-code/session_start.json": (
+        "claude-code", "session_start", None, None, None, None, None,
+    ),
+    "codex/post_tool_use_bash.json": (
+        "codex", "command", "unknown", None, "cargo test --workspace", "call_Xk3p9QwErTy", None,
+    ),
+    "codex/session_start.json": ("codex", "session_start", None, None, None, None, None),
+    "cursor/after_shell_execution.json": (
+        "cursor", "command", "unknown", None, "pnpm build", None, None,
+    ),
+    "cursor/post_tool_use_failure_shell.json": (
+        "cursor", "command", "failure", 1, "pnpm test", "tool_1a2b3c4d", None,
+    ),
+    "cursor/post_tool_use_shell.json": (
+        "cursor", "command", "success", 0, "pnpm test", "tool_7e6d5c4b", None,
+    ),
+    "generic/command.json": ("generic", "command", "success", 0, "make check", None, None),
+}  # fmt: skip
+
+COLUMNS = "host, kind, outcome, exit_code, command, tool_use_id, files, cwd, branch"
+
+
+def test_every_fixture_is_listed() -> None:
+    on_disk = {str(p.relative_to(fixtures_dir())) for p in fixtures_dir().glob("*/*.json")}
+    assert on_disk == set(EXPECTED)
+
+
+def _in_repo(relative: str, repo: Path) -> bytes:
+    """The fixture with its project moved to a real work tree on branch feature/cart."""
+    (repo / ".git").mkdir(parents=True, exist_ok=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/feature/cart\n")
+    (repo / "src").mkdir(exist_ok=True)
+    text = (fixtures_dir() / relative).read_text().replace("/home/dev/shop", str(repo))
+    return text.encode()
+
+
+def _snapshot(home: Home) -> tuple[object, ...]:
+    return (
+        home.query("SELECT * FROM captured_events ORDER BY id"),
+        home.query("SELECT * FROM extraction_tasks ORDER BY id"),
+        home.query("SELECT * FROM sessions ORDER BY id"),
+        home.query("SELECT * FROM dropped_payloads ORDER BY id"),
+    )
+
+
+@pytest.mark.parametrize("relative", sorted(EXPECTED))
+def test_fixture_is_captured_once(home: Home, tmp_path: Path, relative: str) -> None:
+    repo = tmp_path / "shop"
+    payload = _in_repo(relative, repo)
+    first = home.hook(payload)
+    assert (first.returncode, first.stderr) == (0, b"")
+
+    rows = home.query(f"SELECT {COLUMNS} FROM captured_events")
+    assert len(rows) == 1
+    host, kind, outcome, exit_code, command, tool_use_id, files, cwd, branch = rows[0]
+    expected = EXPECTED[relative]
+    stored_files = json.loads(files) if files else None
+    assert (host, kind, outcome, exit_code, command, tool_use_id, stored_files) == expected
+    assert (cwd, branch) == (str(repo), "feature/cart")
+    assert home.query("SELECT root FROM projects") == [(str(repo),)]
+    tasks = home.query("SELECT kind, status, high_watermark_event_id FROM extraction_tasks")
+    assert tasks == ([] if kind == "session_start" else [("promote", "pending", 1)])
+
+    before = _snapshot(home)
+    again = home.hook(payload)
+    assert again.returncode == 0
+    assert _snapshot(home) == before
+
+
+def test_fixture_outside_a_work_tree_uses_cwd_and_no_branch(home: Home) -> None:
+    payload = (fixtures_dir() / "claude-code/post_tool_use_bash_success.json").read_bytes()
+    assert home.hook(payload).returncode == 0
+    assert home.query("SELECT p.root, e.branch FROM captured_events e JOIN projects p "
+                      "ON p.id = e.project_id") == [("/home/dev/shop", None)]  # fmt: skip
+
+
+def test_host_flag_overrides_detection(home: Home) -> None:
+    payload = json.loads((fixtures_dir() / "codex/post_tool_use_bash.json").read_text())
+    payload.pop("turn_id")
+    payload["transcript_path"] = "/tmp/rollout.jsonl"
+    payload["tool_use_id"] = "toolu_x"
+    assert home.hook(payload, "--host", "codex").returncode == 0
+    assert home.query("SELECT host, outcome FROM captured_events") == [("codex", "unknown")]
+
+
+def test_events_of_one_session_share_one_task_whose_watermark_rises(home: Home) -> None:
+    for relative in (
+        "claude-code/post_tool_use_edit.json",
+        "claude-code/post_tool_use_failure_bash_exit_code.json",
+        "claude-code/post_tool_use_bash_success.json",
+    ):
+        assert home.hook((fixtures_dir() / relative).read_bytes()).returncode == 0
+    assert home.query("SELECT status, high_watermark_event_id, cursor_event_id "
+                      "FROM extraction_tasks") == [("pending", 3, 0)]  # fmt: skip

@@ -1,0 +1,116 @@
+"""Shared test helpers: real executables, real SQLite files, bounded waits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BIN = Path(sys.executable).parent
+REMEM = str(BIN / "remem")
+REMEM_HOOK = str(BIN / "remem-hook")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def fixtures_dir() -> Path:
+    candidates = [
+        REPO / "tests" / "fixtures" / "hooks",
+        REPO.parent / "shared" / "fixtures" / "hooks",
+    ]
+    if os.environ.get("REMEM_FIXTURES"):
+        candidates.insert(0, Path(os.environ["REMEM_FIXTURES"]))
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise RuntimeError(f"hook fixtures not found in {candidates}")
+
+
+def load_fixture(relative: str) -> dict[str, Any]:
+    return json.loads((fixtures_dir() / relative).read_text())
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
+    """Poll until predicate() is truthy; fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+class Home:
+    """A remem home in the test's temporary directory, and the environment that points at it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = path / "remem.db"
+        self.spool = path / "spool"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("REMEM_")},
+            "REMEM_HOME": str(path),
+            "HOME": str(path.parent / "user-home"),
+        }
+
+    def hook(
+        self, payload: dict[str, Any] | bytes | str, *args: str, timeout: float = 30
+    ) -> subprocess.CompletedProcess[bytes]:
+        data = (
+            payload
+            if isinstance(payload, bytes)
+            else (payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+        )
+        return subprocess.run(
+            [REMEM_HOOK, *args], input=data, env=self.env, capture_output=True, timeout=timeout
+        )
+
+    def remem(
+        self, *args: str, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [REMEM, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"remem {' '.join(args)} exited {result.returncode}: {result.stderr}"
+            )
+        return result
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        connection = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=10)
+        try:
+            return connection.execute(sql, params).fetchall()
+        finally:
+            connection.close()
+
+    def scalar(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self.query(sql, params)[0][0]
+
+
+@pytest.fixture(scope="session")
+def template_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One migrated home per test run; each test gets a copy."""
+    path = tmp_path_factory.mktemp("template") / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
+    env["REMEM_HOME"] = str(path)
+    subprocess.run([REMEM, "init"], env=env, check=True, capture_output=True, timeout=120)
+    return path
+
+
+@pytest.fixture
+def home(template_home: Path, tmp_path: Path) -> Iterator[Home]:
+    path = tmp_path / "home"
+    shutil.copytree(template_home, path)
+    (tmp_path / "user-home").mkdir()
+    yield Home(path)

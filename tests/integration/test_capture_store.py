@@ -1,0 +1,99 @@
+"""Storing events and coalescing their session's task (DESIGN.md §4 revive rules)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from remem.capture.hosts import build_event
+from remem.capture.store import store_event
+from remem.db.sqlite import connect
+from tests.conftest import Home, load_fixture
+
+
+@pytest.fixture
+def db(home: Home) -> Iterator[sqlite3.Connection]:
+    connection = connect(str(home.db))
+    yield connection
+    connection.close()
+
+
+def _store(db: sqlite3.Connection, tool_use_id: str, now: float = 1000.0) -> int | None:
+    payload = load_fixture("claude-code/post_tool_use_bash_success.json")
+    payload["tool_use_id"] = tool_use_id
+    event = build_event(payload, "claude-code", now, lambda cwd: (cwd, "main"))
+
+    def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+        return db.execute(sql, params).fetchall()
+
+    db.execute("BEGIN IMMEDIATE")
+    event_id = store_event(execute, event)
+    db.execute("COMMIT")
+    return event_id
+
+
+def _task(db: sqlite3.Connection) -> tuple[Any, ...]:
+    return db.execute(
+        "SELECT status, high_watermark_event_id, attempts, run_after, last_error, lease_owner "
+        "FROM extraction_tasks"
+    ).fetchone()
+
+
+def _set_task(db: sqlite3.Connection, **values: Any) -> None:
+    assignments = ", ".join(f"{name} = :{name}" for name in values)
+    db.execute(f"UPDATE extraction_tasks SET {assignments}", values)
+
+
+def test_redelivery_returns_none_and_changes_nothing(db: sqlite3.Connection) -> None:
+    assert _store(db, "t1") == 1
+    before = _task(db)
+    assert _store(db, "t1", now=2000.0) is None
+    assert _task(db) == before
+
+
+@pytest.mark.parametrize("status", ["done", "failed"])
+def test_finished_task_is_revived_with_a_fresh_budget(db: sqlite3.Connection, status: str) -> None:
+    _store(db, "t1")
+    _set_task(db, status=status, attempts=5, run_after=9999.0, last_error="boom")
+    _store(db, "t2", now=3000.0)
+    assert _task(db) == ("pending", 2, 0, 3000.0, None, None)
+
+
+def test_processing_task_only_gets_the_higher_watermark(db: sqlite3.Connection) -> None:
+    _store(db, "t1")
+    _set_task(db, status="processing", attempts=2, lease_owner="w1", run_after=1000.0)
+    _store(db, "t2", now=3000.0)
+    assert _task(db) == ("processing", 2, 2, 1000.0, None, "w1")
+
+
+def test_pending_task_in_backoff_keeps_its_retry_time(db: sqlite3.Connection) -> None:
+    _store(db, "t1")
+    _set_task(db, attempts=2, run_after=5000.0, last_error="boom")
+    _store(db, "t2", now=3000.0)
+    assert _task(db) == ("pending", 2, 2, 5000.0, "boom", None)
+
+
+def test_watermark_never_goes_down(db: sqlite3.Connection) -> None:
+    _store(db, "t1")
+    _store(db, "t2")
+    _set_task(db, high_watermark_event_id=99)
+    _store(db, "t3")
+    assert _task(db)[1] == 99
+
+
+def test_files_are_stored_as_a_json_list(db: sqlite3.Connection) -> None:
+    payload = load_fixture("claude-code/post_tool_use_edit.json")
+    event = build_event(payload, "claude-code", 1.0, lambda cwd: ("/home/dev/shop", None))
+
+    def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+        return db.execute(sql, params).fetchall()
+
+    db.execute("BEGIN IMMEDIATE")
+    store_event(execute, event)
+    db.execute("COMMIT")
+    files = db.execute("SELECT files FROM captured_events").fetchone()[0]
+    assert json.loads(files) == ["src/cart.py"]

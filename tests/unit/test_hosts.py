@@ -1,0 +1,590 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from remem.capture.event import CapturedEvent, Dropped
+from remem.capture.hosts import STORED_STRING_CHARS, build_event, detect_host
+from remem.capture.redact import MASK
+from tests.conftest import fixtures_dir
+
+NOW = 1_790_000_000.0
+ROOT = "/home/dev/shop"
+GITHUB_TOKEN = "ghp_4fK9sLm2Qx7Rt8Vw1Yz3Bc5Nd6Hj0PqAeUi"
+REMOVE = object()
+
+
+FIXTURES = fixtures_dir()
+
+
+def locate(cwd: str) -> tuple[str, str | None]:
+    return ROOT, "main"
+
+
+def load(name: str) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+    return payload
+
+
+def changed(payload: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    result = dict(payload)
+    for key, value in changes.items():
+        if value is REMOVE:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+def build(payload: dict[str, Any], host: str | None = None) -> CapturedEvent:
+    detected = host or detect_host(payload)
+    assert detected is not None
+    return build_event(payload, detected, NOW, locate)
+
+
+def dropped_reason(payload: dict[str, Any], host: str) -> str:
+    with pytest.raises(Dropped) as caught:
+        build_event(payload, host, NOW, locate)
+    return caught.value.reason
+
+
+# fixture -> (host, kind, outcome, exit_code, exit_code_source, command, tool_use_id, files)
+EXPECTED: dict[str, tuple[Any, ...]] = {
+    "claude-code/post_tool_use_bash_success.json": (
+        "claude-code",
+        "command",
+        "success",
+        0,
+        "hook_event",
+        "python -m pytest -q tests/test_cart.py",
+        "toolu_01HkQm3V7sJz9pW2aXyB4cDe",
+        None,
+    ),
+    "claude-code/post_tool_use_bash_interrupted.json": (
+        "claude-code",
+        "command",
+        "interrupted",
+        None,
+        None,
+        "make integration",
+        "toolu_01Qw2Er3Ty4Ui5Op6As7Df8G",
+        None,
+    ),
+    "claude-code/post_tool_use_bash_backgrounded.json": (
+        "claude-code",
+        "command",
+        "backgrounded",
+        None,
+        None,
+        "npm run dev",
+        "toolu_01Lk9Jh8Gf7Ds6Ap5Oi4Uy3T",
+        None,
+    ),
+    "claude-code/post_tool_use_failure_bash_exit_code.json": (
+        "claude-code",
+        "command",
+        "failure",
+        1,
+        "error_text",
+        "python -m pytest -q tests/test_cart.py",
+        "toolu_01NbT5rL8kWq2vE6yUi9oPa1",
+        None,
+    ),
+    "claude-code/post_tool_use_failure_bash_status_code.json": (
+        "claude-code",
+        "command",
+        "failure",
+        2,
+        "error_text",
+        "npm run lint",
+        "toolu_01Zx8cV3bN6mQ1wE4rT7yU0i",
+        None,
+    ),
+    "claude-code/post_tool_use_edit.json": (
+        "claude-code",
+        "edit",
+        None,
+        None,
+        None,
+        None,
+        "toolu_01Ed1tAbCdEfGhIjKlMnOpQr",
+        ["src/cart.py"],
+    ),
+    "claude-code/post_tool_use_write.json": (
+        "claude-code",
+        "edit",
+        None,
+        None,
+        None,
+        None,
+        "toolu_01WrItEaBcDeFgHiJkLmNoPq",
+        ["tests/test_discount.py"],
+    ),
+    "claude-code/session_start.json": (
+        "claude-code",
+        "session_start",
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    ),
+    "codex/post_tool_use_bash.json": (
+        "codex",
+        "command",
+        "unknown",
+        None,
+        None,
+        "cargo test --workspace",
+        "call_Xk3p9QwErTy",
+        None,
+    ),
+    "codex/session_start.json": (
+        "codex",
+        "session_start",
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    ),
+    "cursor/post_tool_use_shell.json": (
+        "cursor",
+        "command",
+        "success",
+        0,
+        "hook_event",
+        "pnpm test",
+        "tool_7e6d5c4b",
+        None,
+    ),
+    "cursor/post_tool_use_failure_shell.json": (
+        "cursor",
+        "command",
+        "failure",
+        1,
+        "error_text",
+        "pnpm test",
+        "tool_1a2b3c4d",
+        None,
+    ),
+    "cursor/after_shell_execution.json": (
+        "cursor",
+        "command",
+        "unknown",
+        None,
+        None,
+        "pnpm build",
+        None,
+        None,
+    ),
+    "generic/command.json": (
+        "generic",
+        "command",
+        "success",
+        0,
+        "payload",
+        "make check",
+        None,
+        None,
+    ),
+}
+
+
+def test_every_fixture_has_an_expectation() -> None:
+    on_disk = {path.relative_to(FIXTURES).as_posix() for path in FIXTURES.glob("*/*.json")}
+
+    assert on_disk == set(EXPECTED)
+
+
+@pytest.mark.parametrize(("name", "expected"), EXPECTED.items(), ids=[name for name in EXPECTED])
+def test_fixture_is_normalised(name: str, expected: tuple[Any, ...]) -> None:
+    host, kind, outcome, exit_code, exit_code_source, command, tool_use_id, files = expected
+    payload = load(name)
+
+    event = build(payload)
+
+    assert detect_host(payload) == host
+    assert event.host == host
+    assert event.kind == kind
+    assert event.outcome == outcome
+    assert event.exit_code == exit_code
+    assert event.exit_code_source == exit_code_source
+    assert event.command == command
+    assert event.tool_use_id == tool_use_id
+    assert event.files == files
+    assert (event.change_hash is not None) == (kind == "edit")
+    assert (event.project_root, event.branch) == (ROOT, "main")
+    assert event.captured_at == NOW
+
+
+def test_edit_change_hash_ignores_whitespace() -> None:
+    edit = load("claude-code/post_tool_use_edit.json")
+    reflowed = changed(
+        edit,
+        tool_input={
+            **edit["tool_input"],
+            "new_string": "return sum(p * q\n    for p, q in  items)\n",
+        },
+    )
+
+    assert build(reflowed).change_hash == build(edit).change_hash
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("new_string", "return sum(p * q for p, q in basket)"),
+        ("file_path", "/home/dev/shop/src/checkout.py"),
+    ],
+)
+def test_edit_change_hash_differs_for_a_different_edit(field: str, value: str) -> None:
+    edit = load("claude-code/post_tool_use_edit.json")
+    other = changed(edit, tool_input={**edit["tool_input"], field: value})
+
+    assert build(other).change_hash != build(edit).change_hash
+
+
+def test_claude_failure_keeps_the_error_excerpt() -> None:
+    event = build(load("claude-code/post_tool_use_failure_bash_exit_code.json"))
+
+    assert event.error_excerpt is not None
+    assert event.error_excerpt.startswith("Exit code 1")
+
+
+def test_claude_backgrounded_by_task_id_alone() -> None:
+    payload = load("claude-code/post_tool_use_bash_backgrounded.json")
+    payload = changed(payload, tool_input={"command": "npm run dev"})
+
+    assert build(payload).outcome == "backgrounded"
+
+
+def test_claude_backgrounded_by_run_in_background_alone() -> None:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+    payload = changed(payload, tool_input={"command": "npm run dev", "run_in_background": True})
+
+    assert build(payload).outcome == "backgrounded"
+
+
+def test_claude_failure_with_is_interrupt_is_interrupted() -> None:
+    payload = load("claude-code/post_tool_use_failure_bash_exit_code.json")
+
+    event = build(changed(payload, is_interrupt=True))
+
+    assert (event.outcome, event.exit_code) == ("interrupted", None)
+
+
+def test_codex_argv_command_is_unwrapped_from_bash_lc() -> None:
+    payload = load("codex/post_tool_use_bash.json")
+    payload = changed(payload, tool_input={"command": ["bash", "-lc", "cargo test"]})
+
+    assert build(payload).command == "cargo test"
+
+
+def test_codex_apply_patch_lists_the_patched_files() -> None:
+    patch = (
+        "*** Begin Patch\n*** Update File: src/a.py\n@@\n-old\n+new\n"
+        "*** Add File: src/b.py\n+created\n*** End Patch"
+    )
+    payload = changed(
+        load("codex/post_tool_use_bash.json"),
+        tool_name="apply_patch",
+        tool_input={"input": patch},
+    )
+
+    event = build(payload)
+
+    assert event.kind == "edit"
+    assert event.files == ["src/a.py", "src/b.py"]
+    assert event.change_hash is not None
+
+
+@pytest.mark.parametrize(("exit_code", "outcome"), [(0, "success"), (1, "failure")])
+def test_cursor_after_shell_execution_with_an_exit_code(exit_code: int, outcome: str) -> None:
+    payload = changed(load("cursor/after_shell_execution.json"), exit_code=exit_code)
+
+    event = build(payload)
+
+    assert (event.outcome, event.exit_code, event.exit_code_source) == (
+        outcome,
+        exit_code,
+        "payload",
+    )
+
+
+def test_cursor_without_cwd_uses_the_first_workspace_root() -> None:
+    payload = load("cursor/after_shell_execution.json")
+    payload = changed(payload, cwd=REMOVE, workspace_roots=["/home/dev/admin", "/home/dev/shop"])
+    seen: list[str] = []
+
+    def recording_locate(cwd: str) -> tuple[str, str | None]:
+        seen.append(cwd)
+        return cwd, None
+
+    event = build_event(payload, "cursor", NOW, recording_locate)
+
+    assert seen == ["/home/dev/admin"]
+    assert event.cwd == "/home/dev/admin"
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "outcome", "source"),
+    [(0, "success", "payload"), (3, "failure", "payload"), (REMOVE, "unknown", None)],
+)
+def test_generic_outcome_follows_exit_code(exit_code: Any, outcome: str, source: Any) -> None:
+    event = build(changed(load("generic/command.json"), exit_code=exit_code))
+
+    assert (event.outcome, event.exit_code_source) == (outcome, source)
+    assert event.exit_code == (None if exit_code is REMOVE else exit_code)
+
+
+def test_generic_timestamp_sets_event_time() -> None:
+    event = build(load("generic/command.json"))
+
+    assert event.event_at == 1795168800.0
+
+
+def test_event_time_defaults_to_now() -> None:
+    event = build(changed(load("generic/command.json"), timestamp=REMOVE))
+
+    assert event.event_at == NOW
+
+
+def test_generic_event_id_is_the_idempotency_key() -> None:
+    payload = load("generic/command.json")
+
+    assert "term-4411-17" in build(payload).idempotency_key
+    assert build(changed(payload, exit_code=1)).idempotency_key == build(payload).idempotency_key
+
+
+def test_generic_branch_overrides_the_located_branch() -> None:
+    event = build(changed(load("generic/command.json"), branch="release/2.0"))
+
+    assert event.branch == "release/2.0"
+
+
+@pytest.mark.parametrize(
+    "name", ["claude-code/post_tool_use_bash_success.json", "claude-code/session_start.json"]
+)
+def test_redelivered_payload_has_the_same_key(name: str) -> None:
+    assert build(load(name)).idempotency_key == build(load(name)).idempotency_key
+
+
+def test_key_does_not_depend_on_field_order() -> None:
+    payload = load("claude-code/session_start.json")
+    reordered = dict(reversed(list(payload.items())))
+
+    assert build(reordered).idempotency_key == build(payload).idempotency_key
+
+
+def test_payloads_differing_in_tool_use_id_have_different_keys() -> None:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+    rerun = changed(payload, tool_use_id="toolu_01Zz9Yy8Xx7Ww6Vv5Uu4Tt3S")
+
+    assert build(rerun).idempotency_key != build(payload).idempotency_key
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value"),
+    [
+        ("claude-code/session_start.json", "source", "resume"),
+        ("claude-code/session_start.json", "model", "claude-opus-4-1"),
+        ("cursor/after_shell_execution.json", "duration", 2310.5),
+        ("cursor/after_shell_execution.json", "output", "built in 2.40s"),
+        ("generic/command.json", "timestamp", "2026-11-20T10:00:01Z"),
+    ],
+)
+def test_payloads_without_ids_differing_in_any_field_have_different_keys(
+    name: str, field: str, value: Any
+) -> None:
+    payload = changed(load(name), event_id=REMOVE)
+
+    other = changed(payload, **{field: value})
+
+    assert build(other).idempotency_key != build(payload).idempotency_key
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "reason"),
+    [
+        ("claude-code/post_tool_use_bash_success.json", {"session_id": REMOVE}, "missing_session"),
+        ("cursor/post_tool_use_shell.json", {"conversation_id": REMOVE}, "missing_session"),
+        ("generic/command.json", {"session_id": ""}, "missing_session"),
+        ("claude-code/post_tool_use_bash_success.json", {"tool_input": "ls"}, "invalid_field"),
+        ("claude-code/post_tool_use_bash_success.json", {"tool_name": 7}, "invalid_field"),
+        ("generic/command.json", {"exit_code": "0"}, "invalid_field"),
+        ("generic/command.json", {"exit_code": True}, "invalid_field"),
+        ("generic/command.json", {"files": "src/cart.py"}, "invalid_field"),
+        ("generic/command.json", {"timestamp": "yesterday"}, "invalid_field"),
+        (
+            "claude-code/post_tool_use_bash_success.json",
+            {"hook_event_name": "PreToolUse"},
+            "ignored_event",
+        ),
+        ("codex/post_tool_use_bash.json", {"hook_event_name": "Stop"}, "ignored_event"),
+        ("claude-code/post_tool_use_bash_success.json", {"tool_name": "Read"}, "ignored_tool"),
+        ("claude-code/post_tool_use_bash_success.json", {"cwd": REMOVE}, "missing_field"),
+        ("codex/post_tool_use_bash.json", {"tool_input": {}}, "missing_field"),
+        ("generic/command.json", {"command": REMOVE}, "missing_field"),
+    ],
+)
+def test_payload_is_dropped_with_a_reason(name: str, changes: dict[str, Any], reason: str) -> None:
+    payload = load(name)
+    host = detect_host(payload)
+    assert host is not None
+
+    assert dropped_reason(changed(payload, **changes), host) == reason
+
+
+def test_drop_names_host_and_event() -> None:
+    payload = changed(load("claude-code/post_tool_use_bash_success.json"), tool_name="Read")
+
+    with pytest.raises(Dropped) as caught:
+        build(payload)
+
+    assert (caught.value.host, caught.value.hook_event) == ("claude-code", "PostToolUse")
+    assert "Read" in str(caught.value)
+
+
+@pytest.mark.parametrize("payload", [{"foo": 1}, {}, {"session_id": "s", "cwd": "/tmp"}])
+def test_unrecognised_payload_has_no_host(payload: dict[str, Any]) -> None:
+    assert detect_host(payload) is None
+
+
+def test_generic_is_detected_without_a_host_field() -> None:
+    payload = changed(load("generic/command.json"), host=REMOVE)
+
+    assert detect_host(payload) == "generic"
+
+
+def test_secret_in_a_command_is_redacted_everywhere() -> None:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+    payload = changed(
+        payload,
+        tool_input={"command": f"export GITHUB_TOKEN={GITHUB_TOKEN} && gh pr list"},
+        tool_response={"stdout": f"token {GITHUB_TOKEN} accepted", "stderr": ""},
+    )
+
+    event = build(payload)
+
+    assert event.command is not None
+    assert GITHUB_TOKEN not in event.command
+    assert MASK in event.command
+    assert event.command.endswith("&& gh pr list")
+    assert GITHUB_TOKEN not in event.payload
+
+
+def test_secret_in_an_error_excerpt_is_redacted() -> None:
+    payload = load("claude-code/post_tool_use_failure_bash_exit_code.json")
+    payload = changed(payload, error=f"Exit code 128\nfatal: bad credentials {GITHUB_TOKEN}")
+
+    event = build(payload)
+
+    assert event.exit_code == 128
+    assert event.error_excerpt is not None
+    assert GITHUB_TOKEN not in event.error_excerpt
+
+
+def test_a_token_cut_by_the_excerpt_limit_is_not_partly_kept() -> None:
+    key_block = (
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "A" * 900 + "\n-----END RSA PRIVATE KEY-----\n"
+    )
+    head = f"Exit code 1\n{key_block}"
+    error = head + "y" * (990 - len(head)) + GITHUB_TOKEN
+    payload = changed(load("claude-code/post_tool_use_failure_bash_exit_code.json"), error=error)
+
+    event = build(payload)
+
+    assert event.error_excerpt is not None
+    assert "ghp_" not in event.error_excerpt
+
+
+def test_long_strings_in_the_stored_payload_are_shortened() -> None:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+    long_output = "collected 1 item\n" + "." * 5000
+    payload = changed(payload, tool_response={"stdout": long_output, "stderr": ""})
+
+    stored = json.loads(build(payload).payload)["tool_response"]["stdout"]
+
+    assert stored.startswith(long_output[:STORED_STRING_CHARS])
+    assert len(stored) < len(long_output)
+    assert len(stored) <= STORED_STRING_CHARS + 20
+
+
+def test_stored_payload_keeps_ordinary_fields() -> None:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+
+    stored = json.loads(build(payload).payload)
+
+    assert stored["tool_input"] == payload["tool_input"]
+    assert stored["tool_use_id"] == payload["tool_use_id"]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/home/dev/shop/src/cart.py", "src/cart.py"),
+        ("src/cart.py", "src/cart.py"),
+        ("/etc/hosts", "/etc/hosts"),
+        ("/home/dev/shop-legacy/app.py", "/home/dev/shop-legacy/app.py"),
+    ],
+)
+def test_edited_files_are_relative_to_the_project_root(path: str, expected: str) -> None:
+    edit = load("claude-code/post_tool_use_edit.json")
+    payload = changed(edit, tool_input={**edit["tool_input"], "file_path": path})
+
+    assert build(payload).files == [expected]
+
+
+def test_a_dotdot_named_file_inside_the_root_is_made_relative() -> None:
+    edit = load("claude-code/post_tool_use_edit.json")
+    payload = changed(edit, tool_input={**edit["tool_input"], "file_path": f"{ROOT}/..env"})
+
+    assert build(payload).files == ["..env"]
+
+
+def test_generic_files_become_relative_and_sorted() -> None:
+    payload = changed(
+        load("generic/command.json"),
+        files=["/home/dev/shop/src/z.py", "src/a.py", "/home/dev/shop/src/a.py"],
+    )
+
+    assert build(payload).files == ["src/a.py", "src/z.py"]
+
+
+def test_captured_event_is_immutable() -> None:
+    event = build(load("generic/command.json"))
+
+    with pytest.raises(AttributeError):
+        event.command = "rm -rf /"
+    assert event.command == "make check"
+
+
+def test_captured_event_rejects_unknown_fields() -> None:
+    fields = build(load("generic/command.json")).as_dict()
+
+    with pytest.raises(TypeError, match="surprise"):
+        CapturedEvent(**fields, surprise=1)
+
+
+def test_captured_events_compare_by_value() -> None:
+    event = build(load("generic/command.json"))
+
+    assert CapturedEvent(**event.as_dict()) == event
+    assert CapturedEvent(**{**event.as_dict(), "command": "make lint"}) != event
+
+
+def test_dropped_carries_its_reason_and_detail() -> None:
+    drop = Dropped("missing_field", "cwd", "codex", "PostToolUse")
+
+    assert (drop.reason, drop.detail, drop.host, drop.hook_event) == (
+        "missing_field",
+        "cwd",
+        "codex",
+        "PostToolUse",
+    )
+    assert str(drop) == "missing_field: cwd"
