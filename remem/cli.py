@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import shutil
+import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from remem.config import Settings, load_settings
-from remem.errors import RememError
+from remem.db.schema import PROCEDURE_STATUSES, TASK_STATUSES
+from remem.errors import NotFound, RememError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 
 class _Group(click.Group):
@@ -210,6 +216,351 @@ def spool_ingest(as_json: bool) -> None:
     )
     for reason, count in report["dead_lettered"].items():
         click.echo(f"Dead-lettered {count} line(s): {reason}")
+
+
+def _open(require_current_schema: bool = True) -> tuple[Settings, Engine]:
+    from remem.home import open_engine
+
+    settings = _settings()
+    return settings, open_engine(settings, require_current_schema=require_current_schema)
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
+
+
+@cli.command()
+@click.option("--burst", is_flag=True, help="Drain the queue once and exit (for cron).")
+@click.option("--max-seconds", type=float, default=None, help="Stop a burst after this long.")
+@click.option("-v", "--verbose", is_flag=True, help="Log debug lines to the worker log.")
+@click.option("--json", "as_json", is_flag=True, help="Print the burst summary as JSON.")
+def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool) -> None:
+    """Process captured events into procedures.
+
+    With --burst: ingest the spool, reap expired leases, drain the queue, mark stale procedures,
+    print a summary and exit (1 if a task failed for good in this run).
+
+    \b
+    Example (a crontab line):
+      */10 * * * * remem worker --burst >> ~/.remem/logs/cron.log 2>&1
+    """
+    if not burst:
+        raise click.UsageError("Only `remem worker --burst` is available in this version.")
+    from workers.logs import configure
+    from workers.runner import Worker, run_burst
+
+    settings, engine = _open()
+    configure(settings, verbose)
+    runner = Worker(engine, settings)
+    try:
+        if sys.stdout.isatty() and not as_json:
+            from rich.progress import Progress
+
+            with Progress(transient=True) as progress:
+                bar = progress.add_task("processing tasks", total=None)
+                stats = run_burst(runner, max_seconds, lambda: progress.advance(bar))
+        else:
+            stats = run_burst(runner, max_seconds)
+    finally:
+        engine.dispose()
+    keys = (
+        "tasks_done",
+        "tasks_retried",
+        "tasks_failed",
+        "leases_lost",
+        "leases_reaped",
+        "spooled_events_ingested",
+        "events",
+        "promoted",
+        "refreshed",
+        "broken",
+        "stale",
+    )
+    summary = {key: int(stats.get(key, 0)) for key in keys}
+    if as_json:
+        _print_json(summary)
+    else:
+        click.echo(
+            f"Tasks: {summary['tasks_done']} done, {summary['tasks_retried']} retried, "
+            f"{summary['tasks_failed']} failed. Events processed: {summary['events']}. "
+            f"Procedures: {summary['promoted']} promoted, {summary['refreshed']} refreshed, "
+            f"{summary['broken']} broken, {summary['stale']} stale."
+        )
+    if summary["tasks_failed"]:
+        sys.exit(1)
+
+
+@cli.group(invoke_without_command=True)
+@click.option(
+    "--status",
+    "status_filter",
+    type=click.Choice(TASK_STATUSES),
+    default=None,
+    help="Only tasks in this state.",
+)
+@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the tasks as JSON.")
+@click.pass_context
+def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bool) -> None:
+    """List extraction tasks, newest first; failed ones show their last error.
+
+    \b
+    Example:
+      remem tasks --status failed --json
+      remem tasks retry 12
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from remem.procedures.store import iso
+    from remem.queue.store import list_tasks
+
+    _settings_unused, engine = _open()
+    try:
+        rows = list_tasks(engine, status_filter, limit)
+    finally:
+        engine.dispose()
+    if as_json:
+        _print_json(
+            [
+                {
+                    **row.__dict__,
+                    "run_after": iso(row.run_after),
+                    "lease_expires_at": iso(row.lease_expires_at),
+                    "updated_at": iso(row.updated_at),
+                }
+                for row in rows
+            ]
+        )
+        return
+    _table(
+        "Tasks",
+        ["id", "session", "status", "attempts", "events", "last error"],
+        [
+            [
+                str(r.id),
+                str(r.session_id),
+                r.status,
+                str(r.attempts),
+                f"{r.cursor_event_id}/{r.high_watermark_event_id}",
+                r.last_error or "",
+            ]
+            for r in rows
+        ],
+    )
+
+
+@tasks.command("retry")
+@click.argument("task_id", type=int)
+def tasks_retry(task_id: int) -> None:
+    """Put a failed task back in the queue with a fresh retry budget.
+
+    \b
+    Example:
+      remem tasks retry 12
+    """
+    import time
+
+    from remem.queue.store import retry_task
+
+    _settings_unused, engine = _open()
+    try:
+        found = retry_task(engine, task_id, time.time())
+    finally:
+        engine.dispose()
+    if not found:
+        raise NotFound(f"No failed or pending task {task_id}: see `remem tasks`.")
+    click.echo(f"Task {task_id} is pending again.")
+
+
+@cli.group()
+def procedures() -> None:
+    """Procedures: commands proven to work, with their evidence.
+
+    \b
+    Example:
+      remem procedures list --project ~/src/shop --branch main
+    """
+
+
+@procedures.command("list")
+@click.option("--project", type=click.Path(), default=None, help="Project root directory.")
+@click.option("--branch", default=None, help="Branch name ('' for none).")
+@click.option(
+    "--status",
+    "status_filter",
+    type=click.Choice(PROCEDURE_STATUSES),
+    default=None,
+    help="Only this status (default: active).",
+)
+@click.option("--all", "show_all", is_flag=True, help="Every status, archived included.")
+@click.option("--json", "as_json", is_flag=True, help="Print the procedures as JSON.")
+def procedures_list(
+    project: str | None,
+    branch: str | None,
+    status_filter: str | None,
+    show_all: bool,
+    as_json: bool,
+) -> None:
+    """List procedures by confidence, then most recently verified.
+
+    \b
+    Example:
+      remem procedures list --all --json
+    """
+    import os
+
+    from remem.procedures.store import iso, list_procedures
+
+    statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
+    root = os.path.abspath(os.path.expanduser(project)) if project else None
+    _settings_unused, engine = _open()
+    try:
+        found = list_procedures(engine, root, branch, statuses)
+    finally:
+        engine.dispose()
+    if as_json:
+        _print_json([p.as_json() for p in found])
+        return
+    _table(
+        "Procedures",
+        [
+            "id",
+            "command",
+            "project",
+            "branch",
+            "status",
+            "conf.",
+            "runs",
+            "sessions",
+            "last verified",
+        ],
+        [
+            [
+                str(p.id),
+                p.command,
+                p.project,
+                p.branch or "-",
+                p.status,
+                f"{p.confidence:.2f}",
+                str(p.verified_runs),
+                str(p.distinct_sessions),
+                (iso(p.last_verified_at) or "")[:10],
+            ]
+            for p in found
+        ],
+    )
+
+
+@procedures.command("show")
+@click.argument("procedure_id", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print the procedure as JSON.")
+def procedures_show(procedure_id: int, as_json: bool) -> None:
+    """Show one procedure, its evidence runs and files.
+
+    \b
+    Example:
+      remem procedures show 3 --json
+    """
+    from remem.procedures.store import evidence_runs, get_procedure, iso
+
+    _settings_unused, engine = _open()
+    try:
+        procedure = get_procedure(engine, procedure_id)
+        runs = evidence_runs(engine, procedure)
+    finally:
+        engine.dispose()
+    if as_json:
+        _print_json({**procedure.as_json(), "evidence": [run.as_json() for run in runs]})
+        return
+    click.echo(
+        f"Procedure {procedure.id} ({procedure.status}, confidence "
+        f"{procedure.confidence:.2f}, topic {procedure.topic_key})"
+    )
+    click.echo(procedure.body)
+    click.echo("Evidence:")
+    for run in runs:
+        click.echo(
+            f"  event {run.event_id}  {iso(run.at)}  {run.host}  session "
+            f"{run.session_key}  {run.outcome}"
+        )
+
+
+@procedures.command("archive")
+@click.argument("procedure_id", type=int)
+def procedures_archive(procedure_id: int) -> None:
+    """Archive a procedure: it is no longer shown, and new runs never revive it.
+
+    \b
+    Example:
+      remem procedures archive 3
+    """
+    from remem.procedures.store import archive
+
+    _settings_unused, engine = _open()
+    try:
+        archived = archive(engine, procedure_id)
+    finally:
+        engine.dispose()
+    click.echo(f"Archived procedure {archived.id}: {archived.command}")
+
+
+@cli.command()
+@click.option("--keep", is_flag=True, help="Keep the temporary home and print where it is.")
+def demo(keep: bool) -> None:
+    """Feed a realistic Claude Code session through remem-hook in a temporary home, run a burst,
+    and print the procedure it promoted. Touches nothing outside that temporary home.
+
+    \b
+    Example:
+      remem demo
+    """
+    import os
+    import subprocess
+    import tempfile
+
+    from remem.capture.install import hook_executable
+    from remem.demo import demo_payloads
+
+    workdir = tempfile.mkdtemp(prefix="remem-demo-")
+    project = os.path.join(workdir, "shop")
+    os.makedirs(os.path.join(project, ".git"))
+    with open(os.path.join(project, ".git", "HEAD"), "w") as head:
+        head.write("ref: refs/heads/main\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
+    env["REMEM_HOME"] = os.path.join(workdir, "home")
+    remem = os.path.join(os.path.dirname(hook_executable()), "remem")
+    try:
+
+        def run(args: list[str], stdin: str | None = None) -> str:
+            result = subprocess.run(args, input=stdin, env=env, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RememError(f"demo step {' '.join(args)} failed: {result.stderr.strip()}")
+            return result.stdout
+
+        run([remem, "init"])
+        click.echo(f"$ remem init  (REMEM_HOME={env['REMEM_HOME']})")
+        for label, payload in demo_payloads(project):
+            run([hook_executable(), "--host", "claude-code"], json.dumps(payload))
+            click.echo(f"$ remem-hook --host claude-code   # {label}")
+        click.echo("$ remem worker --burst")
+        click.echo(run([remem, "worker", "--burst"]).rstrip())
+        click.echo("$ remem procedures list")
+        click.echo(run([remem, "procedures", "list"]).rstrip())
+        click.echo("$ remem procedures show 1")
+        click.echo(run([remem, "procedures", "show", "1"]).rstrip())
+    finally:
+        if keep:
+            click.echo(f"Demo home kept at {env['REMEM_HOME']}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main() -> None:

@@ -37,3 +37,7 @@ class DatabaseUnavailable(RememError):
 
 class NotFound(RememError):
     pass
+
+
+class PermanentTaskError(RememError):
+    """A task that can never succeed as it is (bad data): failed at once, no retries burned."""

@@ -13,6 +13,7 @@ from remem.config import Settings
 from remem.db import migrate
 from remem.db.engine import READ_ONLY
 from remem.db.schema import captured_events, dropped_payloads, extraction_tasks
+from remem.procedures.store import count_by_status
 
 
 def _spool_backlog(spool_dir: str) -> dict[str, int]:
@@ -56,5 +57,6 @@ def collect_status(settings: Settings, engine: Engine, now: float | None = None)
             for status in ("pending", "processing", "done", "failed")
         },
         "oldest_pending_age_s": None if oldest_pending is None else round(now - oldest_pending, 1),
+        "procedures": count_by_status(engine),
         "spool": _spool_backlog(settings.spool_dir),
     }

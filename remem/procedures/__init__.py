@@ -1,0 +1,1 @@
+"""Procedures: trace rules, the pure promotion policy, persistence, and the promote handler."""

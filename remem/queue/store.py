@@ -59,8 +59,15 @@ def claim_next(engine: Engine, owner: str, now: float, lease_s: float) -> Claime
         row = connection.execute(text(_claim_sql(engine)), params).first()
     if row is None:
         return None
-    task = ClaimedTask(row.id, row.session_id, row.kind, row.cursor_event_id,
-                       row.high_watermark_event_id, row.attempts, owner)  # fmt: skip
+    task = ClaimedTask(
+        row.id,
+        row.session_id,
+        row.kind,
+        row.cursor_event_id,
+        row.high_watermark_event_id,
+        row.attempts,
+        owner,
+    )
     log.debug("claimed task %s", task.id, extra={"action": "claim_next", "task_id": task.id})
     return task
 
@@ -74,14 +81,23 @@ def complete(connection: Connection, task: ClaimedTask, now: float) -> None:
 
 
 def retry_or_fail(
-    engine: Engine, task: ClaimedTask, error: str, now: float, max_attempts: int,
+    engine: Engine,
+    task: ClaimedTask,
+    error: str,
+    now: float,
+    max_attempts: int,
     permanent: bool = False,
-) -> str:  # fmt: skip
+) -> str:
     """Record a failed attempt: 'retried' with backoff, or 'failed' once the budget is spent or
     the error is permanent; 'lost' if the lease had already gone."""
     attempts = task.attempts + 1
-    params: dict[str, Any] = {"id": task.id, "owner": task.owner, "now": now,
-                              "attempts": attempts, "error": error[:2000]}  # fmt: skip
+    params: dict[str, Any] = {
+        "id": task.id,
+        "owner": task.owner,
+        "now": now,
+        "attempts": attempts,
+        "error": error[:2000],
+    }
     if permanent or policy.is_exhausted(attempts, max_attempts):
         statement, outcome = sql.FAIL, "failed"
     else:
@@ -91,14 +107,24 @@ def retry_or_fail(
         if connection.execute(text(statement), params).rowcount != 1:
             return "lost"
     action = "fail" if outcome == "failed" else "retry"
-    log.warning("task %s %s after attempt %s: %s", task.id, outcome, attempts, error[:200],
-                extra={"action": action, "task_id": task.id})  # fmt: skip
+    log.warning(
+        "task %s %s after attempt %s: %s",
+        task.id,
+        outcome,
+        attempts,
+        error[:200],
+        extra={"action": action, "task_id": task.id},
+    )
     return outcome
 
 
 def renew_lease(engine: Engine, task: ClaimedTask, now: float, lease_s: float) -> bool:
-    params = {"id": task.id, "owner": task.owner, "now": now,
-              "lease_expires_at": policy.lease_expires_at(now, lease_s)}  # fmt: skip
+    params = {
+        "id": task.id,
+        "owner": task.owner,
+        "now": now,
+        "lease_expires_at": policy.lease_expires_at(now, lease_s),
+    }
     with engine.begin() as connection:
         return bool(connection.execute(text(sql.RENEW_LEASE), params).rowcount == 1)
 
@@ -116,8 +142,11 @@ def reap_expired_leases(engine: Engine, now: float) -> list[int]:
     with engine.begin() as connection:
         reaped = [row.id for row in connection.execute(text(sql.REAP_EXPIRED_LEASES), {"now": now})]
     if reaped:
-        log.warning("returned %d task(s) with expired leases to pending", len(reaped),
-                    extra={"action": "reap_expired_leases", "task_ids": reaped})  # fmt: skip
+        log.warning(
+            "returned %d task(s) with expired leases to pending",
+            len(reaped),
+            extra={"action": "reap_expired_leases", "task_ids": reaped},
+        )
     return reaped
 
 
@@ -128,9 +157,11 @@ def retry_task(engine: Engine, task_id: int, now: float) -> bool:
 
 
 def list_tasks(engine: Engine, status: str | None = None, limit: int = 100) -> list[TaskRow]:
-    query = select(
-        *(extraction_tasks.c[name] for name in TaskRow.__dataclass_fields__)
-    ).order_by(extraction_tasks.c.id.desc()).limit(limit)  # fmt: skip
+    query = (
+        select(*(extraction_tasks.c[name] for name in TaskRow.__dataclass_fields__))
+        .order_by(extraction_tasks.c.id.desc())
+        .limit(limit)
+    )
     if status:
         query = query.where(extraction_tasks.c.status == status)
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:

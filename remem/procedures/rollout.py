@@ -1,0 +1,46 @@
+"""Codex outcomes: the hook has no exit code, the rollout file at transcript_path does."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from remem.capture.event import ERROR_EXCERPT_CHARS
+from remem.capture.redact import redact_text
+
+
+@dataclass(frozen=True)
+class Resolution:
+    exit_code: int
+    excerpt: str | None
+
+
+def resolve_exit_codes(transcript_path: str, call_ids: set[str]) -> dict[str, Resolution]:
+    """exit codes of `exec_command_end` records for the given call ids; unreadable files and
+    lines are skipped (those events stay `unknown` and never count)."""
+    found: dict[str, Resolution] = {}
+    try:
+        with open(transcript_path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if "exec_command_end" in line:
+                    _collect(line, call_ids, found)
+    except OSError:
+        pass
+    return found
+
+
+def _collect(line: str, call_ids: set[str], found: dict[str, Resolution]) -> None:
+    try:
+        payload = json.loads(line).get("payload")
+    except (ValueError, AttributeError):
+        return
+    if not isinstance(payload, dict) or payload.get("call_id") not in call_ids:
+        return
+    exit_code = payload.get("exit_code")
+    if not isinstance(exit_code, int) or isinstance(exit_code, bool):
+        return
+    output = payload.get("aggregated_output")
+    excerpt = None
+    if exit_code != 0 and isinstance(output, str) and output:
+        excerpt = redact_text(output)[:ERROR_EXCERPT_CHARS]
+    found[payload["call_id"]] = Resolution(exit_code, excerpt)

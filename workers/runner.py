@@ -1,0 +1,111 @@
+"""run_once() is the unit of work; run_burst() (cron mode) and the daemon are loops over it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+
+from remem.capture.ingest import ingest_spool
+from remem.config import Settings
+from remem.errors import PermanentTaskError
+from remem.procedures.promote import mark_stale
+from remem.queue import store as queue
+from workers.handlers import Handler, default_handlers
+
+log = logging.getLogger("remem.worker")
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Worker:
+    engine: Engine
+    settings: Settings
+    worker_id: str = field(default_factory=new_worker_id)
+    handlers: dict[str, Handler] = field(default_factory=default_handlers)
+    clock: Callable[[], float] = time.time
+    stats: Counter[str] = field(default_factory=Counter)
+
+    def run_once(self) -> bool:
+        """Claim one due task and process it. False when there was nothing to do."""
+        task = queue.claim_next(self.engine, self.worker_id, self.clock(), self.settings.lease_s)
+        if task is None:
+            return False
+        try:
+            handler = self.handlers.get(task.kind)
+            if handler is None:
+                raise PermanentTaskError(f"no handler for task kind {task.kind!r}")
+            prepared = handler.prepare(self.engine, task)
+            with self.engine.begin() as connection:
+                now = self.clock()
+                result = handler.apply(connection, task, prepared, self.settings, now)
+                queue.complete(connection, task, now)
+        except queue.LeaseLost:
+            self.stats["leases_lost"] += 1
+            log.warning(
+                "lost the lease of task %s; its window was rolled back",
+                task.id,
+                extra={"action": "complete", "task_id": task.id},
+            )
+        except Exception as exc:  # any handler error is the task's, never the worker's
+            permanent = isinstance(exc, PermanentTaskError)
+            error = f"{type(exc).__name__}: {exc}"
+            outcome = queue.retry_or_fail(
+                self.engine, task, error, self.clock(), self.settings.max_attempts, permanent
+            )
+            self.stats[f"tasks_{outcome}"] += 1
+        else:
+            self.stats["tasks_done"] += 1
+            self.stats.update(result)
+            if result.get("promoted"):
+                log.info(
+                    "promoted %s procedure(s) from task %s",
+                    result["promoted"],
+                    task.id,
+                    extra={"action": "promote_procedure", "task_id": task.id},
+                )
+        return True
+
+    def ingest(self) -> None:
+        report = ingest_spool(self.engine, self.settings.spool_dir)
+        self.stats["spooled_events_ingested"] += report.events_stored
+        if report.files:
+            log.info(
+                "ingested %s spooled event(s)",
+                report.events_stored,
+                extra={"action": "ingest_spool", **report.as_dict()},
+            )
+
+    def reap(self) -> None:
+        self.stats["leases_reaped"] += len(queue.reap_expired_leases(self.engine, self.clock()))
+
+    def maintain(self) -> None:
+        result = mark_stale(self.engine, self.settings, self.clock())
+        self.stats["stale"] += result["stale"]
+        self.stats["broken"] += result["broken"]
+
+
+def run_burst(
+    worker: Worker, max_seconds: float | None = None, on_task: Callable[[], None] | None = None
+) -> Counter[str]:
+    """Cron mode: ingest the spool, reap expired leases, drain the queue, maintain, return."""
+    started = time.monotonic()
+    worker.ingest()
+    worker.reap()
+    while max_seconds is None or time.monotonic() - started < max_seconds:
+        if not worker.run_once():
+            break
+        if on_task is not None:
+            on_task()
+    worker.maintain()
+    return worker.stats
