@@ -130,6 +130,14 @@ def render_body(
     where = f"{project} on branch {branch}" if branch else f"{project} (no branch)"
     runs = "run" if decision.verified_runs == 1 else "runs"
     sessions = "session" if decision.distinct_sessions == 1 else "sessions"
+    if not decision.verified_runs:
+        return "\n".join(
+            [
+                f"Run `{command}` in {where}.",
+                f"No recent successful run: it last passed on {iso_date(decision.last_verified_at)}; "
+                f"confidence {decision.confidence:.2f} ({decision.status}).",
+            ]
+        )
     lines = [
         f"Run `{command}` in {where}.",
         f"Verified by {decision.verified_runs} successful {runs} in "

@@ -1,0 +1,175 @@
+"""Queue semantics (DESIGN.md §4): windows, leases, retries, revival."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, text
+
+from remem.config import Settings
+from remem.queue import store as queue
+from tests.conftest import REMEM
+from tests.integration.conftest import World
+from workers.handlers import PromoteHandler
+
+TEST = "make test"
+
+
+def test_runs_accumulate_across_windows_of_one_session(world: World) -> None:
+    world.post(TEST)
+    world.burst()
+    assert world.tasks()[0][1:5] == ("done", 0, 1, 1)
+    assert world.procedures() == []
+    world.post(TEST)
+    assert world.tasks()[0][1] == "pending"
+    assert world.burst()["promoted"] == 1
+    assert world.tasks()[0][1:5] == ("done", 0, 2, 2)
+
+
+class _ArrivesDuringProcessing(PromoteHandler):
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def prepare(self, engine: Engine, task: queue.ClaimedTask) -> Any:
+        self.world.post(TEST)  # a hook fires while the worker is busy
+        return super().prepare(engine, task)
+
+
+def test_event_arriving_during_processing_leaves_the_task_pending(world: World) -> None:
+    world.post(TEST)
+    world.worker.handlers["promote"] = _ArrivesDuringProcessing(world)
+    assert world.worker.run_once()
+    status, attempts, cursor, watermark, owner = world.tasks()[0][1:6]
+    assert (status, attempts, cursor, watermark, owner) == ("pending", 0, 1, 2, None)
+    world.worker.handlers["promote"] = PromoteHandler()
+    assert world.burst()["promoted"] == 1
+    assert world.tasks()[0][1:5] == ("done", 0, 2, 2)
+
+
+def test_two_workers_never_hold_the_same_task(world: World) -> None:
+    world.post(TEST, session="a")
+    first = queue.claim_next(world.engine, "w1", world.now, 60)
+    second = queue.claim_next(world.engine, "w2", world.now, 60)
+    assert first is not None and second is None
+    world.post(TEST, session="b")
+    third = queue.claim_next(world.engine, "w2", world.now, 60)
+    assert third is not None and third.id != first.id
+
+
+def test_expired_lease_returns_to_pending_without_consuming_an_attempt(world: World) -> None:
+    world.post(TEST)
+    task = queue.claim_next(world.engine, "crashed-worker", world.now, 60)
+    assert task is not None
+    assert queue.reap_expired_leases(world.engine, world.now + 59) == []
+    assert queue.reap_expired_leases(world.engine, world.now + 60) == [task.id]
+    status, attempts, *_rest, last_error, _run_after = world.tasks()[0][1:]
+    assert (status, attempts) == ("pending", 0)
+    assert "crashed-worker" in last_error and "expired" in last_error
+
+
+def test_completing_after_losing_the_lease_rolls_the_window_back(world: World) -> None:
+    world.post(TEST)
+    world.post(TEST)
+    task = queue.claim_next(world.engine, "slow", world.now, 60)
+    assert task is not None
+    queue.reap_expired_leases(world.engine, world.now + 61)
+    handler = PromoteHandler()
+    prepared = handler.prepare(world.engine, task)
+    with pytest.raises(queue.LeaseLost), world.engine.begin() as connection:
+        handler.apply(connection, task, prepared, world.settings, world.now)
+        queue.complete(connection, task, world.now)
+    assert world.procedures() == []
+    with world.engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM verifications")).scalar() == 0
+
+
+class _Broken(PromoteHandler):
+    def apply(
+        self,
+        connection: Connection,
+        task: queue.ClaimedTask,
+        prepared: Any,
+        settings: Settings,
+        now: float,
+    ) -> Counter[str]:
+        connection.execute(text("INSERT INTO projects (root, created_at) VALUES ('half', 0)"))
+        raise RuntimeError("extractor exploded")
+
+
+def test_raising_handler_is_retried_with_backoff_then_fails_visibly(world: World) -> None:
+    world.post(TEST)
+    world.worker.handlers["promote"] = _Broken()
+    delays = []
+    for _attempt in range(5):
+        assert world.worker.run_once()
+        status, attempts, *_rest, last_error, run_after = world.tasks()[0][1:]
+        delays.append(run_after - world.now)
+        world.now = max(world.now, run_after)
+    assert delays[:4] == [5.0, 15.0, 45.0, 120.0]
+    assert (status, attempts) == ("failed", 5)
+    assert last_error == "RuntimeError: extractor exploded"
+    assert world.worker.run_once() is False  # failed tasks are not claimed
+    with world.engine.connect() as connection:  # nothing half-applied survived
+        assert (
+            connection.execute(text("SELECT count(*) FROM projects WHERE root = 'half'")).scalar()
+            == 0
+        )
+
+    listed = subprocess.run(
+        [REMEM, "tasks", "--json"], env=world.home.env, capture_output=True, text=True, check=True
+    ).stdout
+    (task,) = json.loads(listed)
+    assert (task["status"], task["attempts"], task["last_error"]) == (
+        "failed",
+        5,
+        "RuntimeError: extractor exploded",
+    )
+
+    world.post(TEST)  # a new event revives it with a fresh budget
+    assert world.tasks()[0][1:3] == ("pending", 0)
+
+
+def test_permanent_error_fails_at_once(world: World) -> None:
+    world.post(TEST)
+    with world.engine.begin() as connection:
+        connection.execute(text("UPDATE extraction_tasks SET kind = 'mystery'"))
+    assert world.worker.run_once()
+    assert world.tasks()[0][1:3] == ("failed", 1)
+    assert "no handler" in world.tasks()[0][6]
+
+
+def test_tasks_retry_revives_a_failed_task(world: World) -> None:
+    world.post(TEST)
+    with world.engine.begin() as connection:
+        connection.execute(text("UPDATE extraction_tasks SET status = 'failed', attempts = 5"))
+    subprocess.run(
+        [REMEM, "tasks", "retry", "1"], env=world.home.env, check=True, capture_output=True
+    )
+    assert world.tasks()[0][1:3] == ("pending", 0)
+    missing = subprocess.run(
+        [REMEM, "tasks", "retry", "99"], env=world.home.env, capture_output=True, text=True
+    )
+    assert missing.returncode == 1 and "No failed or pending task 99" in missing.stderr
+
+
+def test_claim_skips_tasks_whose_retry_time_is_not_due(world: World) -> None:
+    world.post(TEST)
+    with world.engine.begin() as connection:
+        connection.execute(text("UPDATE extraction_tasks SET run_after = :t"), {"t": world.now + 5})
+    assert queue.claim_next(world.engine, "w", world.now, 60) is None
+    assert queue.claim_next(world.engine, "w", world.now + 5, 60) is not None
+
+
+def test_claim_uses_the_pending_index(world: World) -> None:
+    with world.engine.connect() as connection:
+        plan = connection.execute(
+            text(
+                "EXPLAIN QUERY PLAN SELECT id FROM extraction_tasks WHERE status = 'pending' "
+                "AND run_after <= 0 ORDER BY priority, id LIMIT 1"
+            )
+        ).all()
+    assert any("ix_extraction_tasks_claim" in str(row) for row in plan)

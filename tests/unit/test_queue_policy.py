@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import pytest
+
+from remem.queue.policy import (
+    backoff_s,
+    is_exhausted,
+    is_lease_expired,
+    lease_expires_at,
+    next_run_at,
+)
+
+NOW = 1_750_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("failures", "expected"),
+    [(1, 5.0), (2, 15.0), (3, 45.0), (4, 120.0), (5, 300.0)],
+)
+def test_backoff_follows_the_schedule(failures: int, expected: float) -> None:
+    assert backoff_s(failures) == expected
+
+
+@pytest.mark.parametrize("failures", [6, 7, 10, 100])
+def test_backoff_stays_at_five_minutes_beyond_the_schedule(failures: int) -> None:
+    assert backoff_s(failures) == 300.0
+
+
+@pytest.mark.parametrize("failures", [1, 2, 3, 4, 5, 9])
+def test_next_run_at_is_now_plus_backoff(failures: int) -> None:
+    assert next_run_at(failures, NOW) == NOW + backoff_s(failures)
+
+
+def test_next_run_at_is_in_the_future() -> None:
+    assert next_run_at(1, NOW) == NOW + 5.0
+
+
+@pytest.mark.parametrize("lease_s", [1.0, 300.0, 3600.0])
+def test_lease_expires_at_is_now_plus_lease(lease_s: float) -> None:
+    assert lease_expires_at(NOW, lease_s) == NOW + lease_s
+
+
+@pytest.mark.parametrize(
+    ("failures", "max_attempts", "exhausted"),
+    [(5, 5, True), (4, 5, False), (6, 5, True), (0, 5, False), (1, 1, True)],
+)
+def test_is_exhausted(failures: int, max_attempts: int, exhausted: bool) -> None:
+    assert is_exhausted(failures, max_attempts) is exhausted
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "expired"),
+    [(None, False), (NOW, True), (NOW - 1, True), (NOW + 1, False), (NOW + 0.001, False)],
+)
+def test_is_lease_expired(expires_at: float | None, expired: bool) -> None:
+    assert is_lease_expired(expires_at, NOW) is expired
+
+
+def test_a_fresh_lease_expires_exactly_after_its_length() -> None:
+    expires = lease_expires_at(NOW, 300.0)
+
+    assert not is_lease_expired(expires, NOW + 299.0)
+    assert is_lease_expired(expires, NOW + 300.0)
