@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -116,6 +118,8 @@ def status(as_json: bool) -> None:
         ("dropped payloads", report["dropped_payloads"]),
         ("tasks", ", ".join(f"{count} {name}" for name, count in tasks.items())),
         ("oldest pending", "-" if lag is None else f"{lag:.0f}s"),
+        ("procedures", ", ".join(f"{n} {name}" for name, n in report["procedures"].items())),
+        ("worker", _worker_line(report["worker"])),
         (
             "spool",
             f"{report['spool']['pending']} waiting, {report['spool']['dead_letters']} dead letters",
@@ -123,6 +127,17 @@ def status(as_json: bool) -> None:
     ]
     for label, value in lines:
         click.echo(f"{label:>17}  {value}")
+
+
+def _worker_line(worker: dict[str, Any]) -> str:
+    if worker["state"] == "not running":
+        return "not running: start it with `remem worker` (or `remem service install`)"
+    task = worker["current_task_id"]
+    return (
+        f"{worker['state']}, pid {worker['pid']}, up {worker['uptime_s']:.0f}s, "
+        f"heartbeat {worker['heartbeat_age_s']:.0f}s ago"
+        + (f", working on task {task}" if task else ", idle")
+    )
 
 
 @cli.group()
@@ -245,32 +260,55 @@ def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
 def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool) -> None:
     """Process captured events into procedures.
 
-    With --burst: ingest the spool, reap expired leases, drain the queue, mark stale procedures,
-    print a summary and exit (1 if a task failed for good in this run).
+    Without --burst this is the daemon: it runs until SIGTERM or Ctrl-C (a second Ctrl-C stops
+    it at once), one per database. With --burst it ingests the spool, reaps expired leases,
+    drains the queue, marks stale procedures, prints a summary and exits (1 if a task failed for
+    good in this run); it runs safely beside a daemon.
 
     \b
-    Example (a crontab line):
+    Examples:
+      remem worker                # the daemon, logging to ~/.remem/logs/worker.log
       */10 * * * * remem worker --burst >> ~/.remem/logs/cron.log 2>&1
     """
-    if not burst:
-        raise click.UsageError("Only `remem worker --burst` is available in this version.")
+    from workers.daemon import StopFlag
+
+    stop = StopFlag()
+    stop.install()  # first, so that a stop arriving during start-up is not lost
     from workers.logs import configure
-    from workers.runner import Worker, run_burst
+    from workers.runner import Worker
 
     settings, engine = _open()
     configure(settings, verbose)
     runner = Worker(engine, settings)
     try:
-        if sys.stdout.isatty() and not as_json:
-            from rich.progress import Progress
-
-            with Progress(transient=True) as progress:
-                bar = progress.add_task("processing tasks", total=None)
-                stats = run_burst(runner, max_seconds, lambda: progress.advance(bar))
+        if burst:
+            _burst(runner, max_seconds, as_json)
         else:
-            stats = run_burst(runner, max_seconds)
+            from workers.daemon import Daemon
+
+            lock_path = (settings.sqlite_file or os.path.join(settings.home, "remem")) + ".lock"
+            daemon = Daemon(runner, stop, lock_path, settings.shutdown_timeout_s)
+            daemon.run(
+                lambda: click.echo(
+                    f"remem worker running (pid {os.getpid()}); logs in {settings.log_dir}"
+                )
+            )
     finally:
         engine.dispose()
+
+
+def _burst(runner: Any, max_seconds: float | None, as_json: bool) -> None:
+    from remem.queue.heartbeats import list_heartbeats
+    from workers.runner import run_burst
+
+    if sys.stdout.isatty() and not as_json:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as progress:
+            bar = progress.add_task("processing tasks", total=None)
+            stats = run_burst(runner, max_seconds, lambda: progress.advance(bar))
+    else:
+        stats = run_burst(runner, max_seconds)
     keys = (
         "tasks_done",
         "tasks_retried",
@@ -284,7 +322,10 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
         "broken",
         "stale",
     )
-    summary = {key: int(stats.get(key, 0)) for key in keys}
+    summary: dict[str, Any] = {key: int(stats.get(key, 0)) for key in keys}
+    now = time.time()
+    daemons = [b.pid for b in list_heartbeats(runner.engine) if b.health(now) == "running"]
+    summary["daemon_pids"] = daemons
     if as_json:
         _print_json(summary)
     else:
@@ -294,6 +335,12 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
             f"Procedures: {summary['promoted']} promoted, {summary['refreshed']} refreshed, "
             f"{summary['broken']} broken, {summary['stale']} stale."
         )
+        if daemons:
+            pids = ", ".join(map(str, daemons))
+            click.echo(
+                f"A daemon was running beside this burst (pid {pids}); "
+                "tasks were shared through leases."
+            )
     if summary["tasks_failed"]:
         sys.exit(1)
 

@@ -114,6 +114,7 @@ SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
     ("worker", "lease"): ("lease_s", parse_duration, "5m"),
     ("worker", "max_attempts"): ("max_attempts", _positive_int, 5),
     ("worker", "poll_interval"): ("poll_interval_s", parse_duration, "2s"),
+    ("worker", "shutdown_timeout"): ("shutdown_timeout_s", parse_duration, "10s"),
     ("worker", "log_level"): ("log_level", _log_level, "info"),
 }
 
@@ -128,6 +129,9 @@ DOCS: dict[tuple[str, str], str] = {
     ("worker", "lease"): "how long a claimed task is owned before another worker may reclaim it",
     ("worker", "max_attempts"): "attempts before a task is marked failed",
     ("worker", "poll_interval"): "how often the daemon looks for new tasks",
+    ("worker", "shutdown_timeout"): (
+        "on SIGTERM, how long to finish the task in hand before releasing it"
+    ),
     ("worker", "log_level"): "debug, info, warning or error",
 }
 
@@ -172,6 +176,7 @@ class Settings:
     lease_s: float
     max_attempts: int
     poll_interval_s: float
+    shutdown_timeout_s: float
     log_level: str
 
     @property

@@ -14,6 +14,7 @@ from remem.db import migrate
 from remem.db.engine import READ_ONLY
 from remem.db.schema import captured_events, dropped_payloads, extraction_tasks
 from remem.procedures.store import count_by_status
+from remem.queue import heartbeats
 
 
 def _spool_backlog(spool_dir: str) -> dict[str, int]:
@@ -28,6 +29,29 @@ def _spool_backlog(spool_dir: str) -> dict[str, int]:
                 with open(path, "rb") as handle:
                     dead_letters += handle.read().count(b"\n")
     return {"pending": pending_lines, "dead_letters": dead_letters}
+
+
+def _worker_health(engine: Engine, now: float) -> dict[str, Any]:
+    beats = heartbeats.list_heartbeats(engine)
+    if not beats:
+        return {
+            "state": "not running",
+            "pid": None,
+            "uptime_s": None,
+            "heartbeat_age_s": None,
+            "current_task_id": None,
+            "workers": 0,
+        }
+    newest = beats[0]
+    return {
+        "state": newest.health(now),
+        "pid": newest.pid,
+        "hostname": newest.hostname,
+        "uptime_s": round(now - newest.started_at, 1),
+        "heartbeat_age_s": round(now - newest.heartbeat_at, 1),
+        "current_task_id": newest.current_task_id,
+        "workers": len(beats),
+    }
 
 
 def collect_status(settings: Settings, engine: Engine, now: float | None = None) -> dict[str, Any]:
@@ -58,5 +82,6 @@ def collect_status(settings: Settings, engine: Engine, now: float | None = None)
         },
         "oldest_pending_age_s": None if oldest_pending is None else round(now - oldest_pending, 1),
         "procedures": count_by_status(engine),
+        "worker": _worker_health(engine, now),
         "spool": _spool_backlog(settings.spool_dir),
     }

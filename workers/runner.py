@@ -17,6 +17,7 @@ from remem.capture.ingest import ingest_spool
 from remem.config import Settings
 from remem.errors import PermanentTaskError
 from remem.procedures.promote import mark_stale
+from remem.queue import heartbeats
 from remem.queue import store as queue
 from workers.handlers import Handler, default_handlers
 
@@ -35,12 +36,21 @@ class Worker:
     handlers: dict[str, Handler] = field(default_factory=default_handlers)
     clock: Callable[[], float] = time.time
     stats: Counter[str] = field(default_factory=Counter)
+    current_task: queue.ClaimedTask | None = None
 
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""
         task = queue.claim_next(self.engine, self.worker_id, self.clock(), self.settings.lease_s)
         if task is None:
             return False
+        self.current_task = task
+        try:
+            self._process(task)
+        finally:
+            self.current_task = None
+        return True
+
+    def _process(self, task: queue.ClaimedTask) -> None:
         try:
             handler = self.handlers.get(task.kind)
             if handler is None:
@@ -65,6 +75,7 @@ class Worker:
             )
             self.stats[f"tasks_{outcome}"] += 1
         else:
+            log.info("completed task %s", task.id, extra={"action": "complete", "task_id": task.id})
             self.stats["tasks_done"] += 1
             self.stats.update(result)
             if result.get("promoted"):
@@ -74,7 +85,6 @@ class Worker:
                     task.id,
                     extra={"action": "promote_procedure", "task_id": task.id},
                 )
-        return True
 
     def ingest(self) -> None:
         report = ingest_spool(self.engine, self.settings.spool_dir)
@@ -90,6 +100,7 @@ class Worker:
         self.stats["leases_reaped"] += len(queue.reap_expired_leases(self.engine, self.clock()))
 
     def maintain(self) -> None:
+        heartbeats.prune(self.engine, self.clock())
         result = mark_stale(self.engine, self.settings, self.clock())
         self.stats["stale"] += result["stale"]
         self.stats["broken"] += result["broken"]

@@ -134,7 +134,8 @@ def render_body(
         return "\n".join(
             [
                 f"Run `{command}` in {where}.",
-                f"No recent successful run: it last passed on {iso_date(decision.last_verified_at)}; "
+                "No recent successful run: it last passed on "
+                f"{iso_date(decision.last_verified_at)}; "
                 f"confidence {decision.confidence:.2f} ({decision.status}).",
             ]
         )

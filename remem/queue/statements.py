@@ -37,6 +37,11 @@ def task_key(session_id: int, kind: str) -> str:
     return f"{session_id}:{kind}"
 
 
+# A read-only look before claiming, so an idle worker polls without taking the write lock.
+HAS_DUE_TASK = """
+SELECT 1 FROM extraction_tasks WHERE status = 'pending' AND run_after <= :now LIMIT 1
+"""
+
 # The first due pending task by priority then age becomes ours. One statement: on SQLite the
 # engine's BEGIN IMMEDIATE serialises claimers; on PostgreSQL SKIP LOCKED lets them pass.
 CLAIM_NEXT = """

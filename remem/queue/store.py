@@ -53,7 +53,14 @@ def _claim_sql(engine: Engine) -> str:
     return sql.CLAIM_NEXT.format(lock_clause=lock_clause)
 
 
+def has_due_task(engine: Engine, now: float) -> bool:
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        return connection.execute(text(sql.HAS_DUE_TASK), {"now": now}).first() is not None
+
+
 def claim_next(engine: Engine, owner: str, now: float, lease_s: float) -> ClaimedTask | None:
+    if not has_due_task(engine, now):
+        return None
     params = {"owner": owner, "now": now, "lease_expires_at": policy.lease_expires_at(now, lease_s)}
     with engine.begin() as connection:
         row = connection.execute(text(_claim_sql(engine)), params).first()
@@ -68,16 +75,16 @@ def claim_next(engine: Engine, owner: str, now: float, lease_s: float) -> Claime
         row.attempts,
         owner,
     )
-    log.debug("claimed task %s", task.id, extra={"action": "claim_next", "task_id": task.id})
+    log.info("claimed task %s", task.id, extra={"action": "claim_next", "task_id": task.id})
     return task
 
 
 def complete(connection: Connection, task: ClaimedTask, now: float) -> None:
-    """Inside the caller's transaction, so the window and the cursor commit together."""
+    """Inside the caller's transaction, so the window and the cursor commit together (the
+    caller logs the completion once that transaction has committed)."""
     params = {"id": task.id, "owner": task.owner, "watermark": task.watermark_event_id, "now": now}
     if connection.execute(text(sql.COMPLETE), params).rowcount != 1:
         raise LeaseLost(f"task {task.id} is no longer leased to {task.owner}")
-    log.debug("completed task %s", task.id, extra={"action": "complete", "task_id": task.id})
 
 
 def retry_or_fail(
