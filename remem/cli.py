@@ -559,6 +559,83 @@ def procedures_archive(procedure_id: int) -> None:
     click.echo(f"Archived procedure {archived.id}: {archived.command}")
 
 
+@cli.group()
+def service() -> None:
+    """Run the daemon as a user service (systemd or launchd), or from cron.
+
+    \b
+    Example:
+      remem service install
+      remem service cron
+    """
+
+
+def _service_file(kind: str | None) -> Any:
+    from pathlib import Path
+
+    from remem import service as definitions
+    from remem.home import require_home
+
+    settings = _settings()
+    require_home(settings)
+    chosen = kind or definitions.default_kind()
+    build = definitions.systemd if chosen == "systemd" else definitions.launchd
+    return build(settings.home, Path.home())
+
+
+@service.command("install")
+@click.option("--systemd", "kind", flag_value="systemd", help="A systemd user unit (Linux).")
+@click.option("--launchd", "kind", flag_value="launchd", help="A launchd agent (macOS).")
+def service_install(kind: str | None) -> None:
+    """Write a user service that runs `remem worker` with this interpreter and home, and print
+    the command that enables it. Nothing is enabled until you run that command.
+
+    \b
+    Example:
+      remem service install --systemd
+    """
+    unit = _service_file(kind)
+    unit.path.parent.mkdir(parents=True, exist_ok=True)
+    unit.path.write_text(unit.content)
+    click.echo(f"Wrote {unit.path}")
+    click.echo(f"Enable it with: {unit.enable_command}")
+
+
+@service.command("uninstall")
+@click.option("--systemd", "kind", flag_value="systemd", help="The systemd user unit.")
+@click.option("--launchd", "kind", flag_value="launchd", help="The launchd agent.")
+def service_uninstall(kind: str | None) -> None:
+    """Remove the user service file (disable it first with the printed command).
+
+    \b
+    Example:
+      remem service uninstall
+    """
+    unit = _service_file(kind)
+    if unit.path.exists():
+        unit.path.unlink()
+        click.echo(f"Removed {unit.path}")
+    else:
+        click.echo(f"No service file at {unit.path}")
+    click.echo(f"If it was enabled, stop it with: {unit.disable_command}")
+
+
+@service.command("cron")
+def service_cron() -> None:
+    """Print a crontab line that runs `remem worker --burst` every 10 minutes.
+
+    \b
+    Example:
+      (crontab -l; remem service cron) | crontab -
+    """
+    from remem.home import require_home
+    from remem.service import cron_line
+
+    settings = _settings()
+    require_home(settings)
+    click.echo(cron_line(settings.home))
+
+
 @cli.command()
 @click.option("--keep", is_flag=True, help="Keep the temporary home and print where it is.")
 def demo(keep: bool) -> None:

@@ -34,6 +34,7 @@ INGEST_INTERVAL_S = 10.0
 MAINTENANCE_INTERVAL_S = 600.0
 STOP_CHECK_INTERVAL_S = 0.5
 SHUTDOWN_TIMEOUT_S = 10.0
+INTERRUPT_GRACE_S = 2.0
 
 
 class WorkerAlreadyRunning(RememError):
@@ -85,6 +86,7 @@ class Daemon:
     ) -> None:
         self.worker = worker
         self.stop = stop
+        worker.stopping = stop.is_set
         self.lock_path = lock_path
         self.shutdown_timeout_s = shutdown_timeout_s
         self.idle = threading.Event()
@@ -175,21 +177,39 @@ class Daemon:
         finally:
             os.close(descriptor)
 
+    def _best_effort(self, action: str, operation: Callable[[], object]) -> None:
+        """A handler stuck in Python inside its transaction keeps the write lock: then the task
+        stays leased until the lease expires and a reaper returns it, and we still exit."""
+        try:
+            operation()
+        except Exception:
+            log.exception("could not %s while stopping", action, extra={"action": action})
+
     def _finish(self) -> int:
         finished = self.idle.wait(self.shutdown_timeout_s)
+        if not finished:
+            # A statement outlasting the timeout is interrupted: its transaction rolls back and
+            # the runner releases the task (see Worker._process).
+            connection = self.worker.current_connection
+            if connection is not None:
+                connection.interrupt()
+            finished = self.idle.wait(INTERRUPT_GRACE_S)
         task = self.worker.current_task
         if not finished and task is not None:
-            queue.release(self.worker.engine, task, time.time())
-        heartbeats.remove(self.worker.engine, self.worker.worker_id)
+            self._best_effort(
+                "release", lambda: queue.release(self.worker.engine, task, time.time())
+            )
+        self._best_effort(
+            "heartbeat", lambda: heartbeats.remove(self.worker.engine, self.worker.worker_id)
+        )
         log.info(
             "worker %s stopped (%s)",
             self.worker.worker_id,
-            "task finished" if finished else "lease released",
+            "task finished" if finished else "task abandoned to its lease",
             extra={"action": "worker_stop"},
         )
         logging.shutdown()
         if not finished:
-            # The handler thread is still inside its transaction; ending the process rolls it
-            # back, and the task is already pending again.
+            # The handler thread cannot be joined; ending the process rolls its transaction back.
             os._exit(0)
         return 0

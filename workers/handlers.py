@@ -43,5 +43,9 @@ class PromoteHandler:
         return promote.apply(connection, prepared, settings, now)
 
 
+# Task kind -> handler. A process may register more before it starts its worker.
+REGISTRY: dict[str, Handler] = {"promote": PromoteHandler()}
+
+
 def default_handlers() -> dict[str, Handler]:
-    return {"promote": PromoteHandler()}
+    return dict(REGISTRY)

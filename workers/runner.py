@@ -10,6 +10,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -37,6 +38,10 @@ class Worker:
     clock: Callable[[], float] = time.time
     stats: Counter[str] = field(default_factory=Counter)
     current_task: queue.ClaimedTask | None = None
+    # The DBAPI connection of the apply transaction in progress, so a stopping daemon can
+    # interrupt a statement that would outlast its shutdown timeout.
+    current_connection: Any = None
+    stopping: Callable[[], bool] = lambda: False
 
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""
@@ -48,6 +53,7 @@ class Worker:
             self._process(task)
         finally:
             self.current_task = None
+            self.current_connection = None
         return True
 
     def _process(self, task: queue.ClaimedTask) -> None:
@@ -57,6 +63,7 @@ class Worker:
                 raise PermanentTaskError(f"no handler for task kind {task.kind!r}")
             prepared = handler.prepare(self.engine, task)
             with self.engine.begin() as connection:
+                self.current_connection = connection.connection.dbapi_connection
                 now = self.clock()
                 result = handler.apply(connection, task, prepared, self.settings, now)
                 queue.complete(connection, task, now)
@@ -68,6 +75,11 @@ class Worker:
                 extra={"action": "complete", "task_id": task.id},
             )
         except Exception as exc:  # any handler error is the task's, never the worker's
+            if self.stopping():
+                # Interrupted by our own shutdown: not the task's failure, no attempt consumed.
+                queue.release(self.engine, task, self.clock())
+                self.stats["tasks_released"] += 1
+                return
             permanent = isinstance(exc, PermanentTaskError)
             error = f"{type(exc).__name__}: {exc}"
             outcome = queue.retry_or_fail(

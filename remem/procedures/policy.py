@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -66,11 +67,16 @@ def topic_key(command: str) -> str:
 def is_ignored(command: str, ignore_commands: Iterable[str]) -> bool:
     """True when every part of a compound command is a read-only or navigation command:
     `cd app && make test` is a procedure, `cd app && ls` is not."""
-    ignored = tuple(normalise_command(entry) for entry in ignore_commands if entry.strip())
+    ignored = _normalised_entries(tuple(ignore_commands))
     parts = [part for part in _SEPARATORS.split(normalise_command(command)) if part]
     return bool(parts) and all(
         any(part == entry or part.startswith(entry + " ") for entry in ignored) for part in parts
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _normalised_entries(ignore_commands: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(normalise_command(entry) for entry in ignore_commands if entry.strip())
 
 
 def confidence(fresh_successes: int, failures_since_success: int) -> float:

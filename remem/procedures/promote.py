@@ -88,26 +88,26 @@ def _resolve_codex(events: tuple[WindowEvent, ...]) -> dict[int, Resolution]:
     return resolved
 
 
-RESOLVE_OUTCOME = """
+RESOLVE_OUTCOME = text("""
 UPDATE captured_events SET outcome = :outcome, exit_code = :exit_code,
     exit_code_source = 'rollout', error_excerpt = COALESCE(error_excerpt, :excerpt)
 WHERE id = :id AND outcome = 'unknown'
-"""
+""")
 
-INSERT_VERIFICATION = """
+INSERT_VERIFICATION = text("""
 INSERT INTO verifications (event_id, project_id, branch, command, command_hash, session_id,
     host, verified_at)
 VALUES (:event_id, :project_id, :branch, :command, :command_hash, :session_id, :host, :at)
 ON CONFLICT (event_id) DO NOTHING
-"""
+""")
 
-INSERT_ATTEMPT = """
+INSERT_ATTEMPT = text("""
 INSERT INTO attempts (event_id, project_id, branch, command, command_hash, session_id, host,
     exit_code, error_excerpt, failed_at)
 VALUES (:event_id, :project_id, :branch, :command, :command_hash, :session_id, :host,
     :exit_code, :error_excerpt, :at)
 ON CONFLICT (event_id) DO NOTHING
-"""
+""")
 
 
 def apply(connection: Connection, window: Window, settings: Settings, now: float) -> Counter[str]:
@@ -121,7 +121,7 @@ def apply(connection: Connection, window: Window, settings: Settings, now: float
             outcome = "success" if resolution.exit_code == 0 else "failure"
             exit_code, excerpt = resolution.exit_code, excerpt or resolution.excerpt
             connection.execute(
-                text(RESOLVE_OUTCOME),
+                RESOLVE_OUTCOME,
                 {
                     "id": event.id,
                     "outcome": outcome,
@@ -147,79 +147,99 @@ def apply(connection: Connection, window: Window, settings: Settings, now: float
             "at": event.event_at,
         }
         if outcome == "success":
-            connection.execute(text(INSERT_VERIFICATION), params)
+            connection.execute(INSERT_VERIFICATION, params)
         else:
             params.update(exit_code=exit_code, error_excerpt=excerpt)
-            connection.execute(text(INSERT_ATTEMPT), params)
+            connection.execute(INSERT_ATTEMPT, params)
     for group in sorted(groups, key=lambda g: (g.project_id, g.branch, g.command_hash)):
         stats[evaluate_group(connection, group, rules_of(settings), now)] += 1
     return stats
 
 
-def _runs(connection: Connection, group: Group) -> list[policy.Run]:
-    params = {
+_GROUP = "project_id = :project_id AND branch = :branch AND command_hash = :command_hash"
+SELECT_RUNS = text(
+    f"SELECT event_id, session_id, verified_at, 1 FROM verifications WHERE {_GROUP} "
+    f"UNION ALL SELECT event_id, session_id, failed_at, 0 FROM attempts WHERE {_GROUP}"
+)
+
+# Files edited in the run's session after that session's previous verified run of the command.
+SELECT_FILES = text(
+    "SELECT e.files FROM captured_events e, captured_events run "
+    "WHERE run.id = :event_id AND e.session_id = run.session_id "
+    "AND e.files IS NOT NULL AND e.id <= run.id AND e.id > COALESCE(("
+    "  SELECT max(v.event_id) FROM verifications v WHERE v.session_id = run.session_id"
+    "  AND v.project_id = :project_id AND v.branch = :branch"
+    "  AND v.command_hash = :command_hash AND v.event_id < run.id), 0)"
+)
+
+SELECT_PROCEDURE = text(
+    "SELECT id, status, confidence, verified_runs, distinct_sessions, evidence_event_ids, "
+    "files, body FROM procedures WHERE project_id = :project_id AND branch = :branch "
+    "AND command_hash = :command_hash"
+)
+
+SELECT_ROOT = text("SELECT root FROM projects WHERE id = :id")
+
+
+def _group_params(group: Group) -> dict[str, Any]:
+    return {
         "project_id": group.project_id,
         "branch": group.branch,
         "command_hash": group.command_hash,
     }
-    where = "project_id = :project_id AND branch = :branch AND command_hash = :command_hash"
-    rows = connection.execute(
-        text(
-            f"SELECT event_id, session_id, verified_at, 1 FROM verifications WHERE {where} "
-            f"UNION ALL SELECT event_id, session_id, failed_at, 0 FROM attempts WHERE {where}"
-        ),
-        params,
-    )
+
+
+def _runs(connection: Connection, group: Group) -> list[policy.Run]:
+    rows = connection.execute(SELECT_RUNS, _group_params(group))
     return [policy.Run(row[0], row[1], row[2], bool(row[3])) for row in rows]
 
 
 def _files(connection: Connection, group: Group, evidence: tuple[int, ...]) -> list[str]:
-    """Files edited in the same session before each verified run, since that session's
-    previous verified run of the command, plus files the run's own payload named."""
+    """Files edited before each of the latest verified runs, plus files its payload named."""
     files: set[str] = set()
     for event_id in evidence[-FILES_FROM_LAST_RUNS:]:
-        rows = connection.execute(
-            text(
-                "SELECT e.files FROM captured_events e, captured_events run "
-                "WHERE run.id = :event_id AND e.session_id = run.session_id "
-                "AND e.files IS NOT NULL AND e.id <= run.id AND e.id > COALESCE(("
-                "  SELECT max(v.event_id) FROM verifications v WHERE v.session_id = run.session_id"
-                "  AND v.project_id = :project_id AND v.branch = :branch"
-                "  AND v.command_hash = :command_hash AND v.event_id < run.id), 0)"
-            ),
-            {
-                "event_id": event_id,
-                "project_id": group.project_id,
-                "branch": group.branch,
-                "command_hash": group.command_hash,
-            },
-        )
-        for (encoded,) in rows:
+        for (encoded,) in connection.execute(
+            SELECT_FILES, {**_group_params(group), "event_id": event_id}
+        ):
             files.update(json.loads(encoded))
     return sorted(files)[:MAX_FILES]
 
 
-def evaluate_group(connection: Connection, group: Group, rules: policy.Rules, now: float) -> str:
-    """Re-decide one group's procedure and store it if anything changed. Returns what happened:
-    promoted, refreshed, broken, stale, unchanged or unpromoted."""
-    existing = connection.execute(
-        text(
-            "SELECT id, status, confidence, verified_runs, distinct_sessions, "
-            "evidence_event_ids, files, body FROM procedures WHERE project_id = :p "
-            "AND branch = :b AND command_hash = :h"
-        ),
-        {"p": group.project_id, "b": group.branch, "h": group.command_hash},
-    ).first()
-    decision = policy.decide(
-        _runs(connection, group), existing.status if existing else None, rules, now
-    )
-    if decision is None:
-        return "unpromoted" if existing is None else "unchanged"
+UPDATE_PROCEDURE = text(
+    "UPDATE procedures SET status = :status, confidence = :confidence, "
+    "verified_runs = :verified_runs, distinct_sessions = :distinct_sessions, "
+    "evidence_event_ids = :evidence_event_ids, files = :files, "
+    "first_verified_at = :first_verified_at, last_verified_at = :last_verified_at, "
+    "body = :body, updated_at = :now WHERE id = :id"
+)
+
+INSERT_PROCEDURE = text(
+    "INSERT INTO procedures (project_id, branch, workflow_key, command, command_hash, "
+    "topic_key, status, confidence, verified_runs, distinct_sessions, evidence_event_ids, "
+    "files, first_verified_at, last_verified_at, body, created_at, updated_at) "
+    "VALUES (:project_id, :branch, :workflow_key, :command, :command_hash, :topic_key, "
+    ":status, :confidence, :verified_runs, :distinct_sessions, :evidence_event_ids, :files, "
+    ":first_verified_at, :last_verified_at, :body, :now, :now)"
+)
+
+# What makes a stored procedure differ from a fresh decision (timestamps follow these).
+COMPARED = (
+    "status",
+    "confidence",
+    "verified_runs",
+    "distinct_sessions",
+    "evidence_event_ids",
+    "files",
+    "body",
+)
+
+
+def _values(
+    connection: Connection, group: Group, decision: policy.Decision, now: float
+) -> dict[str, Any]:
     files = _files(connection, group, decision.evidence_event_ids)
-    root = connection.execute(
-        text("SELECT root FROM projects WHERE id = :id"), {"id": group.project_id}
-    ).scalar_one()
-    values: dict[str, Any] = {
+    root = connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
+    return {
         "status": decision.status,
         "confidence": decision.confidence,
         "verified_runs": decision.verified_runs,
@@ -231,69 +251,35 @@ def evaluate_group(connection: Connection, group: Group, rules: policy.Rules, no
         "body": policy.render_body(group.command, root, group.branch, decision, files),
         "now": now,
     }
+
+
+def evaluate_group(connection: Connection, group: Group, rules: policy.Rules, now: float) -> str:
+    """Re-decide one group's procedure and store it if anything changed. Returns what happened:
+    promoted, refreshed, broken, stale, unchanged or unpromoted."""
+    existing = connection.execute(SELECT_PROCEDURE, _group_params(group)).first()
+    status = existing.status if existing else None
+    decision = policy.decide(_runs(connection, group), status, rules, now)
+    if decision is None:
+        return "unpromoted" if existing is None else "unchanged"
+    values = _values(connection, group, decision, now)
     if existing is None:
-        _insert_procedure(connection, group, values)
-        return "promoted"
-    stored = (
-        existing.status,
-        existing.confidence,
-        existing.verified_runs,
-        existing.distinct_sessions,
-        existing.evidence_event_ids,
-        existing.files,
-        existing.body,
-    )
-    fresh = tuple(
-        values[k]
-        for k in (
-            "status",
-            "confidence",
-            "verified_runs",
-            "distinct_sessions",
-            "evidence_event_ids",
-            "files",
-            "body",
+        connection.execute(
+            INSERT_PROCEDURE,
+            {
+                **values,
+                **_group_params(group),
+                "command": group.command,
+                "workflow_key": policy.slug(group.command),
+                "topic_key": policy.topic_key(group.command),
+            },
         )
-    )
-    if stored == fresh:
+        return "promoted"
+    if tuple(getattr(existing, key) for key in COMPARED) == tuple(values[k] for k in COMPARED):
         return "unchanged"
-    values["id"] = existing.id
-    connection.execute(
-        text(
-            "UPDATE procedures SET status = :status, confidence = :confidence, "
-            "verified_runs = :verified_runs, distinct_sessions = :distinct_sessions, "
-            "evidence_event_ids = :evidence_event_ids, files = :files, "
-            "first_verified_at = :first_verified_at, last_verified_at = :last_verified_at, "
-            "body = :body, updated_at = :now WHERE id = :id"
-        ),
-        values,
-    )
-    if decision.status != existing.status and decision.status in (policy.BROKEN, policy.STALE):
+    connection.execute(UPDATE_PROCEDURE, {**values, "id": existing.id})
+    if decision.status != status and decision.status in (policy.BROKEN, policy.STALE):
         return decision.status
     return "refreshed"
-
-
-def _insert_procedure(connection: Connection, group: Group, values: dict[str, Any]) -> None:
-    connection.execute(
-        text(
-            "INSERT INTO procedures (project_id, branch, workflow_key, command, command_hash, "
-            "topic_key, status, confidence, verified_runs, distinct_sessions, "
-            "evidence_event_ids, files, first_verified_at, last_verified_at, body, created_at, "
-            "updated_at) VALUES (:project_id, :branch, :workflow_key, :command, :command_hash, "
-            ":topic_key, :status, :confidence, :verified_runs, :distinct_sessions, "
-            ":evidence_event_ids, :files, :first_verified_at, :last_verified_at, :body, :now, "
-            ":now)"
-        ),
-        {
-            **values,
-            "project_id": group.project_id,
-            "branch": group.branch,
-            "workflow_key": policy.slug(group.command),
-            "command": group.command,
-            "command_hash": group.command_hash,
-            "topic_key": policy.topic_key(group.command),
-        },
-    )
 
 
 def mark_stale(engine: Engine, settings: Settings, now: float) -> Counter[str]:

@@ -40,9 +40,17 @@ def test_init_twice_in_a_fresh_home(tmp_path: Path) -> None:
     assert _mode(home / "config.toml") == 0o600
     hook_path = str(Path(REMEM_HOOK))
     out = first.stdout.decode()
-    for marker in ('"PostToolUse"', '"PostToolUseFailure"', '"SessionStart"', '"sessionStart"',
-                   '"postToolUseFailure"', "codex_hooks = true", f"{hook_path} --host claude-code",
-                   f"{hook_path} --host codex", f"{hook_path} --host cursor"):  # fmt: skip
+    for marker in (
+        '"PostToolUse"',
+        '"PostToolUseFailure"',
+        '"SessionStart"',
+        '"sessionStart"',
+        '"postToolUseFailure"',
+        "codex_hooks = true",
+        f"{hook_path} --host claude-code",
+        f"{hook_path} --host codex",
+        f"{hook_path} --host cursor",
+    ):
         assert marker in out
 
     second = _run([REMEM, "init"], env)

@@ -99,17 +99,32 @@ def test_spooled_event_already_in_database_is_not_stored_twice(home: Home) -> No
         (b"[1, 2, 3]", "not_object"),
         (b"", "empty"),
         (b"{" + b'"a":' * 1 + b'"' + b"x" * (1024 * 1024) + b'"}', "too_large"),
-        (b'{"hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/x", '
-         b'"tool_name": 5, "tool_input": "ls"}', "invalid_field"),
+        (
+            b'{"hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/x", '
+            b'"tool_name": 5, "tool_input": "ls"}',
+            "invalid_field",
+        ),
         (b'{"hello": "world"}', "unknown_host"),
-        (b'{"hook_event_name": "PostToolUse", "cwd": "/x", "tool_name": "Bash", '
-         b'"tool_input": {"command": "ls"}}', "missing_session"),
+        (
+            b'{"hook_event_name": "PostToolUse", "cwd": "/x", "tool_name": "Bash", '
+            b'"tool_input": {"command": "ls"}}',
+            "missing_session",
+        ),
         (b"\xff\xfe\x00garbage", "not_json"),
         (b"[" * 100_000 + b"]" * 100_000, "not_json"),
     ],
-    ids=["text", "array", "empty", "too-large", "wrong-types", "unknown-host", "no-session",
-         "bytes", "deep-nesting"],
-)  # fmt: skip
+    ids=[
+        "text",
+        "array",
+        "empty",
+        "too-large",
+        "wrong-types",
+        "unknown-host",
+        "no-session",
+        "bytes",
+        "deep-nesting",
+    ],
+)
 def test_bad_input_is_dropped_with_its_reason(home: Home, stdin: bytes, reason: str) -> None:
     result = home.hook(stdin)
     assert (result.returncode, result.stderr, result.stdout) == (0, b"", b"")

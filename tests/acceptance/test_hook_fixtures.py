@@ -12,51 +12,116 @@ from tests.conftest import Home, fixtures_dir
 # fixture -> (host, kind, outcome, exit_code, command, tool_use_id, files)
 EXPECTED = {
     "claude-code/post_tool_use_bash_backgrounded.json": (
-        "claude-code", "command", "backgrounded", None, "npm run dev",
-        "toolu_01Lk9Jh8Gf7Ds6Ap5Oi4Uy3T", None,
+        "claude-code",
+        "command",
+        "backgrounded",
+        None,
+        "npm run dev",
+        "toolu_01Lk9Jh8Gf7Ds6Ap5Oi4Uy3T",
+        None,
     ),
     "claude-code/post_tool_use_bash_interrupted.json": (
-        "claude-code", "command", "interrupted", None, "make integration",
-        "toolu_01Qw2Er3Ty4Ui5Op6As7Df8G", None,
+        "claude-code",
+        "command",
+        "interrupted",
+        None,
+        "make integration",
+        "toolu_01Qw2Er3Ty4Ui5Op6As7Df8G",
+        None,
     ),
     "claude-code/post_tool_use_bash_success.json": (
-        "claude-code", "command", "success", 0, "python -m pytest -q tests/test_cart.py",
-        "toolu_01HkQm3V7sJz9pW2aXyB4cDe", None,
+        "claude-code",
+        "command",
+        "success",
+        0,
+        "python -m pytest -q tests/test_cart.py",
+        "toolu_01HkQm3V7sJz9pW2aXyB4cDe",
+        None,
     ),
     "claude-code/post_tool_use_edit.json": (
-        "claude-code", "edit", None, None, None, "toolu_01Ed1tAbCdEfGhIjKlMnOpQr",
+        "claude-code",
+        "edit",
+        None,
+        None,
+        None,
+        "toolu_01Ed1tAbCdEfGhIjKlMnOpQr",
         ["src/cart.py"],
     ),
     "claude-code/post_tool_use_failure_bash_exit_code.json": (
-        "claude-code", "command", "failure", 1, "python -m pytest -q tests/test_cart.py",
-        "toolu_01NbT5rL8kWq2vE6yUi9oPa1", None,
+        "claude-code",
+        "command",
+        "failure",
+        1,
+        "python -m pytest -q tests/test_cart.py",
+        "toolu_01NbT5rL8kWq2vE6yUi9oPa1",
+        None,
     ),
     "claude-code/post_tool_use_failure_bash_status_code.json": (
-        "claude-code", "command", "failure", 2, "npm run lint",
-        "toolu_01Zx8cV3bN6mQ1wE4rT7yU0i", None,
+        "claude-code",
+        "command",
+        "failure",
+        2,
+        "npm run lint",
+        "toolu_01Zx8cV3bN6mQ1wE4rT7yU0i",
+        None,
     ),
     "claude-code/post_tool_use_write.json": (
-        "claude-code", "edit", None, None, None, "toolu_01WrItEaBcDeFgHiJkLmNoPq",
+        "claude-code",
+        "edit",
+        None,
+        None,
+        None,
+        "toolu_01WrItEaBcDeFgHiJkLmNoPq",
         ["tests/test_discount.py"],
     ),
     "claude-code/session_start.json": (
-        "claude-code", "session_start", None, None, None, None, None,
+        "claude-code",
+        "session_start",
+        None,
+        None,
+        None,
+        None,
+        None,
     ),
     "codex/post_tool_use_bash.json": (
-        "codex", "command", "unknown", None, "cargo test --workspace", "call_Xk3p9QwErTy", None,
+        "codex",
+        "command",
+        "unknown",
+        None,
+        "cargo test --workspace",
+        "call_Xk3p9QwErTy",
+        None,
     ),
     "codex/session_start.json": ("codex", "session_start", None, None, None, None, None),
     "cursor/after_shell_execution.json": (
-        "cursor", "command", "unknown", None, "pnpm build", None, None,
+        "cursor",
+        "command",
+        "unknown",
+        None,
+        "pnpm build",
+        None,
+        None,
     ),
     "cursor/post_tool_use_failure_shell.json": (
-        "cursor", "command", "failure", 1, "pnpm test", "tool_1a2b3c4d", None,
+        "cursor",
+        "command",
+        "failure",
+        1,
+        "pnpm test",
+        "tool_1a2b3c4d",
+        None,
     ),
     "cursor/post_tool_use_shell.json": (
-        "cursor", "command", "success", 0, "pnpm test", "tool_7e6d5c4b", None,
+        "cursor",
+        "command",
+        "success",
+        0,
+        "pnpm test",
+        "tool_7e6d5c4b",
+        None,
     ),
     "generic/command.json": ("generic", "command", "success", 0, "make check", None, None),
-}  # fmt: skip
+}
 
 COLUMNS = "host, kind, outcome, exit_code, command, tool_use_id, files, cwd, branch"
 
@@ -111,8 +176,9 @@ def test_fixture_is_captured_once(home: Home, tmp_path: Path, relative: str) -> 
 def test_fixture_outside_a_work_tree_uses_cwd_and_no_branch(home: Home) -> None:
     payload = (fixtures_dir() / "claude-code/post_tool_use_bash_success.json").read_bytes()
     assert home.hook(payload).returncode == 0
-    assert home.query("SELECT p.root, e.branch FROM captured_events e JOIN projects p "
-                      "ON p.id = e.project_id") == [("/home/dev/shop", None)]  # fmt: skip
+    assert home.query(
+        "SELECT p.root, e.branch FROM captured_events e JOIN projects p ON p.id = e.project_id"
+    ) == [("/home/dev/shop", None)]
 
 
 def test_host_flag_overrides_detection(home: Home) -> None:
@@ -131,5 +197,6 @@ def test_events_of_one_session_share_one_task_whose_watermark_rises(home: Home) 
         "claude-code/post_tool_use_bash_success.json",
     ):
         assert home.hook((fixtures_dir() / relative).read_bytes()).returncode == 0
-    assert home.query("SELECT status, high_watermark_event_id, cursor_event_id "
-                      "FROM extraction_tasks") == [("pending", 3, 0)]  # fmt: skip
+    assert home.query(
+        "SELECT status, high_watermark_event_id, cursor_event_id FROM extraction_tasks"
+    ) == [("pending", 3, 0)]

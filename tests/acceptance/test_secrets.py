@@ -95,12 +95,13 @@ def test_dropped_payload_keeps_no_secret(home: Home) -> None:
     "command",
     [
         "git cherry-pick 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b",
-        "python -m pytest " + "/srv/workspaces/acme-platform/services/checkout/" * 2
+        "python -m pytest "
+        + "/srv/workspaces/acme-platform/services/checkout/" * 2
         + "tests/integration/test_payment_flow.py",
         "pytest tests/test_auth.py::test_token_refresh -k 'token and not slow'",
     ],
     ids=["git-sha", "long-path", "test-node-id"],
-)  # fmt: skip
+)
 def test_commands_without_secrets_survive_byte_for_byte(home: Home, command: str) -> None:
     payload = load_fixture("claude-code/post_tool_use_bash_success.json")
     payload["tool_input"] = {"command": command}

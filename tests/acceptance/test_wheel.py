@@ -20,27 +20,62 @@ def _run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 def test_wheel_in_a_fresh_virtualenv_initialises_and_captures(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-          "--quiet", "-w", str(dist), str(REPO)])  # fmt: skip
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(dist),
+            str(REPO),
+        ]
+    )
     (wheel,) = dist.glob("remem-*.whl")
 
     fresh = tmp_path / "fresh"
     _run([sys.executable, "-m", "venv", "--without-pip", str(fresh)])
-    _run([sys.executable, "-m", "pip", "--python", str(fresh / "bin" / "python"), "install",
-          "--quiet", "--no-deps", "--no-index", str(wheel)])  # fmt: skip
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(fresh / "bin" / "python"),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ]
+    )
     # Dependencies come from the test environment's site-packages, added as a plain path so
     # that its editable remem is not picked up.
     fresh_site = Path(
-        _run([str(fresh / "bin" / "python"), "-c",
-              "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-    )  # fmt: skip
+        _run(
+            [
+                str(fresh / "bin" / "python"),
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ]
+        ).stdout.strip()
+    )
     (fresh_site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
     env["REMEM_HOME"] = str(tmp_path / "home")
-    located = _run([str(fresh / "bin" / "python"), "-c",
-                    "import remem.db.migrate as m; print(m.migrations_dir())"],
-                   env=env, cwd=tmp_path).stdout.strip()  # fmt: skip
+    located = _run(
+        [
+            str(fresh / "bin" / "python"),
+            "-c",
+            "import remem.db.migrate as m; print(m.migrations_dir())",
+        ],
+        env=env,
+        cwd=tmp_path,
+    ).stdout.strip()
     assert Path(located) == fresh_site / "remem" / "_alembic"
 
     _run([str(fresh / "bin" / "remem"), "init"], env=env, cwd=tmp_path)

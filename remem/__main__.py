@@ -1,0 +1,5 @@
+"""`python -m remem`: the same as the `remem` command (service units use this interpreter)."""
+
+from remem.cli import main
+
+main()

@@ -1,0 +1,307 @@
+"""`remem worker` as a real daemon process: promotion, signals, crashes, one per database."""
+
+from __future__ import annotations
+
+import json
+import os
+import plistlib
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REMEM, Home, wait_for
+
+HARNESS = str(Path(__file__).with_name("daemon_harness.py"))
+
+
+def _start(home: Home, *, harness: bool = False, **env: str) -> subprocess.Popen[str]:
+    command = [sys.executable, HARNESS, "worker"] if harness else [REMEM, "worker"]
+    return subprocess.Popen(
+        command, env={**home.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _status(home: Home) -> dict[str, Any]:
+    return json.loads(home.remem("status", "--json").stdout)
+
+
+def _running(home: Home) -> bool:
+    return _status(home)["worker"]["state"] == "running"
+
+
+def _generic(
+    session: str, command: str = "make test", exit_code: int = 0, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "host": "generic",
+        "session_id": session,
+        "cwd": "/p/shop",
+        "branch": "main",
+        "command": command,
+        "exit_code": exit_code,
+        **extra,
+    }
+
+
+def _stop(process: subprocess.Popen[str], timeout: float = 15) -> tuple[int, str, str]:
+    process.send_signal(signal.SIGTERM)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        raise AssertionError(f"the daemon ignored SIGTERM for {timeout}s: {err}") from None
+    return process.returncode, out, err
+
+
+def test_daemon_promotes_within_three_poll_intervals(home: Home) -> None:
+    daemon = _start(home, REMEM_WORKER_POLL_INTERVAL="1s")
+    try:
+        wait_for(lambda: _running(home), timeout=20)
+        for session in ("a", "b"):
+            assert home.hook(_generic(session)).returncode == 0
+        posted = time.monotonic()
+        wait_for(lambda: home.query("SELECT id FROM procedures"), timeout=3.0)
+        assert time.monotonic() - posted <= 3.0
+        status = _status(home)
+        assert status["worker"]["pid"] == daemon.pid
+        assert status["worker"]["heartbeat_age_s"] < 15
+        assert status["procedures"]["active"] == 1
+    finally:
+        code, _out, err = _stop(daemon)
+    assert code == 0, err
+    assert home.query("SELECT * FROM worker_heartbeats") == []
+    log = (home.path / "logs" / "worker.log").read_text()
+    for action in ("worker_start", "claim_next", "complete", "promote_procedure", "worker_stop"):
+        assert f" {action} " in log
+
+
+def test_a_second_daemon_refuses_to_start(home: Home) -> None:
+    first = _start(home)
+    try:
+        wait_for(lambda: _running(home), timeout=20)
+        second = home.remem("worker", check=False, timeout=30)
+        assert second.returncode == 1
+        assert second.stderr.strip() == f"remem: remem worker already running (pid {first.pid})"
+    finally:
+        assert _stop(first)[0] == 0
+
+
+def _post_two_runs(home: Home) -> None:
+    for session in ("a", "b"):
+        assert home.hook(_generic(session)).returncode == 0
+
+
+def test_sigterm_during_a_task_finishes_it_within_the_shutdown_timeout(home: Home) -> None:
+    marker = home.path / "applying"
+    _post_two_runs(home)
+    daemon = _start(
+        home,
+        harness=True,
+        REMEM_TEST_SLOW_APPLY_S="1",
+        REMEM_TEST_MARKER=str(marker),
+        REMEM_WORKER_SHUTDOWN_TIMEOUT="5s",
+    )
+    wait_for(marker.exists, timeout=20)
+    started = time.monotonic()
+    code, _out, err = _stop(daemon)
+    assert code == 0, err
+    assert time.monotonic() - started < 5
+    assert home.query("SELECT status, lease_owner FROM extraction_tasks WHERE id = 1") == [
+        ("done", None)
+    ]
+
+
+def test_sigterm_during_a_task_too_slow_releases_it_and_writes_nothing(home: Home) -> None:
+    marker = home.path / "applying"
+    _post_two_runs(home)
+    daemon = _start(
+        home,
+        harness=True,
+        REMEM_TEST_SLOW_APPLY_S="sql",
+        REMEM_TEST_MARKER=str(marker),
+        REMEM_WORKER_SHUTDOWN_TIMEOUT="1s",
+    )
+    wait_for(marker.exists, timeout=20)
+    started = time.monotonic()
+    code, _out, err = _stop(daemon)
+    assert code == 0, err
+    assert time.monotonic() - started < 5
+    tasks = home.query("SELECT status, lease_owner, lease_expires_at FROM extraction_tasks")
+    assert set(tasks) == {("pending", None, None)}
+    assert home.query("SELECT count(*) FROM procedures")[0][0] == 0
+    assert home.query("SELECT count(*) FROM verifications")[0][0] == 0
+
+
+def test_a_stop_during_start_up_is_not_lost(home: Home) -> None:
+    marker = home.path / "starting"
+    _post_two_runs(home)
+    daemon = _start(home, harness=True, REMEM_TEST_START_PAUSE_S="1", REMEM_TEST_MARKER=str(marker))
+    wait_for(marker.exists, timeout=20)
+    code, _out, err = _stop(daemon)
+    assert code == 0, err
+    assert home.query("SELECT status FROM extraction_tasks") == [("pending",), ("pending",)]
+    assert home.query("SELECT * FROM worker_heartbeats") == []
+
+
+def _procedures(home: Home) -> list[tuple[Any, ...]]:
+    return sorted(
+        home.query(
+            "SELECT branch, command, status, confidence, verified_runs, distinct_sessions, "
+            "evidence_event_ids, files FROM procedures"
+        )
+    )
+
+
+def _stream(home: Home, payloads: list[dict[str, Any]], failures: list[int]) -> None:
+    def send(chunk: list[dict[str, Any]]) -> None:
+        for payload in chunk:
+            code = home.hook(payload).returncode
+            if code:
+                failures.append(code)
+
+    threads = [threading.Thread(target=send, args=(payloads[i::4],)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_sigkill_mid_stream_then_restart_gives_the_never_killed_result(home: Home) -> None:
+    seed = random.randrange(1 << 30)
+    chooser = random.Random(seed)
+    commands = ["make test", "npm run lint", "cargo build", "pytest -q", "go vet ./..."]
+    payloads = [
+        _generic(f"s{i % 25}", commands[i % 5], 0 if chooser.random() > 0.2 else 1, event_id=str(i))
+        for i in range(500)
+    ]
+    env = {"REMEM_WORKER_POLL_INTERVAL": "200ms", "REMEM_WORKER_LEASE": "2s"}
+    daemon = _start(home, **env)
+    wait_for(lambda: _running(home), timeout=20)
+    failures: list[int] = []
+    stream = threading.Thread(target=_stream, args=(home, payloads, failures))
+    stream.start()
+    time.sleep(chooser.uniform(0.2, 3.0))  # the random moment of the crash
+    daemon.kill()
+    daemon.wait(timeout=10)
+    stream.join(timeout=300)
+    assert failures == [], f"seed {seed}"
+    time.sleep(2.1)  # let the killed worker's lease expire (this is the point of the test)
+
+    restarted = _start(home, **env)
+    try:
+        wait_for(
+            lambda: (
+                home.query("SELECT count(*) FROM extraction_tasks WHERE status != 'done'")[0][0]
+                == 0
+            ),
+            timeout=60,
+        )
+    finally:
+        assert _stop(restarted)[0] == 0
+    assert home.query("SELECT count(*) FROM captured_events")[0][0] == 500
+
+    reference = Home(home.path.parent / "reference")
+    shutil.copytree(home.path, reference.path)
+    for table in ("procedures", "verifications", "attempts"):
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sqlite3; c = sqlite3.connect('{reference.db}');"
+                f"c.execute('DELETE FROM {table}'); c.execute(\"UPDATE extraction_tasks SET "
+                "status = 'pending', cursor_event_id = 0\"); c.commit()",
+            ],
+            check=True,
+        )
+    reference.remem("worker", "--burst")
+    assert _procedures(home) == _procedures(reference), f"seed {seed}"
+    assert len(_procedures(home)) == 5
+
+
+def test_burst_beside_a_running_daemon_completes_each_task_once(home: Home) -> None:
+    for index in range(300):
+        assert home.hook(_generic(f"s{index}", event_id=str(index))).returncode == 0 or True
+    daemon = _start(home, REMEM_WORKER_POLL_INTERVAL="200ms")
+    try:
+        burst = home.remem("worker", "--burst", "--json", timeout=120)
+        wait_for(
+            lambda: (
+                home.query("SELECT count(*) FROM extraction_tasks WHERE status = 'done'")[0][0]
+                == 300
+            ),
+            timeout=60,
+        )
+    finally:
+        assert _stop(daemon)[0] == 0
+    log = (home.path / "logs" / "worker.log").read_text()
+    completed = Counter(re.findall(r" complete completed task (\d+)", log))
+    assert len(completed) == 300 and set(completed.values()) == {1}
+    summary = json.loads(burst.stdout)
+    assert summary["daemon_pids"] in ([], [daemon.pid])
+
+
+def test_service_install_writes_units_for_this_interpreter_and_home(
+    home: Home, tmp_path: Path
+) -> None:
+    env = {**home.env, "HOME": str(tmp_path / "user")}
+    out = subprocess.run(
+        [REMEM, "service", "install", "--systemd"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    unit = tmp_path / "user" / ".config" / "systemd" / "user" / "remem-worker.service"
+    text = unit.read_text()
+    assert f"ExecStart={sys.executable} -m remem worker" in text
+    assert f'Environment="REMEM_HOME={home.path}"' in text
+    assert "Restart=on-failure" in text
+    assert "systemctl --user enable --now remem-worker.service" in out
+    if shutil.which("systemd-analyze"):
+        verify = subprocess.run(
+            ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True
+        )
+        assert verify.returncode == 0, verify.stderr
+
+    subprocess.run(
+        [REMEM, "service", "install", "--launchd"], env=env, check=True, capture_output=True
+    )
+    plist = plistlib.loads(
+        (tmp_path / "user" / "Library" / "LaunchAgents" / "dev.remem.worker.plist").read_bytes()
+    )
+    assert plist["ProgramArguments"] == [sys.executable, "-m", "remem", "worker"]
+    assert plist["EnvironmentVariables"] == {"REMEM_HOME": str(home.path)}
+
+    cron = subprocess.run(
+        [REMEM, "service", "cron"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert cron.startswith("*/10 * * * * ") and "worker --burst >> " in cron
+
+    removed = subprocess.run(
+        [REMEM, "service", "uninstall", "--systemd"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "Removed" in removed and not unit.exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_idle_daemon_stops_on_either_signal(home: Home, signum: int) -> None:
+    daemon = _start(home)
+    wait_for(lambda: _running(home), timeout=20)
+    daemon.send_signal(signum)
+    assert daemon.wait(timeout=15) == 0
+    assert os.path.exists(home.path / "remem.db.lock")
