@@ -1,4 +1,5 @@
-# `make run` sets up and starts remem; `make test` runs every check. Both build .venv themselves.
+# `make run` sets up remem and runs its daemon; `make test` runs every check.
+# Both build .venv themselves.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -14,7 +15,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(BIN)/remem init
-	$(BIN)/remem status
+	$(BIN)/remem worker
 
 test: lint typecheck pytest
 
@@ -30,6 +31,8 @@ pytest: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/hook.py
+	$(BIN)/python bench/pipeline.py
+	$(BIN)/python bench/daemon_idle.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist
