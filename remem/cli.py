@@ -516,16 +516,23 @@ def procedures_show(procedure_id: int, as_json: bool) -> None:
     Example:
       remem procedures show 3 --json
     """
-    from remem.procedures.store import evidence_runs, get_procedure, iso
+    from remem.procedures.store import evidence_runs, get_procedure, iso, lessons_of
 
     _settings_unused, engine = _open()
     try:
         procedure = get_procedure(engine, procedure_id)
         runs = evidence_runs(engine, procedure)
+        lessons = lessons_of(engine, procedure_id)
     finally:
         engine.dispose()
     if as_json:
-        _print_json({**procedure.as_json(), "evidence": [run.as_json() for run in runs]})
+        _print_json(
+            {
+                **procedure.as_json(),
+                "evidence": [run.as_json() for run in runs],
+                "lessons": [lesson.as_json() for lesson in lessons],
+            }
+        )
         return
     click.echo(
         f"Procedure {procedure.id} ({procedure.status}, confidence "
@@ -538,6 +545,17 @@ def procedures_show(procedure_id: int, as_json: bool) -> None:
             f"  event {run.event_id}  {iso(run.at)}  {run.host}  session "
             f"{run.session_key}  {run.outcome}"
         )
+    for lesson in lessons:
+        click.echo(f"Lesson (closed by event {lesson.resolved_by_event_id}):")
+        for line in lesson.body.splitlines():
+            click.echo(f"  {line}")
+        for attempt in lesson.attempts:
+            repeat = f", repeats attempt {attempt.duplicate_of}" if attempt.duplicate_of else ""
+            edited = ", ".join(attempt.files) or "no edits"
+            click.echo(
+                f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
+                f"{attempt.exit_code}, after {edited}{repeat}"
+            )
 
 
 @procedures.command("archive")
@@ -557,6 +575,59 @@ def procedures_archive(procedure_id: int) -> None:
     finally:
         engine.dispose()
     click.echo(f"Archived procedure {archived.id}: {archived.command}")
+
+
+@cli.command()
+@click.option(
+    "--cwd",
+    "cwd",
+    type=click.Path(),
+    default=None,
+    help="A directory of the project (default: the current one).",
+)
+@click.option("--page", type=int, default=1, show_default=True, help="Page of the digest.")
+@click.option("--json", "as_json", is_flag=True, help="Every procedure of the digest as JSON.")
+def context(cwd: str | None, page: int, as_json: bool) -> None:
+    """Print the digest the agent gets at session start: the procedures proven in this project
+    and branch (and inherited from the default branch), with their pitfalls. Prints nothing when
+    there are none.
+
+    \b
+    Example:
+      remem context --cwd ~/src/shop --page 2
+    """
+    from remem.capture.identity import locate
+    from remem.capture.ingest import executor
+    from remem.db.engine import READ_ONLY
+    from remem.procedures import digest
+
+    settings, engine = _open()
+    root, branch = locate(os.path.abspath(os.path.expanduser(cwd or os.getcwd())))
+    try:
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            entries = digest.read_entries(executor(connection), root, branch, settings.inherit_from)
+    finally:
+        engine.dispose()
+    if as_json:
+        _print_json(
+            {
+                "project": root,
+                "branch": branch,
+                "procedures": [entry.as_json() for entry in entries],
+            }
+        )
+        return
+    pages = digest.paginate(
+        entries,
+        digest.header_for(root, branch),
+        settings.context_max_chars,
+        settings.context_max_lines,
+    )
+    if not pages:
+        return
+    if not 1 <= page <= len(pages):
+        raise RememError(f"The digest has {len(pages)} page(s): ask for --page 1 to {len(pages)}.")
+    click.echo(pages[page - 1], nl=False)
 
 
 @cli.group()

@@ -116,6 +116,9 @@ SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
     ("worker", "poll_interval"): ("poll_interval_s", parse_duration, "2s"),
     ("worker", "shutdown_timeout"): ("shutdown_timeout_s", parse_duration, "10s"),
     ("worker", "log_level"): ("log_level", _log_level, "info"),
+    ("context", "max_chars"): ("context_max_chars", _positive_int, 9000),
+    ("context", "max_lines"): ("context_max_lines", _positive_int, 200),
+    ("context", "inherit_from"): ("inherit_from", _string_list, ["main", "master"]),
 }
 
 
@@ -133,6 +136,12 @@ DOCS: dict[tuple[str, str], str] = {
         "on SIGTERM, how long to finish the task in hand before releasing it"
     ),
     ("worker", "log_level"): "debug, info, warning or error",
+    (
+        "context",
+        "max_chars",
+    ): "the digest's budget per page (Claude Code cuts context above 10,000)",
+    ("context", "max_lines"): "the digest's line budget per page",
+    ("context", "inherit_from"): "default branches whose procedures other branches inherit",
 }
 
 
@@ -178,6 +187,9 @@ class Settings:
     poll_interval_s: float
     shutdown_timeout_s: float
     log_level: str
+    context_max_chars: int
+    context_max_lines: int
+    inherit_from: tuple[str, ...]
 
     @property
     def sqlite_file(self) -> str | None:

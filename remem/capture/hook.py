@@ -20,6 +20,7 @@ from remem.capture.hosts import build_event, detect_host, sha256_hex
 from remem.capture.identity import locate
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
 from remem.db import sqlite as sqlite_settings
+from remem.procedures import digest
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_PAYLOAD_BYTES = 1024 * 1024
+DIGEST_WAIT_S = 0.5
 USAGE = "usage: remem-hook [--host claude-code|codex|cursor|generic] < payload.json"
 
 
@@ -60,17 +62,34 @@ def _decode(raw: bytes) -> dict[str, Any]:
     return payload
 
 
-def _settings(home: str) -> tuple[str, float]:
-    """(database URL, lock budget). The config file is parsed only when it sets something the
-    hook needs: tomllib alone would cost the hook a third of its time budget."""
-    url = os.environ.get("REMEM_DATABASE_URL")
-    lock_timeout = os.environ.get("REMEM_CAPTURE_LOCK_TIMEOUT")
-    if lock_timeout is not None or _config_mentions(home, ("url", "lock_timeout")):
-        from remem.config import load_settings
+class _HookSettings:
+    """The few settings the hook needs, read from config.toml only when the file sets one of
+    them: tomllib alone would cost the hook a third of its time budget."""
 
-        settings = load_settings()
-        return settings.database_url, settings.lock_timeout_s
-    return url or paths.default_database_url(home), 1.0
+    KEYS = ("url", "lock_timeout", "max_chars", "max_lines", "inherit_from")
+
+    def __init__(self, home: str) -> None:
+        self.database_url = os.environ.get("REMEM_DATABASE_URL") or paths.default_database_url(home)
+        self.lock_timeout_s = 1.0
+        self.max_chars = digest.DEFAULT_MAX_CHARS
+        self.max_lines = digest.DEFAULT_MAX_LINES
+        self.inherit_from: Sequence[str] = digest.DEFAULT_INHERIT_FROM
+        overridden = any(
+            f"REMEM_{name}" in os.environ
+            for name in (
+                "CAPTURE_LOCK_TIMEOUT",
+                "CONTEXT_MAX_CHARS",
+                "CONTEXT_MAX_LINES",
+                "CONTEXT_INHERIT_FROM",
+            )
+        )
+        if overridden or _config_mentions(home, self.KEYS):
+            from remem.config import load_settings
+
+            settings = load_settings()
+            self.database_url, self.lock_timeout_s = settings.database_url, settings.lock_timeout_s
+            self.max_chars, self.max_lines = settings.context_max_chars, settings.context_max_lines
+            self.inherit_from = settings.inherit_from
 
 
 def _config_mentions(home: str, keys: tuple[str, ...]) -> bool:
@@ -113,15 +132,15 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
     # the WAL and the worker's connections checkpoint it.
 
 
-def save(home: str, kind: str, body: Any) -> str:
+def save(home: str, kind: str, body: Any, settings: _HookSettings | None = None) -> str:
     """Store or spool one record; returns where it went. Raises OSError if neither worked."""
     try:
-        url, lock_timeout_s = _settings(home)
+        settings = settings or _HookSettings(home)
     except Exception as exc:  # a broken config must not lose the event
-        url, lock_timeout_s, reason = "", 1.0, f"settings unreadable: {exc}"
+        reason = f"settings unreadable: {exc}"
     else:
         try:
-            _write(url, lock_timeout_s, kind, body)
+            _write(settings.database_url, settings.lock_timeout_s, kind, body)
             return "stored"
         except _Unavailable as exc:
             reason = str(exc)
@@ -170,11 +189,59 @@ def main(argv: list[str] | None = None) -> int:
         while chunk := sys.stdin.buffer.read(1 << 20):
             body["size_bytes"] += len(chunk)
     try:
-        save(home, kind, body)
+        settings: _HookSettings | None = _HookSettings(home)
+    except Exception:  # save() spools with the reason; the digest is skipped
+        settings = None
+    if kind == "event" and body.kind == "session_start" and settings is not None:
+        # Before the write: the agent waits for this output, not for the bookkeeping.
+        _print_digest(settings, body)
+    try:
+        save(home, kind, body, settings)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
         return 1
     return 0
+
+
+def _print_digest(settings: _HookSettings, event: CapturedEvent) -> None:
+    """The SessionStart digest, read-only, in the host's output shape. Prints nothing when the
+    database cannot be read within half a second, or holds nothing for this project."""
+    path = paths.sqlite_path(settings.database_url)
+    if path is None:
+        return
+    try:
+        connection = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, timeout=DIGEST_WAIT_S, isolation_level=None
+        )
+        try:
+
+            def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+                return connection.execute(sql, params).fetchall()
+
+            entries = digest.read_entries(
+                execute, event.project_root, event.branch, settings.inherit_from
+            )
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return
+    pages = digest.paginate(
+        entries,
+        digest.header_for(event.project_root, event.branch),
+        settings.max_chars,
+        settings.max_lines,
+    )
+    if not pages:
+        return
+    if event.host == "codex":
+        output = json.dumps(
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": pages[0]}}
+        )
+    elif event.host == "cursor":
+        output = json.dumps({"additional_context": pages[0]})
+    else:
+        output = pages[0]
+    sys.stdout.write(output if output.endswith("\n") else output + "\n")
 
 
 def run() -> None:

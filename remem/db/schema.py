@@ -176,7 +176,40 @@ attempts = Table(
     Column("exit_code", Integer),
     Column("error_excerpt", Text),
     Column("failed_at", Float, nullable=False),
+    # The fix journal (DESIGN.md §6): what changed before this attempt, and whether it was the
+    # same change as an earlier attempt of the streak; the success that closed the streak.
+    Column("attempt_number", Integer, nullable=False, server_default=text("1")),
+    Column("files", Text),
+    Column("change_hash", Text),
+    Column("duplicate_of", Integer),
+    Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id")),
     Index("ix_attempts_group", "project_id", "branch", "command_hash", "failed_at"),
+)
+
+lessons = Table(
+    "lessons",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("command_hash", Text, nullable=False),
+    Column(
+        "resolved_by_event_id",
+        Integer,
+        ForeignKey("captured_events.id"),
+        nullable=False,
+        unique=True,
+    ),
+    Column("failed_attempts", Integer, nullable=False),
+    Column("first_error", Text),
+    Column("last_error", Text),
+    Column("fix_files", Text, nullable=False),
+    Column("repeats", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("pitfall", Text, nullable=False),
+    Column("resolved_at", Float, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_lessons_group", "project_id", "branch", "command_hash", "resolved_at"),
 )
 
 procedures = Table(

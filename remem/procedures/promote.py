@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.config import Settings
 from remem.db.engine import READ_ONLY
-from remem.procedures import policy
+from remem.procedures import journal, policy
 from remem.procedures.rollout import Resolution, resolve_exit_codes
 from remem.queue.store import ClaimedTask
 
@@ -103,9 +103,9 @@ ON CONFLICT (event_id) DO NOTHING
 
 INSERT_ATTEMPT = text("""
 INSERT INTO attempts (event_id, project_id, branch, command, command_hash, session_id, host,
-    exit_code, error_excerpt, failed_at)
+    exit_code, error_excerpt, failed_at, files, change_hash)
 VALUES (:event_id, :project_id, :branch, :command, :command_hash, :session_id, :host,
-    :exit_code, :error_excerpt, :at)
+    :exit_code, :error_excerpt, :at, :files, :change_hash)
 ON CONFLICT (event_id) DO NOTHING
 """)
 
@@ -149,9 +149,18 @@ def apply(connection: Connection, window: Window, settings: Settings, now: float
         if outcome == "success":
             connection.execute(INSERT_VERIFICATION, params)
         else:
-            params.update(exit_code=exit_code, error_excerpt=excerpt)
+            files, change_hash = journal.edits_before(
+                connection, _group_params(group), event.session_id, event.id
+            )
+            params.update(
+                exit_code=exit_code,
+                error_excerpt=excerpt,
+                files=json.dumps(files) if files else None,
+                change_hash=change_hash,
+            )
             connection.execute(INSERT_ATTEMPT, params)
     for group in sorted(groups, key=lambda g: (g.project_id, g.branch, g.command_hash)):
+        journal.rebuild(connection, _group_params(group), now)
         stats[evaluate_group(connection, group, rules_of(settings), now)] += 1
     return stats
 

@@ -141,3 +141,77 @@ def count_by_status(engine: Engine) -> dict[str, int]:
         rows = connection.execute(text("SELECT status, count(*) FROM procedures GROUP BY status"))
         counts = {status: int(count) for status, count in rows}
     return {status: counts.get(status, 0) for status in ("active", "broken", "stale", "archived")}
+
+
+@dataclass(frozen=True)
+class JournalAttempt:
+    attempt_number: int
+    event_id: int
+    exit_code: int | None
+    error_excerpt: str | None
+    files: tuple[str, ...]
+    duplicate_of: int | None
+    failed_at: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "files": list(self.files), "failed_at": iso(self.failed_at)}
+
+
+@dataclass(frozen=True)
+class LessonView:
+    resolved_by_event_id: int
+    failed_attempts: int
+    fix_files: tuple[str, ...]
+    repeats: tuple[tuple[int, int], ...]
+    body: str
+    pitfall: str
+    resolved_at: float
+    attempts: tuple[JournalAttempt, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(
+            fix_files=list(self.fix_files),
+            repeats=[list(r) for r in self.repeats],
+            resolved_at=iso(self.resolved_at),
+            attempts=[a.as_json() for a in self.attempts],
+        )
+        return data
+
+
+_LESSONS = """
+SELECT l.resolved_by_event_id, l.failed_attempts, l.fix_files, l.repeats, l.body, l.pitfall,
+    l.resolved_at
+FROM lessons l JOIN procedures p ON p.project_id = l.project_id AND p.branch = l.branch
+    AND p.command_hash = l.command_hash
+WHERE p.id = :id ORDER BY l.resolved_at DESC, l.id DESC
+"""
+_ATTEMPTS = """
+SELECT attempt_number, event_id, exit_code, error_excerpt, files, duplicate_of, failed_at
+FROM attempts WHERE resolved_by_event_id = :resolved_by ORDER BY attempt_number
+"""
+
+
+def lessons_of(engine: Engine, procedure_id: int) -> list[LessonView]:
+    """The procedure's lessons, newest first, each with the attempts of its streak."""
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        views = []
+        for row in connection.execute(text(_LESSONS), {"id": procedure_id}).all():
+            attempts = tuple(
+                JournalAttempt(a[0], a[1], a[2], a[3], tuple(json.loads(a[4] or "[]")), a[5], a[6])
+                for a in connection.execute(text(_ATTEMPTS), {"resolved_by": row[0]})
+            )
+            repeats = tuple((int(n), int(of)) for n, of in json.loads(row[3]))
+            views.append(
+                LessonView(
+                    row[0],
+                    row[1],
+                    tuple(json.loads(row[2])),
+                    repeats,
+                    row[4],
+                    row[5],
+                    row[6],
+                    attempts,
+                )
+            )
+        return views

@@ -1,0 +1,142 @@
+"""Persisting the fix journal: the changes before each failed attempt, attempt numbers and
+duplicates, and the newest lessons of each (project, branch, command)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from remem.procedures import lessons
+
+_GROUP = "project_id = :project_id AND branch = :branch AND command_hash = :command_hash"
+
+PREVIOUS_RUN = text(
+    f"SELECT max(event_id) FROM (SELECT event_id FROM verifications WHERE {_GROUP} "
+    "AND session_id = :session_id AND event_id < :before UNION ALL "
+    f"SELECT event_id FROM attempts WHERE {_GROUP} AND session_id = :session_id "
+    "AND event_id < :before) AS runs"
+)
+EDITS_BETWEEN = text(
+    "SELECT files, change_hash FROM captured_events WHERE session_id = :session_id "
+    "AND kind = 'edit' AND id > :after AND id < :before ORDER BY id"
+)
+SELECT_ATTEMPTS = text(
+    "SELECT id, event_id, failed_at, change_hash, attempt_number, duplicate_of, "
+    f"resolved_by_event_id, exit_code, error_excerpt FROM attempts WHERE {_GROUP}"
+)
+SELECT_SUCCESSES = text(
+    f"SELECT event_id, verified_at, session_id FROM verifications WHERE {_GROUP}"
+)
+UPDATE_ATTEMPT = text(
+    "UPDATE attempts SET attempt_number = :attempt_number, duplicate_of = :duplicate_of, "
+    "resolved_by_event_id = :resolved_by_event_id WHERE id = :id"
+)
+SELECT_LESSONS = text(
+    "SELECT resolved_by_event_id, failed_attempts, first_error, last_error, fix_files, repeats, "
+    f"body, pitfall, resolved_at FROM lessons WHERE {_GROUP}"
+)
+UPSERT_LESSON = text(
+    "INSERT INTO lessons (project_id, branch, command_hash, resolved_by_event_id, "
+    "failed_attempts, first_error, last_error, fix_files, repeats, body, pitfall, resolved_at, "
+    "created_at) VALUES (:project_id, :branch, :command_hash, :resolved_by_event_id, "
+    ":failed_attempts, :first_error, :last_error, :fix_files, :repeats, :body, :pitfall, "
+    ":resolved_at, :now) ON CONFLICT (resolved_by_event_id) DO UPDATE SET "
+    "failed_attempts = excluded.failed_attempts, first_error = excluded.first_error, "
+    "last_error = excluded.last_error, fix_files = excluded.fix_files, "
+    "repeats = excluded.repeats, body = excluded.body, pitfall = excluded.pitfall, "
+    "resolved_at = excluded.resolved_at"
+)
+DELETE_LESSON = text("DELETE FROM lessons WHERE resolved_by_event_id = :resolved_by_event_id")
+SESSION_OF = text("SELECT session_id FROM captured_events WHERE id = :id")
+
+
+def edits_before(
+    connection: Connection, group: dict[str, Any], session_id: int, event_id: int
+) -> tuple[list[str], str | None]:
+    """Files edited in the session since its previous run of this command, and one
+    whitespace-insensitive hash of those edits (None when there were none)."""
+    previous = connection.execute(
+        PREVIOUS_RUN, {**group, "session_id": session_id, "before": event_id}
+    ).scalar()
+    rows = connection.execute(
+        EDITS_BETWEEN, {"session_id": session_id, "after": previous or 0, "before": event_id}
+    ).all()
+    files = sorted({name for encoded, _hash in rows if encoded for name in json.loads(encoded)})
+    hashes = sorted(change for _files, change in rows if change)
+    if not hashes:
+        return files, None
+    return files, hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:32]
+
+
+def rebuild(connection: Connection, group: dict[str, Any], now: float) -> None:
+    """Re-derive the group's streaks from its runs, in time order, whatever order the windows
+    arrived in; write only what changed. Journal rows are never deleted."""
+    attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group)}
+    if not attempts:
+        return
+    successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group)}
+    runs = [
+        lessons.JournalRun(row.event_id, row.failed_at, False, row.change_hash)
+        for row in attempts.values()
+    ]
+    runs += [lessons.JournalRun(row.event_id, row.verified_at, True) for row in successes.values()]
+    found = lessons.streaks(runs)
+    for streak in found:
+        for numbered in lessons.number(streak):
+            row = attempts[numbered.event_id]
+            stored = (row.attempt_number, row.duplicate_of, row.resolved_by_event_id)
+            fresh = (numbered.attempt_number, numbered.duplicate_of, numbered.resolved_by_event_id)
+            if stored != fresh:
+                connection.execute(UPDATE_ATTEMPT, {"id": row.id, **numbered.__dict__})
+    closed = [streak for streak in found if streak.resolved_by is not None]
+    closed.sort(key=lambda s: (s.resolved_by.at, s.resolved_by.event_id))  # type: ignore[union-attr]
+    _write_lessons(connection, group, closed[-lessons.LESSONS_KEPT :], attempts, successes, now)
+
+
+def _write_lessons(
+    connection: Connection,
+    group: dict[str, Any],
+    kept: list[lessons.Streak],
+    attempts: dict[int, Any],
+    successes: dict[int, Any],
+    now: float,
+) -> None:
+    existing = {
+        row.resolved_by_event_id: tuple(row) for row in connection.execute(SELECT_LESSONS, group)
+    }
+    wanted = set()
+    for streak in kept:
+        resolver = streak.resolved_by
+        assert resolver is not None
+        wanted.add(resolver.event_id)
+        details = [
+            lessons.AttemptDetail(
+                n.attempt_number,
+                attempts[n.event_id].exit_code,
+                attempts[n.event_id].error_excerpt,
+                n.duplicate_of,
+            )
+            for n in lessons.number(streak)
+        ]
+        fix_files, _hash = edits_before(
+            connection, group, successes[resolver.event_id].session_id, resolver.event_id
+        )
+        lesson = lessons.distill(details, fix_files, resolver.at)
+        values = {
+            "resolved_by_event_id": resolver.event_id,
+            "failed_attempts": lesson.failed_attempts,
+            "first_error": lesson.first_error,
+            "last_error": lesson.last_error,
+            "fix_files": json.dumps(list(lesson.fix_files)),
+            "repeats": json.dumps([list(pair) for pair in lesson.repeats]),
+            "body": lesson.body,
+            "pitfall": lesson.pitfall,
+            "resolved_at": resolver.at,
+        }
+        if existing.get(resolver.event_id) != tuple(values.values()):
+            connection.execute(UPSERT_LESSON, {**group, **values, "now": now})
+    for stale in set(existing) - wanted:
+        connection.execute(DELETE_LESSON, {"resolved_by_event_id": stale})

@@ -1,0 +1,145 @@
+"""The fix journal (DESIGN.md §6), pure: streaks of failed attempts closed by a success, and the
+lesson each streak teaches. Deterministic text, no database."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from remem.procedures.policy import iso_date
+
+LESSONS_KEPT = 3
+QUOTED_CHARS = 160
+_TELLING_LINE = re.compile(r"error|fail|exception|assert|traceback|panic|denied", re.IGNORECASE)
+_EXIT_LINE = re.compile(r"^(exit code|command exited with|command failed with)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class JournalRun:
+    event_id: int
+    at: float
+    succeeded: bool
+    change_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class Streak:
+    """Failed attempts in order, and the success that closed them (None while open)."""
+
+    attempts: tuple[JournalRun, ...]
+    resolved_by: JournalRun | None
+
+
+@dataclass(frozen=True)
+class Numbered:
+    event_id: int
+    attempt_number: int
+    duplicate_of: int | None
+    resolved_by_event_id: int | None
+
+
+def streaks(runs: Sequence[JournalRun]) -> list[Streak]:
+    """Failures since the previous success, each streak closed by the next success. Interrupted
+    and unknown runs are not runs here: they neither fail nor close a streak."""
+    found: list[Streak] = []
+    current: list[JournalRun] = []
+    for run in sorted(runs, key=lambda r: (r.at, r.event_id)):
+        if not run.succeeded:
+            current.append(run)
+        elif current:
+            found.append(Streak(tuple(current), run))
+            current = []
+    if current:
+        found.append(Streak(tuple(current), None))
+    return found
+
+
+def number(streak: Streak) -> list[Numbered]:
+    """Attempt numbers within the streak; an attempt whose change equals an earlier one's is
+    marked as its duplicate. An attempt with no change has no hash and is never a duplicate."""
+    first_with_hash: dict[str, int] = {}
+    numbered = []
+    resolver = streak.resolved_by.event_id if streak.resolved_by else None
+    for index, attempt in enumerate(streak.attempts, start=1):
+        duplicate_of = None
+        if attempt.change_hash is not None:
+            duplicate_of = first_with_hash.setdefault(attempt.change_hash, index)
+            duplicate_of = None if duplicate_of == index else duplicate_of
+        numbered.append(Numbered(attempt.event_id, index, duplicate_of, resolver))
+    return numbered
+
+
+@dataclass(frozen=True)
+class AttemptDetail:
+    attempt_number: int
+    exit_code: int | None
+    error_excerpt: str | None
+    duplicate_of: int | None
+
+
+@dataclass(frozen=True)
+class Lesson:
+    failed_attempts: int
+    first_error: str | None
+    last_error: str | None
+    fix_files: tuple[str, ...]
+    repeats: tuple[tuple[int, int], ...]
+    body: str
+    pitfall: str
+
+
+def telling_line(excerpt: str | None) -> str | None:
+    """The line of an error excerpt that says most: one naming an error, else the first."""
+    if not excerpt:
+        return None
+    lines = [line.strip() for line in excerpt.splitlines() if line.strip()]
+    for line in lines:
+        if _TELLING_LINE.search(line) and not _EXIT_LINE.match(line):
+            return line
+    return lines[0] if lines else None
+
+
+def quote(text: str | None) -> str:
+    """A capped, escaped, double-quoted excerpt: whatever it says stays inside the quotes."""
+    if text is None:
+        return '""'
+    capped = text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 1] + "…"
+    return json.dumps(capped, ensure_ascii=False)
+
+
+def distill(
+    attempts: Sequence[AttemptDetail], fix_files: Sequence[str], resolved_at: float
+) -> Lesson:
+    first, last = attempts[0], attempts[-1]
+    count = len(attempts)
+    times = "time" if count == 1 else "times"
+    repeats = tuple((a.attempt_number, a.duplicate_of) for a in attempts if a.duplicate_of)
+    repeat_text = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
+    first_error, last_error = telling_line(first.error_excerpt), telling_line(last.error_excerpt)
+    fix = f"fixed after editing {', '.join(fix_files)}" if fix_files else "passed with no edit"
+    body = [f"Failed {count} {times} before it passed on {iso_date(resolved_at)}."]
+    body.append(f"First error (exit {_code(first.exit_code)}): {quote(first_error)}")
+    if count > 1:
+        body.append(f"Last error (exit {_code(last.exit_code)}): {quote(last_error)}")
+    if repeat_text:
+        body.append(repeat_text[0].upper() + repeat_text[1:] + ".")
+    body.append(fix[0].upper() + fix[1:] + ".")
+    pitfall = [f"failed {count} {times} before passing", f"last error {quote(last_error)}"]
+    if repeat_text:
+        pitfall.append(repeat_text)
+    pitfall.append(fix)
+    return Lesson(
+        count,
+        first_error,
+        last_error,
+        tuple(fix_files),
+        repeats,
+        "\n".join(body),
+        "; ".join(pitfall),
+    )
+
+
+def _code(exit_code: int | None) -> str:
+    return "?" if exit_code is None else str(exit_code)
