@@ -1,0 +1,215 @@
+"""The fix journal and its lessons (DESIGN.md §6), over real captured events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import text
+
+from remem.procedures.store import lessons_of
+from tests.conftest import load_fixture
+from tests.integration.conftest import World
+
+CART = "python -m pytest -q tests/test_cart.py"
+
+
+class Claude:
+    """Claude Code payloads from the fixtures, one session, each with its own tool-use id."""
+
+    def __init__(self, world: World, session: str) -> None:
+        self.world, self.session, self.count = world, session, 0
+
+    def _send(self, fixture: str, **changes: Any) -> None:
+        self.count += 1
+        payload = load_fixture(fixture)
+        payload.update(
+            session_id=self.session,
+            cwd="/p/shop",
+            tool_use_id=f"toolu_{self.session}_{self.count}",
+            **changes,
+        )
+        self.world.post_payload(payload)
+
+    def edit(self, new_string: str, path: str = "/p/shop/src/cart.py") -> None:
+        self._send(
+            "claude-code/post_tool_use_edit.json",
+            tool_input={"file_path": path, "old_string": "return 0", "new_string": new_string},
+        )
+
+    def fail(self, error: str = "Exit code 1\nFAILED tests/test_cart.py::test_total") -> None:
+        self._send("claude-code/post_tool_use_failure_bash_exit_code.json", error=error)
+
+    def succeed(self) -> None:
+        self._send("claude-code/post_tool_use_bash_success.json")
+
+    def interrupted(self) -> None:
+        self._send("claude-code/post_tool_use_bash_interrupted.json", tool_input={"command": CART})
+
+
+def _attempts(world: World) -> list[tuple[Any, ...]]:
+    with world.engine.connect() as connection:
+        return [
+            tuple(r)
+            for r in connection.execute(
+                text(
+                    "SELECT attempt_number, files, change_hash IS NOT NULL, duplicate_of, "
+                    "resolved_by_event_id FROM attempts ORDER BY failed_at, event_id"
+                )
+            )
+        ]
+
+
+def _lessons(world: World) -> list[tuple[Any, ...]]:
+    with world.engine.connect() as connection:
+        return [
+            tuple(r)
+            for r in connection.execute(
+                text(
+                    "SELECT failed_attempts, repeats, fix_files, resolved_by_event_id FROM lessons "
+                    "ORDER BY resolved_at"
+                )
+            )
+        ]
+
+
+def test_repeated_fix_then_real_fix_gives_one_lesson(world: World) -> None:
+    first = Claude(world, "s1")
+    first.edit("return sum(prices)")  # edit A
+    first.fail()
+    first.edit("return   sum(prices)")  # edit A again, whitespace aside
+    first.fail()
+    first.edit("return sum(p * q for p, q in items)")  # edit B
+    first.succeed()
+    Claude(world, "s2").succeed()
+    world.burst()
+
+    (procedure,) = world.procedures("id", "command", "status")
+    assert procedure[1:] == (CART, "active")
+    assert _attempts(world) == [
+        (1, '["src/cart.py"]', True, None, 6),
+        (2, '["src/cart.py"]', True, 1, 6),
+    ]
+    assert _lessons(world) == [(2, "[[2, 1]]", '["src/cart.py"]', 6)]
+    (lesson,) = lessons_of(world.engine, procedure[0])
+    assert "Failed 2 times" in lesson.body
+    assert "Attempt 2 repeated attempt 1's change." in lesson.body
+    assert "Fixed after editing src/cart.py." in lesson.body
+    assert "attempt 2 repeated attempt 1's change" in lesson.pitfall
+    assert [a.attempt_number for a in lesson.attempts] == [1, 2]
+
+
+def test_attempt_without_edits_has_no_hash_and_is_never_a_duplicate(world: World) -> None:
+    claude = Claude(world, "s1")
+    claude.fail()
+    claude.fail()
+    claude.succeed()
+    world.burst()
+    assert _attempts(world) == [(1, None, False, None, 3), (2, None, False, None, 3)]
+    assert _lessons(world) == [(2, "[]", "[]", 3)]
+
+
+def test_failure_with_no_success_yet_keeps_an_open_journal(world: World) -> None:
+    claude = Claude(world, "s1")
+    claude.fail()
+    world.burst()
+    assert _attempts(world) == [(1, None, False, None, None)]
+    assert _lessons(world) == []
+
+
+def test_streak_across_windows_and_sessions_with_an_interruption(world: World) -> None:
+    first, second = Claude(world, "s1"), Claude(world, "s2")
+    first.fail()
+    world.burst()
+    first.interrupted()  # neither a failure nor a success
+    second.edit("return sum(prices)")
+    second.fail()
+    world.burst()
+    second.edit("return sum(p * q for p, q in items)")
+    second.succeed()
+    world.burst()
+    assert [row[0] for row in _attempts(world)] == [1, 2]
+    assert _lessons(world)[0][0] == 2
+
+
+def test_windows_processed_out_of_order_give_the_same_lessons(world: World) -> None:
+    first, second = Claude(world, "s1"), Claude(world, "s2")
+    first.fail()
+    world.now += 10
+    second.fail()
+    world.now += 10
+    second.succeed()
+    with world.engine.begin() as connection:  # session s2's task runs first
+        connection.execute(text("UPDATE extraction_tasks SET priority = -1 WHERE session_id = 2"))
+    world.burst()
+    assert [row[0] for row in _attempts(world)] == [1, 2]
+    assert _lessons(world) == [(2, "[]", "[]", 3)]
+
+
+def test_lesson_of_an_unpromoted_command_is_kept_and_shown_once_promoted(world: World) -> None:
+    claude = Claude(world, "s1")
+    claude.fail()
+    claude.succeed()
+    world.burst()
+    assert world.procedures() == []
+    assert len(_lessons(world)) == 1
+    Claude(world, "s2").succeed()
+    world.burst()
+    (procedure_id,) = world.one("id")
+    assert [lesson.failed_attempts for lesson in lessons_of(world.engine, procedure_id)] == [1]
+
+
+def test_a_procedure_keeps_its_newest_three_lessons_and_every_journal_row(world: World) -> None:
+    claude = Claude(world, "s1")
+    for streak in range(5):
+        for _ in range(streak + 1):
+            claude.fail()
+        claude.succeed()
+        world.burst()
+    assert [row[0] for row in _lessons(world)] == [3, 4, 5]
+    assert len(_attempts(world)) == 15
+
+
+def test_reprocessing_the_journal_changes_nothing(world: World) -> None:
+    claude = Claude(world, "s1")
+    claude.edit("a")
+    claude.fail()
+    claude.edit("a")
+    claude.fail()
+    claude.succeed()
+    world.burst()
+    before = (_attempts(world), _lessons(world))
+    with world.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE extraction_tasks SET status = 'pending', cursor_event_id = 0")
+        )
+    world.burst()
+    assert (_attempts(world), _lessons(world)) == before
+
+
+def test_procedures_show_json_has_lessons_with_attempts(world: World) -> None:
+    import subprocess
+
+    from tests.conftest import REMEM
+
+    claude = Claude(world, "s1")
+    claude.edit("a")
+    claude.fail("Exit code 2\nerror: boom")
+    claude.succeed()
+    Claude(world, "s2").succeed()
+    world.burst()
+    (procedure_id,) = world.one("id")
+    shown = json.loads(
+        subprocess.run(
+            [REMEM, "procedures", "show", str(procedure_id), "--json"],
+            env=world.home.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    (lesson,) = shown["lessons"]
+    assert lesson["failed_attempts"] == 1
+    assert lesson["attempts"][0]["exit_code"] == 2
+    assert lesson["attempts"][0]["files"] == ["src/cart.py"]
+    assert '"error: boom"' in lesson["pitfall"]
