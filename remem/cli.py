@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import click
+from sqlalchemy.exc import DBAPIError
 
 from remem.config import Settings, load_settings
 from remem.db.schema import PROCEDURE_STATUSES, TASK_STATUSES
@@ -29,6 +30,28 @@ class _Group(click.Group):
         except RememError as exc:
             click.echo(f"remem: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except DBAPIError as exc:
+            click.echo(f"remem: {_database_problem(exc)}", err=True)
+            ctx.exit(1)
+
+
+def _database_problem(exc: DBAPIError) -> str:
+    """One line naming the database and what to do; a damaged file is a user's problem, not a
+    traceback."""
+    try:
+        where = load_settings().sqlite_file or "the database"
+    except RememError:
+        where = "the database"
+    reason = str(exc.orig).strip() or type(exc.orig).__name__
+    if "not a database" in reason or "malformed" in reason:
+        advice = "it is damaged: move it aside and run `remem init`, or restore a backup"
+    elif "readonly" in reason or "read-only" in reason:
+        advice = "it is read-only: give your user write access to it and its folder"
+    elif "locked" in reason:
+        advice = "another process holds it locked: try again"
+    else:
+        advice = "see `remem doctor`"
+    return f"cannot use {where} ({reason}): {advice}."
 
 
 def _settings() -> Settings:
@@ -120,13 +143,28 @@ def status(as_json: bool) -> None:
         ("oldest pending", "-" if lag is None else f"{lag:.0f}s"),
         ("procedures", ", ".join(f"{n} {name}" for name, n in report["procedures"].items())),
         ("worker", _worker_line(report["worker"])),
-        (
-            "spool",
-            f"{report['spool']['pending']} waiting, {report['spool']['dead_letters']} dead letters",
-        ),
+        ("spool", _spool_line(report["spool"])),
     ]
+    if report["database_access"]["writable"] is False:
+        lines.append(
+            (
+                "problem",
+                f"{report['database_access']['file']} is not writable: events "
+                "are spooled and the worker cannot apply them; give your user "
+                "write access to the file and its folder",
+            )
+        )
     for label, value in lines:
         click.echo(f"{label:>17}  {value}")
+
+
+def _spool_line(spool: dict[str, Any]) -> str:
+    text = f"{spool['pending']} waiting, {spool['dead_letters']} dead letters"
+    if spool["pending"] and spool["last_reason"]:
+        text += f" (last spooled because: {spool['last_reason']})"
+    if spool["overflow_dropped"]:
+        text += f"; {spool['overflow_dropped']} dropped: {spool['overflow_reason']}"
+    return text
 
 
 def _worker_line(worker: dict[str, Any]) -> str:
@@ -159,13 +197,15 @@ def db_upgrade() -> None:
       remem db upgrade
     """
     from remem.db import migrate
-    from remem.home import open_engine
+    from remem.home import migration_lock, open_engine
 
-    engine = open_engine(_settings(), require_current_schema=False)
+    settings = _settings()
+    engine = open_engine(settings, require_current_schema=False)
     try:
-        before = migrate.current_revision(engine)
-        migrate.upgrade(engine)
-        after = migrate.current_revision(engine)
+        with migration_lock(settings):
+            before = migrate.current_revision(engine)
+            migrate.upgrade(engine)
+            after = migrate.current_revision(engine)
     finally:
         engine.dispose()
     click.echo(
@@ -628,6 +668,30 @@ def context(cwd: str | None, page: int, as_json: bool) -> None:
     if not 1 <= page <= len(pages):
         raise RememError(f"The digest has {len(pages)} page(s): ask for --page 1 to {len(pages)}.")
     click.echo(pages[page - 1], nl=False)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def doctor(as_json: bool) -> None:
+    """Check the home, config, database, schema, queue, worker, spool, agent hooks and clock;
+    print a fix for each problem. Exit 0 when healthy, 1 otherwise.
+
+    \b
+    Example:
+      remem doctor --json
+    """
+    from remem.doctor import FAIL, run_checks
+
+    checks = run_checks()
+    if as_json:
+        _print_json([check.as_json() for check in checks])
+    else:
+        for check in checks:
+            click.echo(f"{check.status:>4}  {check.name:<18} {check.detail}")
+            if check.fix and check.status != "ok":
+                click.echo(f"{'':>4}  {'':<18} fix: {check.fix}")
+    if any(check.status == FAIL for check in checks):
+        sys.exit(1)
 
 
 @cli.group()

@@ -103,6 +103,7 @@ DEFAULT_IGNORE_COMMANDS = (
 SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
     ("database", "url"): ("database_url", _string, ""),
     ("capture", "lock_timeout"): ("lock_timeout_s", parse_duration, "1s"),
+    ("capture", "spool_max_bytes"): ("spool_max_bytes", _positive_int, 256 * 1024 * 1024),
     ("promotion", "min_verified_runs"): ("min_verified_runs", _positive_int, 2),
     ("promotion", "max_age"): ("max_age_s", parse_duration, "14d"),
     ("promotion", "min_distinct_sessions"): ("min_distinct_sessions", _positive_int, 1),
@@ -125,6 +126,7 @@ SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
 DOCS: dict[tuple[str, str], str] = {
     ("database", "url"): "SQLAlchemy URL; empty means sqlite:///$REMEM_HOME/remem.db",
     ("capture", "lock_timeout"): "how long the hook waits for a locked database before spooling",
+    ("capture", "spool_max_bytes"): "past this size the spool counts new events as dropped",
     ("promotion", "min_verified_runs"): "successful runs needed before a command is a procedure",
     ("promotion", "max_age"): "only runs this recent count as verification",
     ("promotion", "min_distinct_sessions"): "sessions those runs must come from",
@@ -178,6 +180,7 @@ class Settings:
     config_file: str
     database_url: str
     lock_timeout_s: float
+    spool_max_bytes: int
     min_verified_runs: int
     max_age_s: float
     min_distinct_sessions: int

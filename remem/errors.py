@@ -15,6 +15,14 @@ class HomeNotFound(RememError):
         self.home = home
 
 
+class HomeNotOwned(RememError):
+    def __init__(self, home: str, owner_uid: int) -> None:
+        super().__init__(
+            f"The remem home {home} belongs to another user (uid {owner_uid}): remem refuses to "
+            "read or write it. Use your own home (REMEM_HOME) or fix its owner."
+        )
+
+
 class ConfigError(RememError):
     def __init__(self, path: str, key: str, problem: str) -> None:
         super().__init__(f"{path}: `{key}` {problem}")

@@ -3,7 +3,10 @@ missing home, so a typo in REMEM_HOME never starts a second, empty memory."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -11,7 +14,8 @@ from sqlalchemy import Engine
 from remem.config import Settings, render_example_config
 from remem.db import migrate
 from remem.db.engine import make_engine
-from remem.errors import DatabaseUnavailable, HomeNotFound, SchemaBehind
+from remem.errors import DatabaseUnavailable, HomeNotFound, HomeNotOwned, SchemaBehind
+from remem.paths import foreign_owner
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ def init_home(settings: Settings) -> InitResult:
     home = settings.home
     created_home = not os.path.isdir(home)
     os.makedirs(home, mode=0o700, exist_ok=True)
+    require_home(settings)
     os.chmod(home, 0o700)
     for sub in (settings.spool_dir, settings.log_dir):
         os.makedirs(sub, mode=0o700, exist_ok=True)
@@ -39,7 +44,8 @@ def init_home(settings: Settings) -> InitResult:
         migrate.create_private_file(settings.sqlite_file)
     engine = make_engine(settings.database_url)
     try:
-        migrate.upgrade(engine)
+        with migration_lock(settings):
+            migrate.upgrade(engine)
         revision = migrate.current_revision(engine) or ""
     finally:
         engine.dispose()
@@ -49,6 +55,22 @@ def init_home(settings: Settings) -> InitResult:
 def require_home(settings: Settings) -> None:
     if not os.path.isdir(settings.home):
         raise HomeNotFound(settings.home)
+    owner = foreign_owner(settings.home)
+    if owner is not None:
+        raise HomeNotOwned(settings.home, owner)
+
+
+@contextlib.contextmanager
+def migration_lock(settings: Settings) -> Iterator[None]:
+    """Upgrades of one database run one after another (each is also one IMMEDIATE
+    transaction, so a running daemon's writes never interleave with it)."""
+    path = (settings.sqlite_file or os.path.join(settings.home, "remem")) + ".migrate.lock"
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def open_engine(settings: Settings, *, require_current_schema: bool = True) -> Engine:

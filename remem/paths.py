@@ -35,3 +35,9 @@ def sqlite_path(url: str) -> str | None:
             path = url[len(prefix) :].split("?", 1)[0]
             return path if path and path != ":memory:" else None
     return None
+
+
+def foreign_owner(home: str) -> int | None:
+    """The uid owning the home when it is not us (a shared or copied home is refused)."""
+    owner = os.stat(home).st_uid
+    return owner if owner != os.getuid() else None

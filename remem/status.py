@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -17,18 +18,46 @@ from remem.procedures.store import count_by_status
 from remem.queue import heartbeats
 
 
-def _spool_backlog(spool_dir: str) -> dict[str, int]:
+def _spool_backlog(spool_dir: str) -> dict[str, Any]:
     pending_lines = dead_letters = 0
+    last_reason = None
     if os.path.isdir(spool_dir):
-        for name in os.listdir(spool_dir):
+        for name in sorted(os.listdir(spool_dir)):
             path = os.path.join(spool_dir, name)
             if name == spool.ACTIVE_FILE or name.startswith(spool.INGESTING_PREFIX):
                 with open(path, "rb") as handle:
-                    pending_lines += handle.read().count(b"\n")
+                    lines = handle.read().splitlines()
+                pending_lines += len(lines)
+                last_reason = _spool_reason(lines[-1]) if lines else last_reason
             elif name == spool.DEAD_LETTER_FILE:
                 with open(path, "rb") as handle:
                     dead_letters += handle.read().count(b"\n")
-    return {"pending": pending_lines, "dead_letters": dead_letters}
+    overflow = spool.read_overflow(spool_dir)
+    return {
+        "pending": pending_lines,
+        "dead_letters": dead_letters,
+        "last_reason": last_reason,
+        "overflow_dropped": int(overflow.get("dropped", 0)),
+        "overflow_reason": overflow.get("reason"),
+    }
+
+
+def _spool_reason(line: bytes) -> str | None:
+    try:
+        reason = json.loads(line).get("spool_reason")
+    except (ValueError, AttributeError):
+        return None
+    return reason if isinstance(reason, str) else None
+
+
+def _database_access(settings: Settings) -> dict[str, Any]:
+    """Whether the hook and the worker can write the SQLite file (and its folder, for the
+    -wal and -shm files beside it)."""
+    path = settings.sqlite_file
+    if path is None:
+        return {"file": None, "writable": None}
+    writable = os.access(path, os.W_OK) and os.access(os.path.dirname(path) or ".", os.W_OK)
+    return {"file": path, "writable": writable}
 
 
 def _worker_health(engine: Engine, now: float) -> dict[str, Any]:
@@ -84,4 +113,5 @@ def collect_status(settings: Settings, engine: Engine, now: float | None = None)
         "procedures": count_by_status(engine),
         "worker": _worker_health(engine, now),
         "spool": _spool_backlog(settings.spool_dir),
+        "database_access": _database_access(settings),
     }

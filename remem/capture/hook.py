@@ -59,29 +59,38 @@ def _decode(raw: bytes) -> dict[str, Any]:
         raise Dropped("not_json", type(exc).__name__) from None
     if not isinstance(payload, dict):
         raise Dropped("not_object", type(payload).__name__)
+    if b"\\ud" in raw or b"\\uD" in raw:  # only an escape can carry a lone surrogate
+        cleaned: dict[str, Any] = _without_lone_surrogates(payload)
+        return cleaned
     return payload
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """Lone surrogates are valid JSON but not UTF-8: they could be stored nowhere."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value
 
 
 class _HookSettings:
     """The few settings the hook needs, read from config.toml only when the file sets one of
     them: tomllib alone would cost the hook a third of its time budget."""
 
-    KEYS = ("url", "lock_timeout", "max_chars", "max_lines", "inherit_from")
+    KEYS = ("url", "lock_timeout", "spool_max_bytes", "max_chars", "max_lines", "inherit_from")
 
     def __init__(self, home: str) -> None:
         self.database_url = os.environ.get("REMEM_DATABASE_URL") or paths.default_database_url(home)
         self.lock_timeout_s = 1.0
+        self.spool_max_bytes = 256 * 1024 * 1024
         self.max_chars = digest.DEFAULT_MAX_CHARS
         self.max_lines = digest.DEFAULT_MAX_LINES
         self.inherit_from: Sequence[str] = digest.DEFAULT_INHERIT_FROM
         overridden = any(
-            f"REMEM_{name}" in os.environ
-            for name in (
-                "CAPTURE_LOCK_TIMEOUT",
-                "CONTEXT_MAX_CHARS",
-                "CONTEXT_MAX_LINES",
-                "CONTEXT_INHERIT_FROM",
-            )
+            name.startswith(("REMEM_CAPTURE_", "REMEM_CONTEXT_")) for name in os.environ
         )
         if overridden or _config_mentions(home, self.KEYS):
             from remem.config import load_settings
@@ -90,6 +99,7 @@ class _HookSettings:
             self.database_url, self.lock_timeout_s = settings.database_url, settings.lock_timeout_s
             self.max_chars, self.max_lines = settings.context_max_chars, settings.context_max_lines
             self.inherit_from = settings.inherit_from
+            self.spool_max_bytes = settings.spool_max_bytes
 
 
 def _config_mentions(home: str, keys: tuple[str, ...]) -> bool:
@@ -147,10 +157,15 @@ def save(home: str, kind: str, body: Any, settings: _HookSettings | None = None)
     from remem.capture import spool  # the fallback path only
 
     record_body = body.as_dict() if isinstance(body, CapturedEvent) else body
-    spool.append(
-        os.path.join(home, paths.SPOOL_DIR),
-        {"type": kind, kind: record_body, "spooled_at": time.time(), "spool_reason": reason},
-    )
+    record = {"type": kind, kind: record_body, "spooled_at": time.time(), "spool_reason": reason}
+    try:
+        spool.append(
+            os.path.join(home, paths.SPOOL_DIR),
+            record,
+            settings.spool_max_bytes if settings else None,
+        )
+    except spool.SpoolFull:
+        return "dropped"
     return "spooled"
 
 
@@ -182,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(home):
         sys.stderr.write(f"remem-hook: no remem home at {home}: run `remem init`\n")
         return 1
+    owner = paths.foreign_owner(home)
+    if owner is not None:
+        sys.stderr.write(f"remem-hook: {home} belongs to another user (uid {owner}); not used\n")
+        return 1
     raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     kind, body = capture(raw, _parse_args(args), time.time())
     if len(raw) > MAX_PAYLOAD_BYTES:
@@ -199,6 +218,24 @@ def main(argv: list[str] | None = None) -> int:
         save(home, kind, body, settings)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
+        return 1
+    except Exception as exc:  # a bug must cost the agent nothing: keep the record in the spool
+        return _spool_after_bug(home, kind, body, exc)
+    return 0
+
+
+def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
+    from remem.capture import spool
+
+    record_body = body.as_dict() if isinstance(body, CapturedEvent) else body
+    reason = f"internal error: {type(exc).__name__}"
+    try:
+        spool.append(
+            os.path.join(home, paths.SPOOL_DIR),
+            {"type": kind, kind: record_body, "spooled_at": time.time(), "spool_reason": reason},
+        )
+    except Exception:
+        sys.stderr.write(f"remem-hook: could not store or spool the event ({reason})\n")
         return 1
     return 0
 

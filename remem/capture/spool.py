@@ -65,14 +65,21 @@ def _open_locked_active(spool_dir: str) -> int:
         os.close(descriptor)
 
 
-def append(spool_dir: str, record: dict[str, Any]) -> None:
-    """Append one record durably. Raises OSError when it cannot (the caller then reports that
-    nothing could be saved)."""
+class SpoolFull(Exception):
+    """The spool reached its size cap; the record was counted in overflow.json, not kept."""
+
+
+def append(spool_dir: str, record: dict[str, Any], max_bytes: int | None = None) -> None:
+    """Append one record durably. Raises SpoolFull past max_bytes (the drop is counted), and
+    OSError when it cannot write at all (the caller then reports that nothing was saved)."""
     line = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8", "surrogatepass")
     os.makedirs(spool_dir, mode=0o700, exist_ok=True)
     descriptor = _open_locked_active(spool_dir)
     try:
         size = os.fstat(descriptor).st_size
+        if max_bytes is not None and size + len(line) + 2 > max_bytes:
+            _count_overflow(spool_dir, f"spool reached its cap of {max_bytes} bytes")
+            raise SpoolFull(spool_dir)
         # A writer killed mid-line left no newline: end that line so ours starts clean; the
         # torn one is dead-lettered at ingestion.
         if size and os.pread(descriptor, 1, size - 1) != b"\n":
@@ -81,6 +88,32 @@ def append(spool_dir: str, record: dict[str, Any]) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+OVERFLOW_FILE = "overflow.json"
+
+
+def _count_overflow(spool_dir: str, reason: str) -> None:
+    """Called with the active file's lock held, so counts never race."""
+    path = os.path.join(spool_dir, OVERFLOW_FILE)
+    state = read_overflow(spool_dir)
+    state = {"dropped": int(state.get("dropped", 0)) + 1, "reason": reason, "last_at": time.time()}
+    temporary = f"{path}.{os.getpid()}"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(descriptor, json.dumps(state).encode())
+    finally:
+        os.close(descriptor)
+    os.replace(temporary, path)
+
+
+def read_overflow(spool_dir: str) -> dict[str, Any]:
+    try:
+        with open(os.path.join(spool_dir, OVERFLOW_FILE), encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
 
 
 class IngestReport:

@@ -130,7 +130,8 @@ def paginate(
     share a page is shown whole on its own rather than cut. No procedures: no pages."""
     if not entries:
         return []
-    footer_room = len("\nRun: remem context --page 99999") + 1
+    # Room for the longer of the two footers, at any page count a digest can reach.
+    footer_room = len("\n(page 999999 of 999999: the last page)")
     pages: list[list[str]] = [[header]]
     for block in (_block(entry) for entry in entries):
         page = pages[-1]
