@@ -1,8 +1,9 @@
 """How much `remem-hook` costs an agent's tool call, next to a bare Python start-up.
 
 Times the installed `remem-hook` storing a Claude Code PostToolUse event into an empty database
-and into one holding a million events, against `python -c "import sqlite3, json"`, the floor any
-Python hook pays. Everything it creates lives in one temporary directory, removed at the end.
+and into one holding a million events, and answering a SessionStart with the digest of a project
+that has procedures and lessons, against `python -c "import sqlite3, json"`, the floor any Python
+hook pays. Everything it creates lives in one temporary directory, removed at the end.
 
     .venv/bin/python bench/hook.py [--runs N] [--json]
 """
@@ -27,12 +28,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 FIXTURE = Path("hooks", "claude-code", "post_tool_use_bash_success.json")
+FAILURE_FIXTURE = Path("hooks", "claude-code", "post_tool_use_failure_bash_exit_code.json")
+SESSION_START_FIXTURE = Path("hooks", "claude-code", "session_start.json")
 EVENTS = 1_000_000
 SESSIONS = 1_000
 PROJECTS = 50
+DIGEST_PROCEDURES = 20
+DIGEST_LESSONS = 2
 WARMUP_RUNS = 3
 TARGET_RATIO = 1.30
-CASES = ("baseline", "hook-empty", "hook-1M")
+CASES = ("baseline", "hook-empty", "hook-1M", "sessionstart")
 
 
 def bytecode_env() -> dict[str, str]:
@@ -48,15 +53,18 @@ def remem_env(home: Path) -> dict[str, str]:
     return env
 
 
-def fixture_payload() -> dict[str, Any]:
+def fixture_payload(fixture: Path = FIXTURE) -> dict[str, Any]:
     fixtures = REPO.parent / "shared" / "fixtures"
-    if not (fixtures / FIXTURE).is_file() and os.environ.get("REMEM_FIXTURES"):
+    if not (fixtures / fixture).is_file() and os.environ.get("REMEM_FIXTURES"):
         fixtures = Path(os.environ["REMEM_FIXTURES"])
-    return dict(json.loads((fixtures / FIXTURE).read_text(encoding="utf-8")))
+    return dict(json.loads((fixtures / fixture).read_text(encoding="utf-8")))
 
 
-def run_checked(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> float:
-    """Seconds the process took; raises if it did not exit 0."""
+def run_checked(
+    argv: list[str], env: dict[str, str], stdin: bytes = b"", expect_stdout: bool = False
+) -> float:
+    """Seconds the process took; raises if it did not exit 0, or printed nothing when output
+    was expected."""
     started = time.perf_counter()
     result = subprocess.run(argv, input=stdin, env=env, capture_output=True)
     elapsed = time.perf_counter() - started
@@ -64,6 +72,8 @@ def run_checked(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> flo
         raise RuntimeError(
             f"{argv[0]} exited {result.returncode}: {result.stderr.decode(errors='replace')}"
         )
+    if expect_stdout and not result.stdout.strip():
+        raise RuntimeError(f"{argv[0]} printed nothing: {result.stderr.decode(errors='replace')}")
     return elapsed
 
 
@@ -141,23 +151,64 @@ def fill_database(path: Path) -> None:
     connection.close()
 
 
+def fill_procedures(home: Path, project: Path) -> None:
+    """Procedures and lessons for one project on main, made the way an agent makes them: the
+    real hook stores Claude Code events, then one `remem worker --burst` promotes them."""
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    success, failure = fixture_payload(), fixture_payload(FAILURE_FIXTURE)
+    hook, env = [str(VENV_BIN / "remem-hook")], remem_env(home)
+    for index in range(DIGEST_PROCEDURES):
+        command = f"python -m pytest -q tests/test_module_{index:02d}.py"
+        session = f"bench-fill-{index % 4}"
+        # The first commands fail once before passing: each such streak leaves a lesson.
+        runs = [failure] if index < DIGEST_LESSONS else []
+        for run, template in enumerate([*runs, success, success]):
+            payload = {
+                **template,
+                "session_id": session,
+                "cwd": str(project),
+                "tool_use_id": f"toolu_fill_{index}_{run}",
+                "tool_input": {"command": command},
+            }
+            run_checked(hook, env, json.dumps(payload).encode())
+    run_checked([str(VENV_BIN / "remem"), "worker", "--burst"], env)
+    connection = sqlite3.connect(f"file:{home / 'remem.db'}?mode=ro", uri=True)
+    try:
+        (procedures,) = connection.execute(
+            "SELECT count(*) FROM procedures WHERE status = 'active'"
+        ).fetchone()
+        (lessons,) = connection.execute("SELECT count(*) FROM lessons").fetchone()
+    finally:
+        connection.close()
+    if (procedures, lessons) != (DIGEST_PROCEDURES, DIGEST_LESSONS):
+        raise RuntimeError(f"{home}: {procedures} procedures and {lessons} lessons after burst")
+
+
 def time_cases(
-    runs: int, homes: dict[str, Path]
+    runs: int, homes: dict[str, Path], project: Path
 ) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
-    """Wall-clock ms per case over `runs` measured rounds, and the tool_use_ids sent per home.
-    The cases take turns within each round so that machine noise lands on all of them."""
+    """Wall-clock ms per case over `runs` measured rounds, and the ids sent per home (tool-use
+    ids; session ids for sessionstart). The cases take turns within each round so that machine
+    noise lands on all of them."""
     template = fixture_payload()
+    session_start = {**fixture_payload(SESSION_START_FIXTURE), "cwd": str(project)}
     baseline = [str(VENV_BIN / "python"), "-c", "import sqlite3, json"]
     hook = [str(VENV_BIN / "remem-hook")]
     env = bytecode_env()
     timings: dict[str, list[float]] = {case: [] for case in CASES}
-    sent: dict[str, list[str]] = {case: [] for case in homes}
+    sent: dict[str, list[str]] = {case: [] for case in CASES[1:]}
     for round_index in range(WARMUP_RUNS + runs):
         for case in CASES:
             tool_use_id = f"toolu_bench_{uuid.uuid4().hex}"
             stdin = json.dumps({**template, "tool_use_id": tool_use_id}).encode()
             if case == "baseline":
                 elapsed = run_checked(baseline, env, stdin)
+            elif case == "sessionstart":
+                session_id = f"bench-{uuid.uuid4()}"
+                stdin = json.dumps({**session_start, "session_id": session_id}).encode()
+                elapsed = run_checked(hook, remem_env(homes[case]), stdin, expect_stdout=True)
+                sent[case].append(session_id)
             else:
                 elapsed = run_checked(hook, remem_env(homes[case]), stdin)
                 sent[case].append(tool_use_id)
@@ -166,19 +217,25 @@ def time_cases(
     return timings, sent
 
 
-def verify_stored(home: Path, tool_use_ids: list[str]) -> None:
+_STORED = "SELECT count(*) FROM captured_events WHERE tool_use_id IN ({marks})"
+_SESSIONS_STARTED = (
+    "SELECT count(*) FROM captured_events e JOIN sessions s ON s.id = e.session_id "
+    "WHERE e.kind = 'session_start' AND s.session_key IN ({marks})"
+)
+
+
+def verify_stored(home: Path, ids: list[str], sql: str = _STORED) -> None:
     """A hook that spooled or dropped would time a different path; insist every event landed."""
     connection = sqlite3.connect(f"file:{home / 'remem.db'}?mode=ro", uri=True)
     try:
-        marks = ", ".join("?" * len(tool_use_ids))
-        (stored,) = connection.execute(
-            f"SELECT count(*) FROM captured_events WHERE tool_use_id IN ({marks})", tool_use_ids
-        ).fetchone()
+        marks = ", ".join("?" * len(ids))
+        (stored,) = connection.execute(sql.format(marks=marks), ids).fetchone()
     finally:
         connection.close()
-    if stored != len(tool_use_ids):
-        raise RuntimeError(f"{home}: {stored} of {len(tool_use_ids)} hook events in the database")
-    spooled = os.listdir(home / "spool")
+    if stored != len(ids):
+        raise RuntimeError(f"{home}: {stored} of {len(ids)} hook events in the database")
+    # Hidden files are the worker's lock, left by the burst that built the procedures.
+    spooled = [name for name in os.listdir(home / "spool") if not name.startswith(".")]
     if spooled:
         raise RuntimeError(f"{home}: spool is not empty: {spooled}")
 
@@ -225,7 +282,7 @@ def print_table(report: dict[str, Any]) -> None:
     for case, figures in ratios.items():
         verdict = "PASS" if figures["pass"] else "MISS"
         print(
-            f"{case + ' / baseline':<23}{figures['ratio']:.2f}×  "
+            f"{case + ' / baseline':<25}{figures['ratio']:.2f}×  "
             f"target ≤ {figures['target']:.2f}×  {verdict}"
         )
 
@@ -244,17 +301,28 @@ def main() -> int:
     )
     tmp = Path(tempfile.mkdtemp(prefix="remem-bench-"))
     try:
-        homes = {"hook-empty": tmp / "empty", "hook-1M": tmp / "big"}
+        homes = {
+            "hook-empty": tmp / "empty",
+            "hook-1M": tmp / "big",
+            "sessionstart": tmp / "digest",
+        }
         for home in homes.values():
             init_home(home)
         started = time.perf_counter()
         fill_database(homes["hook-1M"] / "remem.db")
         generate_s = time.perf_counter() - started
         print(f"generated {EVENTS:,} events in {generate_s:.1f} s", file=sys.stderr)
+        project = tmp / "projects" / "shop"
+        fill_procedures(homes["sessionstart"], project)
+        print(
+            f"promoted {DIGEST_PROCEDURES} procedures with {DIGEST_LESSONS} lessons",
+            file=sys.stderr,
+        )
         print(f"timing {WARMUP_RUNS}+{args.runs} runs of {', '.join(CASES)}", file=sys.stderr)
-        timings, sent = time_cases(args.runs, homes)
-        for case, home in homes.items():
-            verify_stored(home, sent[case])
+        timings, sent = time_cases(args.runs, homes, project)
+        for case in ("hook-empty", "hook-1M"):
+            verify_stored(homes[case], sent[case])
+        verify_stored(homes["sessionstart"], sent["sessionstart"], _SESSIONS_STARTED)
     finally:
         shutil.rmtree(tmp)
     report = summarise(timings, generate_s, args.runs)

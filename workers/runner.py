@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from remem.capture.ingest import ingest_spool
 from remem.config import Settings
 from remem.errors import PermanentTaskError
+from remem.faults import crash_point
 from remem.procedures.promote import mark_stale
 from remem.queue import heartbeats
 from remem.queue import store as queue
@@ -61,12 +62,15 @@ class Worker:
             handler = self.handlers.get(task.kind)
             if handler is None:
                 raise PermanentTaskError(f"no handler for task kind {task.kind!r}")
+            crash_point("prepare")
             prepared = handler.prepare(self.engine, task)
             with self.engine.begin() as connection:
                 self.current_connection = connection.connection.dbapi_connection
                 now = self.clock()
                 result = handler.apply(connection, task, prepared, self.settings, now)
+                crash_point("apply")
                 queue.complete(connection, task, now)
+                crash_point("complete")
         except queue.LeaseLost:
             self.stats["leases_lost"] += 1
             log.warning(

@@ -25,9 +25,10 @@ from remem.procedures import digest
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
+    from typing import Any, BinaryIO
 
 MAX_PAYLOAD_BYTES = 1024 * 1024
+_fast_exit = False  # set by run(): the process ends with os._exit straight after main()
 DIGEST_WAIT_S = 0.5
 USAGE = "usage: remem-hook [--host claude-code|codex|cursor|generic] < payload.json"
 
@@ -131,15 +132,20 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
             store_event(execute, body)
         else:
             store_drop(execute, body)
+        if os.environ.get("REMEM_TEST_CRASH_AT") == "hook_write":  # the crash tests' switch
+            os.kill(os.getpid(), 9)
         connection.execute("COMMIT")
     except sqlite3.Error as exc:
+        connection.close()
         raise _Unavailable(f"database error: {exc}") from None
     except BaseException:
         connection.close()
         raise
-    # Left open on purpose: closing the last connection checkpoints the WAL, which would cost
-    # every hook a millisecond. main() exits without closing; the commit is already durable in
-    # the WAL and the worker's connections checkpoint it.
+    # When run() exits right after, the connection is left open on purpose: closing the last
+    # connection checkpoints the WAL, which would cost every hook a millisecond. The commit is
+    # already durable in the WAL, and the worker's connections checkpoint it.
+    if not _fast_exit:
+        connection.close()
 
 
 def save(home: str, kind: str, body: Any, settings: _HookSettings | None = None) -> str:
@@ -186,8 +192,9 @@ def capture(raw: bytes, host: str | None, now: float) -> tuple[str, Any]:
     return "drop", drop_record(reason, detail, drop_host, hook_event, len(raw), digest, now)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    source = sys.stdin.buffer if stdin is None else stdin
     if "-h" in args or "--help" in args:
         print(USAGE)
         print("Reads one hook payload (JSON) on stdin and records it in the remem home.")
@@ -201,11 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     if owner is not None:
         sys.stderr.write(f"remem-hook: {home} belongs to another user (uid {owner}); not used\n")
         return 1
-    raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+    raw = source.read(MAX_PAYLOAD_BYTES + 1)
     kind, body = capture(raw, _parse_args(args), time.time())
     if len(raw) > MAX_PAYLOAD_BYTES:
         # Drain the rest so the agent never sees a broken pipe, and record the true size.
-        while chunk := sys.stdin.buffer.read(1 << 20):
+        while chunk := source.read(1 << 20):
             body["size_bytes"] += len(chunk)
     try:
         settings: _HookSettings | None = _HookSettings(home)
@@ -255,6 +262,7 @@ def _print_digest(settings: _HookSettings, event: CapturedEvent) -> None:
             def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
                 return connection.execute(sql, params).fetchall()
 
+            connection.execute("BEGIN")  # one snapshot for every statement of the digest
             entries = digest.read_entries(
                 execute, event.project_root, event.branch, settings.inherit_from
             )
@@ -283,6 +291,8 @@ def _print_digest(settings: _HookSettings, event: CapturedEvent) -> None:
 
 def run() -> None:
     """Console-script entry: skip interpreter teardown, which costs more than the capture."""
+    global _fast_exit
+    _fast_exit = True
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

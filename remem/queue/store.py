@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine, select, text
 
 from remem.db.engine import READ_ONLY
 from remem.db.schema import extraction_tasks
+from remem.faults import crash_point
 from remem.queue import policy
 from remem.queue import statements as sql
 
@@ -64,6 +65,7 @@ def claim_next(engine: Engine, owner: str, now: float, lease_s: float) -> Claime
     params = {"owner": owner, "now": now, "lease_expires_at": policy.lease_expires_at(now, lease_s)}
     with engine.begin() as connection:
         row = connection.execute(text(_claim_sql(engine)), params).first()
+        crash_point("claim")
     if row is None:
         return None
     task = ClaimedTask(
