@@ -114,6 +114,9 @@ def drop_record(
     payload_sha256: str,
     dropped_at: float,
 ) -> dict[str, Any]:
+    # The hook event comes from the payload being dropped: keep it only if it is a plain name.
+    if not isinstance(hook_event, str) or len(hook_event) > 100:
+        hook_event = None
     return {
         "idempotency_key": f"{payload_sha256}:{dropped_at!r}",
         "reason": reason,

@@ -102,20 +102,40 @@ def read_entries(
     return ordered
 
 
+_PATH_CHARS = frozenset("._/-+@=,~:")
+
+
+def inert_command(command: str) -> str:
+    """A command as inert text: a code span, or a JSON string when it holds a backtick or a line
+    break, which could close the span and let recorded text speak as free text."""
+    if "`" in command or "\n" in command or "\r" in command:
+        return json.dumps(command, ensure_ascii=False)
+    return f"`{command}`"
+
+
+def inert_path(path: str) -> str:
+    """A file name as is when it is plainly a path, else quoted like an excerpt."""
+    if path and all(ch.isalnum() or ch in _PATH_CHARS for ch in path):
+        return path
+    return json.dumps(path, ensure_ascii=False)
+
+
 def _block(entry: Entry) -> str:
     date = time.strftime("%Y-%m-%d", time.gmtime(entry.last_verified_at))
     runs = "run" if entry.verified_runs == 1 else "runs"
     sessions = "session" if entry.distinct_sessions == 1 else "sessions"
     inherited = f", inherited from {entry.branch}" if entry.inherited else ""
-    command = entry.command
-    if len(command) > COMMAND_CHARS:
-        command = command[:COMMAND_CHARS] + f"… (whole: remem procedures show {entry.id})"
+    if len(entry.command) > COMMAND_CHARS:
+        shown = inert_command(entry.command[:COMMAND_CHARS] + "…")
+        shown += f" (shortened; whole: remem procedures show {entry.id})"
+    else:
+        shown = inert_command(entry.command)
     lines = [
-        f"- `{command}`  ({entry.verified_runs} {runs} in {entry.distinct_sessions} "
+        f"- {shown}  ({entry.verified_runs} {runs} in {entry.distinct_sessions} "
         f"{sessions}, last verified {date}, confidence {entry.confidence:.2f}{inherited})"
     ]
     if entry.files:
-        lines.append("  files: " + ", ".join(entry.files))
+        lines.append("  files: " + ", ".join(inert_path(name) for name in entry.files))
     lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls)
     return "\n".join(lines)
 

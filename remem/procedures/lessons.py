@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from remem.procedures.digest import inert_path
 from remem.procedures.policy import iso_date
 
 LESSONS_KEPT = 3
@@ -118,7 +119,8 @@ def distill(
     repeats = tuple((a.attempt_number, a.duplicate_of) for a in attempts if a.duplicate_of)
     repeat_text = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
     first_error, last_error = telling_line(first.error_excerpt), telling_line(last.error_excerpt)
-    fix = f"fixed after editing {', '.join(fix_files)}" if fix_files else "passed with no edit"
+    edited = ", ".join(inert_path(name) for name in fix_files)
+    fix = f"fixed after editing {edited}" if fix_files else "passed with no edit"
     body = [f"Failed {count} {times} before it passed on {iso_date(resolved_at)}."]
     body.append(f"First error (exit {_code(first.exit_code)}): {quote(first_error)}")
     if count > 1:

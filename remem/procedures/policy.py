@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from remem.procedures.digest import inert_command, inert_path
+
 ACTIVE, BROKEN, STALE, ARCHIVED = "active", "broken", "stale", "archived"
 BASE_CONFIDENCE = 0.70
 CONFIDENCE_PER_RUN = 0.08
@@ -139,19 +141,19 @@ def render_body(
     if not decision.verified_runs:
         return "\n".join(
             [
-                f"Run `{command}` in {where}.",
+                f"Run {inert_command(command)} in {where}.",
                 "No recent successful run: it last passed on "
                 f"{iso_date(decision.last_verified_at)}; "
                 f"confidence {decision.confidence:.2f} ({decision.status}).",
             ]
         )
     lines = [
-        f"Run `{command}` in {where}.",
+        f"Run {inert_command(command)} in {where}.",
         f"Verified by {decision.verified_runs} successful {runs} in "
         f"{decision.distinct_sessions} {sessions}, first on "
         f"{iso_date(decision.first_verified_at)}, last on {iso_date(decision.last_verified_at)}; "
         f"confidence {decision.confidence:.2f} ({decision.status}).",
     ]
     if files:
-        lines.append("Files edited before it passed: " + ", ".join(files) + ".")
+        lines.append("Files edited before it passed: " + ", ".join(map(inert_path, files)) + ".")
     return "\n".join(lines)
