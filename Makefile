@@ -30,9 +30,7 @@ pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python bench/hook.py
-	$(BIN)/python bench/pipeline.py
-	$(BIN)/python bench/daemon_idle.py
+	$(BIN)/python bench/report.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

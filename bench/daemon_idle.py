@@ -57,11 +57,10 @@ def measure(seconds: float) -> dict[str, float]:
     env["REMEM_HOME"] = str(workdir / "home")
     try:
         subprocess.run([VENV_BIN / "remem", "init"], env=env, check=True, capture_output=True)
+        # A file, not a pipe: a pipe nobody reads during the window could fill up and stall it.
+        errors = open(workdir / "daemon.err", "w+b")  # noqa: SIM115 - closed below
         daemon = subprocess.Popen(
-            [VENV_BIN / "remem", "worker"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            [VENV_BIN / "remem", "worker"], env=env, stdout=subprocess.DEVNULL, stderr=errors
         )
         try:
             wait_for_heartbeat(workdir / "home" / "remem.db")
@@ -74,7 +73,9 @@ def measure(seconds: float) -> dict[str, float]:
         finally:
             daemon.send_signal(signal.SIGTERM)
             if daemon.wait(timeout=30) != 0:
-                raise RuntimeError(f"daemon exited {daemon.returncode}: {daemon.stderr}")
+                errors.seek(0)
+                raise RuntimeError(f"daemon exited {daemon.returncode}: {errors.read().decode()}")
+            errors.close()
         return {"seconds": seconds, "cpu_s": round(cpu, 3), "peak_rss_mb": round(peak_rss, 1)}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

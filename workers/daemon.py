@@ -133,6 +133,10 @@ class Daemon:
 
     def _watch_stop(self) -> None:
         if self.stop.is_set() and self.scheduler.running:
+            log.info(
+                "stopping: finishing the task in hand (a second Ctrl-C stops at once)",
+                extra={"action": "worker_stopping"},
+            )
             self.scheduler.shutdown(wait=False)
 
     def _schedule(self) -> None:

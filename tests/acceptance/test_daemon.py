@@ -305,3 +305,27 @@ def test_idle_daemon_stops_on_either_signal(home: Home, signum: int) -> None:
     daemon.send_signal(signum)
     assert daemon.wait(timeout=15) == 0
     assert os.path.exists(home.path / "remem.db.lock")
+
+
+def test_a_second_sigint_exits_at_once_and_the_lease_is_reaped_later(home: Home) -> None:
+    marker = home.path / "applying"
+    _post_two_runs(home)
+    daemon = _start(
+        home,
+        harness=True,
+        REMEM_TEST_SLOW_APPLY_S="sql",
+        REMEM_TEST_MARKER=str(marker),
+        REMEM_WORKER_SHUTDOWN_TIMEOUT="60s",
+        REMEM_WORKER_LEASE="2s",
+    )
+    wait_for(marker.exists, timeout=20)
+    daemon.send_signal(signal.SIGINT)
+    wait_for(lambda: " worker_stopping " in (home.path / "logs" / "worker.log").read_text(), 10)
+    daemon.send_signal(signal.SIGINT)
+    assert daemon.wait(timeout=5) == 130
+    assert home.query("SELECT status FROM extraction_tasks WHERE id = 1") == [("processing",)]
+    assert home.query("SELECT count(*) FROM verifications")[0][0] == 0  # rolled back
+    time.sleep(2.1)  # the abandoned lease has to run out before anyone may take the task
+    home.remem("worker", "--burst")
+    assert home.query("SELECT status FROM extraction_tasks") == [("done",), ("done",)]
+    assert home.query("SELECT count(*) FROM procedures")[0][0] == 1

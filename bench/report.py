@@ -1,0 +1,285 @@
+"""Run every benchmark and write their figures to BENCHMARKS.md at the repository root.
+
+Runs hook.py, pipeline.py, daemon_idle.py and concurrency.py one after another with --json (their
+progress goes to stderr as it happens), then writes one table: median, min–max, target and
+verdict per figure. A benchmark that fails is reported in its rows, and the script exits 1 once
+the file is written. --quick passes small run counts, for a smoke test of the whole chain.
+
+    .venv/bin/python bench/report.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from daemon_idle import CPU_TARGET_S, RSS_TARGET_MB
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+OUTPUT = REPO / "BENCHMARKS.md"
+NONE = "—"
+# One figure's median, min–max, target and result; a Row puts its label in front.
+Cells = tuple[str, str, str, str]
+Row = tuple[str, str, str, str, str]
+
+
+@dataclass(frozen=True)
+class Bench:
+    script: str
+    quick_args: tuple[str, ...]
+    labels: tuple[str, ...]
+    cells: Callable[[dict[str, Any]], list[Cells]]
+    describe: Callable[[dict[str, Any]], str]
+
+
+def verdict(passed: bool) -> str:
+    return "PASS" if passed else "MISS"
+
+
+def count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def span(figures: dict[str, Any], spec: str, unit: str = "") -> str:
+    return f"{figures['min']:{spec}}–{figures['max']:{spec}}{unit}"
+
+
+def hook_cells(report: dict[str, Any]) -> list[Cells]:
+    cases, ratios = report["cases"], report["ratios"]
+    rows: list[Cells] = []
+    for case in ("baseline", "hook-empty", "hook-1M", "sessionstart"):
+        figures = cases[case]
+        rows.append(
+            (
+                f"{figures['median_ms']:.1f}",
+                f"{figures['min_ms']:.1f}–{figures['max_ms']:.1f}",
+                NONE,
+                NONE,
+            )
+        )
+        if case in ratios:
+            ratio = ratios[case]
+            target = f"≤ {ratio['target']:.2f}×"
+            rows.append((f"{ratio['ratio']:.2f}×", NONE, target, verdict(ratio["pass"])))
+    return rows
+
+
+def pipeline_cells(report: dict[str, Any]) -> list[Cells]:
+    rate, over_raw = report["pipeline"]["events_per_s"], report["pipeline"]["burst_over_raw"]
+    claims = report["claims"]
+    return [
+        (
+            f"{rate['median']:,.0f}",
+            span(rate, ",.0f"),
+            f"≥ {rate['target']:,}",
+            verdict(rate["pass"]),
+        ),
+        (f"{over_raw['median']:.1f}×", span(over_raw, ".1f", "×"), NONE, NONE),
+        (f"{claims['median_us']['1k']:.0f}", NONE, NONE, NONE),
+        (f"{claims['median_us']['1M']:.0f}", NONE, NONE, NONE),
+        (
+            f"{claims['ratio']:.2f}×",
+            NONE,
+            f"≤ {claims['target']:.2f}×",
+            verdict(claims["pass"]),
+        ),
+    ]
+
+
+def daemon_cells(report: dict[str, Any]) -> list[Cells]:
+    return [
+        (f"{report['cpu_s']:.3f}", NONE, f"< {CPU_TARGET_S:g} s", verdict(report["cpu_pass"])),
+        (
+            f"{report['peak_rss_mb']:.1f}",
+            NONE,
+            f"< {RSS_TARGET_MB:g} MB",
+            verdict(report["rss_pass"]),
+        ),
+    ]
+
+
+def concurrency_cells(report: dict[str, Any]) -> list[Cells]:
+    rate, p95 = report["events_per_s"], report["latency_ms"]["p95"]
+    return [
+        (f"{rate['median']:,.0f}", span(rate, ",.0f"), NONE, NONE),
+        (f"{p95['median']:.0f}", span(p95, ".0f"), NONE, NONE),
+    ]
+
+
+BENCHES = (
+    Bench(
+        "hook.py",
+        ("--runs", "5"),
+        (
+            "bare interpreter start-up, ms",
+            "hook, empty DB, ms",
+            "hook / bare interpreter, empty DB",
+            "hook, 1M-event DB, ms",
+            "hook / bare interpreter, 1M-event DB",
+            "SessionStart digest, ms",
+            "SessionStart digest / bare interpreter",
+        ),
+        hook_cells,
+        lambda r: (
+            f"hook.py {count(r['runs'], 'run')} per case"
+            f" after {count(r['warmup_runs'], 'warm-up run')}"
+        ),
+    ),
+    Bench(
+        "pipeline.py",
+        ("--runs", "1", "--events", "20000"),
+        (
+            "burst pipeline, events/s",
+            "burst / raw sqlite3 insert",
+            "claim_next, 1k done tasks, µs",
+            "claim_next, 1M done tasks, µs",
+            "claim_next 1M / 1k",
+        ),
+        pipeline_cells,
+        lambda r: f"pipeline.py {count(r['runs'], 'burst')} of {r['pipeline']['events']:,} events",
+    ),
+    Bench(
+        "daemon_idle.py",
+        ("--seconds", "10"),
+        ("daemon idle CPU time, s", "daemon idle peak RSS, MB"),
+        daemon_cells,
+        lambda r: f"daemon_idle.py one {r['seconds']:g} s idle window",
+    ),
+    Bench(
+        "concurrency.py",
+        ("--runs", "1", "--events-per-hook", "5"),
+        ("64-way concurrent capture, events/s", "64-way concurrent capture, p95 hook latency, ms"),
+        concurrency_cells,
+        lambda r: (
+            f"concurrency.py {count(r['runs'], 'wave')} of {r['hooks']} hooks"
+            f" × {count(r['events_per_hook'], 'event')}"
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    rows: list[Row]
+    description: str
+    failure: str | None
+
+
+def run_script(bench: Bench, quick: bool) -> dict[str, Any]:
+    """The script's JSON figures; raises RuntimeError with the reason when it failed. Its
+    stderr is passed through as it comes and the last lines kept for the reason."""
+    argv = [sys.executable, str(BENCH / bench.script), "--json"]
+    argv += bench.quick_args if quick else ()
+    print(f"$ {' '.join(argv[1:])}", file=sys.stderr)
+    tail: collections.deque[str] = collections.deque(maxlen=5)
+    # stdout goes to a file: reading it through a pipe while streaming stderr could deadlock.
+    with tempfile.TemporaryFile() as stdout:
+        process = subprocess.Popen(argv, cwd=REPO, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        assert process.stderr is not None
+        for line in process.stderr:
+            sys.stderr.write(line)
+            if line.strip():
+                tail.append(line.strip())
+        returncode = process.wait()
+        stdout.seek(0)
+        output = stdout.read().decode(errors="replace")
+    if returncode != 0:
+        last = tail[-1] if tail else "no output on stderr"
+        raise RuntimeError(f"exited {returncode}: {last}")
+    try:
+        figures = json.loads(output)
+    except ValueError:
+        raise RuntimeError("printed no JSON on stdout") from None
+    if not isinstance(figures, dict):
+        raise RuntimeError("printed JSON that is not an object")
+    return figures
+
+
+def measure(bench: Bench, quick: bool) -> Outcome:
+    try:
+        figures = run_script(bench, quick)
+        cells = bench.cells(figures)
+        description = bench.describe(figures)
+        rows = [(label, *row) for label, row in zip(bench.labels, cells, strict=True)]
+        return Outcome(rows, description, None)
+    except RuntimeError as exc:
+        failure = f"{bench.script} {exc}"
+    except (KeyError, TypeError, ValueError) as exc:
+        failure = f"{bench.script} printed unexpected JSON ({type(exc).__name__}: {exc})"
+    cell = "FAILED: " + failure.replace("|", "\\|")[:160]
+    rows = [(label, cell, NONE, NONE, "FAIL") for label in bench.labels]
+    return Outcome(rows, f"{bench.script} failed", failure)
+
+
+def total_memory() -> str:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return f"{int(line.split()[1]) / 1024**2:.1f} GiB"
+    return "unknown"
+
+
+def render(outcomes: list[Outcome], quick: bool) -> str:
+    command = (
+        "`.venv/bin/python bench/report.py --quick` (a smoke test with small run counts; "
+        "`make bench` produces the real figures)"
+        if quick
+        else "`make bench`"
+    )
+    lines = [
+        "# remem benchmarks",
+        "",
+        f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"- Machine: {platform.platform()}, {os.cpu_count()} CPUs, {total_memory()} memory",
+        f"- Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}",
+        f"- Produced by: {command}",
+        f"- Runs: {'; '.join(outcome.description for outcome in outcomes)}",
+        "",
+        "| what | median | min–max | target | result |",
+        "|---|--:|--:|--:|:-:|",
+    ]
+    for outcome in outcomes:
+        lines += [f"| {' | '.join(row)} |" for row in outcome.rows]
+    lines += [
+        "",
+        "Figures are medians of repeated runs on a shared machine (the daemon's, of one idle "
+        "window); ratios are measured against a baseline in the same run.",
+    ]
+    failures = [outcome.failure for outcome in outcomes if outcome.failure]
+    if failures:
+        lines += ["", "**Failed benchmarks:**", ""]
+        lines += [f"- {failure}" for failure in failures]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="small run counts: a smoke test, not figures"
+    )
+    args = parser.parse_args()
+    outcomes = [measure(bench, args.quick) for bench in BENCHES]
+    text = render(outcomes, args.quick)
+    OUTPUT.write_text(text, encoding="utf-8")
+    print(text, end="")
+    print(f"\nwrote {OUTPUT}", file=sys.stderr)
+    failed = [outcome.failure for outcome in outcomes if outcome.failure]
+    for failure in failed:
+        print(f"FAILED: {failure}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
