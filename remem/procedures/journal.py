@@ -5,27 +5,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from remem.procedures import lessons
+from remem.procedures.policy import Run
 
 _GROUP = "project_id = :project_id AND branch = :branch AND command_hash = :command_hash"
 
-PREVIOUS_RUN = text(
-    f"SELECT max(event_id) FROM (SELECT event_id FROM verifications WHERE {_GROUP} "
-    "AND session_id = :session_id AND event_id < :before UNION ALL "
-    f"SELECT event_id FROM attempts WHERE {_GROUP} AND session_id = :session_id "
-    "AND event_id < :before) AS runs"
-)
-EDITS_BETWEEN = text(
+# Edits of the session after its previous run of the command (verified or failed) and before
+# this run: one statement, as it runs for every failed attempt and every lesson.
+EDITS_SINCE_PREVIOUS_RUN = text(
     "SELECT files, change_hash FROM captured_events WHERE session_id = :session_id "
-    "AND kind = 'edit' AND id > :after AND id < :before ORDER BY id"
+    "AND kind = 'edit' AND id < :before AND id > COALESCE((SELECT max(event_id) FROM ("
+    f"SELECT event_id FROM verifications WHERE {_GROUP} AND session_id = :session_id "
+    "AND event_id < :before UNION ALL "
+    f"SELECT event_id FROM attempts WHERE {_GROUP} AND session_id = :session_id "
+    "AND event_id < :before) AS runs), 0) ORDER BY id"
 )
 SELECT_ATTEMPTS = text(
     "SELECT id, event_id, failed_at, change_hash, attempt_number, duplicate_of, "
-    f"resolved_by_event_id, exit_code, error_excerpt FROM attempts WHERE {_GROUP}"
+    f"resolved_by_event_id, exit_code, error_excerpt, session_id FROM attempts WHERE {_GROUP}"
 )
 SELECT_SUCCESSES = text(
     f"SELECT event_id, verified_at, session_id FROM verifications WHERE {_GROUP}"
@@ -58,11 +60,8 @@ def edits_before(
 ) -> tuple[list[str], str | None]:
     """Files edited in the session since its previous run of this command, and one
     whitespace-insensitive hash of those edits (None when there were none)."""
-    previous = connection.execute(
-        PREVIOUS_RUN, {**group, "session_id": session_id, "before": event_id}
-    ).scalar()
     rows = connection.execute(
-        EDITS_BETWEEN, {"session_id": session_id, "after": previous or 0, "before": event_id}
+        EDITS_SINCE_PREVIOUS_RUN, {**group, "session_id": session_id, "before": event_id}
     ).all()
     files = sorted({name for encoded, _hash in rows if encoded for name in json.loads(encoded)})
     hashes = sorted(change for _files, change in rows if change)
@@ -71,19 +70,38 @@ def edits_before(
     return files, hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:32]
 
 
-def rebuild(connection: Connection, group: dict[str, Any], now: float) -> None:
+@dataclass(frozen=True)
+class History:
+    """Every run of a group, read once for both the journal and the promotion decision."""
+
+    attempts: dict[int, Any]
+    successes: dict[int, Any]
+
+    def runs(self) -> list[Run]:
+        return [
+            Run(r.event_id, r.session_id, r.failed_at, False) for r in self.attempts.values()
+        ] + [Run(r.event_id, r.session_id, r.verified_at, True) for r in self.successes.values()]
+
+
+def load_history(connection: Connection, group: dict[str, Any]) -> History:
+    attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group)}
+    successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group)}
+    return History(attempts, successes)
+
+
+def rebuild(connection: Connection, group: dict[str, Any], history: History, now: float) -> None:
     """Re-derive the group's streaks from its runs, in time order, whatever order the windows
     arrived in; write only what changed. Journal rows are never deleted."""
-    attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group)}
+    attempts, successes = history.attempts, history.successes
     if not attempts:
         return
-    successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group)}
     runs = [
         lessons.JournalRun(row.event_id, row.failed_at, False, row.change_hash)
         for row in attempts.values()
     ]
     runs += [lessons.JournalRun(row.event_id, row.verified_at, True) for row in successes.values()]
     found = lessons.streaks(runs)
+    changed: set[int | None] = set()  # resolvers whose streak changed in this rebuild
     for streak in found:
         for numbered in lessons.number(streak):
             row = attempts[numbered.event_id]
@@ -91,9 +109,11 @@ def rebuild(connection: Connection, group: dict[str, Any], now: float) -> None:
             fresh = (numbered.attempt_number, numbered.duplicate_of, numbered.resolved_by_event_id)
             if stored != fresh:
                 connection.execute(UPDATE_ATTEMPT, {"id": row.id, **numbered.__dict__})
+                changed.add(numbered.resolved_by_event_id)
     closed = [streak for streak in found if streak.resolved_by is not None]
     closed.sort(key=lambda s: (s.resolved_by.at, s.resolved_by.event_id))  # type: ignore[union-attr]
-    _write_lessons(connection, group, closed[-lessons.LESSONS_KEPT :], attempts, successes, now)
+    kept = closed[-lessons.LESSONS_KEPT :]
+    _write_lessons(connection, group, kept, attempts, successes, changed, now)
 
 
 def _write_lessons(
@@ -102,6 +122,7 @@ def _write_lessons(
     kept: list[lessons.Streak],
     attempts: dict[int, Any],
     successes: dict[int, Any],
+    changed: set[int | None],
     now: float,
 ) -> None:
     existing = {
@@ -112,6 +133,8 @@ def _write_lessons(
         resolver = streak.resolved_by
         assert resolver is not None
         wanted.add(resolver.event_id)
+        if resolver.event_id in existing and resolver.event_id not in changed:
+            continue  # nothing in this streak moved: its lesson stands
         details = [
             lessons.AttemptDetail(
                 n.attempt_number,

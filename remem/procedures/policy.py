@@ -67,6 +67,11 @@ def topic_key(command: str) -> str:
 
 
 def is_ignored(command: str, ignore_commands: Iterable[str]) -> bool:
+    return _is_ignored(command, tuple(ignore_commands))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_ignored(command: str, ignore_commands: tuple[str, ...]) -> bool:
     """True when every part of a compound command is a read-only or navigation command:
     `cd app && make test` is a procedure, `cd app && ls` is not."""
     ignored = _normalised_entries(tuple(ignore_commands))

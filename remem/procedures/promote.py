@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, bindparam, text
 
 from remem.config import Settings
 from remem.db.engine import READ_ONLY
@@ -160,8 +160,9 @@ def apply(connection: Connection, window: Window, settings: Settings, now: float
             )
             connection.execute(INSERT_ATTEMPT, params)
     for group in sorted(groups, key=lambda g: (g.project_id, g.branch, g.command_hash)):
-        journal.rebuild(connection, _group_params(group), now)
-        stats[evaluate_group(connection, group, rules_of(settings), now)] += 1
+        history = journal.load_history(connection, _group_params(group))
+        journal.rebuild(connection, _group_params(group), history, now)
+        stats[evaluate_group(connection, group, rules_of(settings), now, history.runs())] += 1
     return stats
 
 
@@ -173,13 +174,13 @@ SELECT_RUNS = text(
 
 # Files edited in the run's session after that session's previous verified run of the command.
 SELECT_FILES = text(
-    "SELECT e.files FROM captured_events e, captured_events run "
-    "WHERE run.id = :event_id AND e.session_id = run.session_id "
+    "SELECT DISTINCT e.files FROM captured_events e, captured_events run "
+    "WHERE run.id IN :event_ids AND e.session_id = run.session_id "
     "AND e.files IS NOT NULL AND e.id <= run.id AND e.id > COALESCE(("
     "  SELECT max(v.event_id) FROM verifications v WHERE v.session_id = run.session_id"
     "  AND v.project_id = :project_id AND v.branch = :branch"
     "  AND v.command_hash = :command_hash AND v.event_id < run.id), 0)"
-)
+).bindparams(bindparam("event_ids", expanding=True))
 
 SELECT_PROCEDURE = text(
     "SELECT id, status, confidence, verified_runs, distinct_sessions, evidence_event_ids, "
@@ -205,12 +206,10 @@ def _runs(connection: Connection, group: Group) -> list[policy.Run]:
 
 def _files(connection: Connection, group: Group, evidence: tuple[int, ...]) -> list[str]:
     """Files edited before each of the latest verified runs, plus files its payload named."""
+    params = {**_group_params(group), "event_ids": list(evidence[-FILES_FROM_LAST_RUNS:])}
     files: set[str] = set()
-    for event_id in evidence[-FILES_FROM_LAST_RUNS:]:
-        for (encoded,) in connection.execute(
-            SELECT_FILES, {**_group_params(group), "event_id": event_id}
-        ):
-            files.update(json.loads(encoded))
+    for (encoded,) in connection.execute(SELECT_FILES, params):
+        files.update(json.loads(encoded))
     return sorted(files)[:MAX_FILES]
 
 
@@ -262,12 +261,19 @@ def _values(
     }
 
 
-def evaluate_group(connection: Connection, group: Group, rules: policy.Rules, now: float) -> str:
+def evaluate_group(
+    connection: Connection,
+    group: Group,
+    rules: policy.Rules,
+    now: float,
+    runs: list[policy.Run] | None = None,
+) -> str:
     """Re-decide one group's procedure and store it if anything changed. Returns what happened:
     promoted, refreshed, broken, stale, unchanged or unpromoted."""
     existing = connection.execute(SELECT_PROCEDURE, _group_params(group)).first()
     status = existing.status if existing else None
-    decision = policy.decide(_runs(connection, group), status, rules, now)
+    runs = _runs(connection, group) if runs is None else runs
+    decision = policy.decide(runs, status, rules, now)
     if decision is None:
         return "unpromoted" if existing is None else "unchanged"
     values = _values(connection, group, decision, now)
