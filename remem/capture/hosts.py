@@ -122,9 +122,16 @@ def _edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str],
 
 
 def sha256_hex(data: bytes) -> str:
-    from hashlib import sha256  # loads OpenSSL: a cost paid only by payloads that need a hash
-
-    return sha256(data).hexdigest()
+    # The interpreter's own SHA-256 module loads in microseconds; hashlib loads OpenSSL, which
+    # costs the hook about 3 ms. Its name changed in Python 3.12.
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found]
+        except ImportError:
+            from hashlib import sha256
+    return str(sha256(data).hexdigest())
 
 
 def _change_hash(files: list[str], parts: list[str]) -> str:
