@@ -26,26 +26,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from common import compile_bytecode, remem_env
+
 VENV_BIN = Path(sys.executable).parent
 HOOKS = 64
 EVENTS_PER_HOOK = 20
 HOOK_TIMEOUT_S = 120
 DEAD_LETTER_FILE = "dead-letter.jsonl"
 OVERFLOW_FILE = "overflow.json"
-
-
-def bytecode_env() -> dict[str, str]:
-    """This environment minus PYTHONDONTWRITEBYTECODE, so hooks read the .pyc files as an
-    installed wheel would."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-def remem_env(home: Path) -> dict[str, str]:
-    # A stray REMEM_DATABASE_URL or REMEM_CONFIG from the caller would point the hook elsewhere.
-    env = {k: v for k, v in bytecode_env().items() if not k.startswith("REMEM_")}
-    env["REMEM_HOME"] = str(home)
-    return env
 
 
 def remem(home: Path, *args: str) -> str:
@@ -263,11 +251,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.runs < 1 or args.events_per_hook < 1:
         parser.error("--runs and --events-per-hook must be at least 1")
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(REPO / "remem")],
-        env=bytecode_env(),
-        check=True,
-    )
+    compile_bytecode()
     tmp = Path(tempfile.mkdtemp(prefix="remem-bench-"))
     try:
         runs = [measure_run(tmp, run, args.events_per_hook) for run in range(args.runs)]

@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from common import bytecode_env, compile_bytecode, remem_env
+
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 FIXTURE = Path("hooks", "claude-code", "post_tool_use_bash_success.json")
@@ -40,21 +42,8 @@ TARGET_RATIO = 1.30
 CASES = ("baseline", "hook-empty", "hook-1M", "sessionstart")
 
 
-def bytecode_env() -> dict[str, str]:
-    """This environment minus PYTHONDONTWRITEBYTECODE, so processes read the .pyc files as an
-    installed wheel would."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-def remem_env(home: Path) -> dict[str, str]:
-    # A stray REMEM_DATABASE_URL or REMEM_CONFIG from the caller would point the hook elsewhere.
-    env = {k: v for k, v in bytecode_env().items() if not k.startswith("REMEM_")}
-    env["REMEM_HOME"] = str(home)
-    return env
-
-
 def fixture_payload(fixture: Path = FIXTURE) -> dict[str, Any]:
-    fixtures = REPO.parent / "shared" / "fixtures"
+    fixtures = REPO / "tests" / "fixtures"  # the project's copy of the hosts' payload shapes
     if not (fixtures / fixture).is_file() and os.environ.get("REMEM_FIXTURES"):
         fixtures = Path(os.environ["REMEM_FIXTURES"])
     return dict(json.loads((fixtures / fixture).read_text(encoding="utf-8")))
@@ -294,11 +283,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(REPO / "remem")],
-        env=bytecode_env(),
-        check=True,
-    )
+    compile_bytecode()
     tmp = Path(tempfile.mkdtemp(prefix="remem-bench-"))
     try:
         homes = {

@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from common import remem_env
+
 from remem.capture.hosts import build_event
 from remem.capture.store import store_event
 from remem.config import load_settings
@@ -66,13 +68,6 @@ INSERT_VERIFICATION = (
     "INSERT INTO verifications (event_id, project_id, branch, command, command_hash,"
     " session_id, host, verified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-def remem_env(home: Path) -> dict[str, str]:
-    # A stray REMEM_DATABASE_URL or REMEM_CONFIG from the caller would point remem elsewhere.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
-    env["REMEM_HOME"] = str(home)
-    return env
 
 
 def init_home(home: Path) -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     CheckConstraint,
     Column,
@@ -146,17 +148,24 @@ worker_heartbeats = Table(
 # Successful runs of a command, one per source event: the evidence procedures are built from.
 # branch is '' when the work tree had none (detached HEAD, no repository), so that the unique
 # keys below treat "no branch" as one value.
+def _run_columns() -> list[Column[Any]]:
+    """What a verification and an attempt both record of the run they stand for."""
+    return [
+        Column("id", Integer, primary_key=True),
+        Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False, unique=True),
+        Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+        Column("branch", Text, nullable=False),
+        Column("command", Text, nullable=False),
+        Column("command_hash", Text, nullable=False),
+        Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+        Column("host", Text, nullable=False),
+    ]
+
+
 verifications = Table(
     "verifications",
     metadata,
-    Column("id", Integer, primary_key=True),
-    Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False, unique=True),
-    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
-    Column("branch", Text, nullable=False),
-    Column("command", Text, nullable=False),
-    Column("command_hash", Text, nullable=False),
-    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
-    Column("host", Text, nullable=False),
+    *_run_columns(),
     Column("verified_at", Float, nullable=False),
     Index("ix_verifications_group", "project_id", "branch", "command_hash", "verified_at"),
 )
@@ -165,14 +174,7 @@ verifications = Table(
 attempts = Table(
     "attempts",
     metadata,
-    Column("id", Integer, primary_key=True),
-    Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False, unique=True),
-    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
-    Column("branch", Text, nullable=False),
-    Column("command", Text, nullable=False),
-    Column("command_hash", Text, nullable=False),
-    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
-    Column("host", Text, nullable=False),
+    *_run_columns(),
     Column("exit_code", Integer),
     Column("error_excerpt", Text),
     Column("failed_at", Float, nullable=False),
