@@ -143,7 +143,12 @@ class Daemon:
         poll = self.worker.settings.poll_interval_s
         jobs = [
             ("drain", self.drain, poll),
-            ("heartbeat", self.heartbeat, heartbeats.HEARTBEAT_INTERVAL_S),
+            # Often enough that a short lease is renewed well before it runs out.
+            (
+                "heartbeat",
+                self.heartbeat,
+                min(heartbeats.HEARTBEAT_INTERVAL_S, self.worker.settings.lease_s / 3),
+            ),
             ("reap_expired_leases", self.worker.reap, REAP_INTERVAL_S),
             ("ingest_spool", self.worker.ingest, INGEST_INTERVAL_S),
             ("maintenance", self.worker.maintain, MAINTENANCE_INTERVAL_S),

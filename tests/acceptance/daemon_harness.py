@@ -25,12 +25,19 @@ def _mark() -> None:
 
 
 class SlowPromote(handlers.PromoteHandler):
+    def prepare(self, engine: Any, task: Any) -> Any:
+        if os.environ.get("REMEM_TEST_SLOW_PREPARE_S"):
+            _mark()
+            time.sleep(float(os.environ["REMEM_TEST_SLOW_PREPARE_S"]))
+        return super().prepare(engine, task)
+
     def apply(
         self, connection: Any, task: Any, prepared: Any, settings: Any, now: float
     ) -> Counter[str]:
         result = super().apply(connection, task, prepared, settings, now)
-        _mark()
-        slow = os.environ["REMEM_TEST_SLOW_APPLY_S"]
+        slow = os.environ.get("REMEM_TEST_SLOW_APPLY_S", "0")
+        if slow != "0":
+            _mark()
         if slow == "sql":
             connection.exec_driver_sql(
                 "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
@@ -41,7 +48,7 @@ class SlowPromote(handlers.PromoteHandler):
         return result
 
 
-if os.environ.get("REMEM_TEST_SLOW_APPLY_S"):
+if os.environ.get("REMEM_TEST_SLOW_APPLY_S") or os.environ.get("REMEM_TEST_SLOW_PREPARE_S"):
     handlers.REGISTRY["promote"] = SlowPromote()
 
 if os.environ.get("REMEM_TEST_START_PAUSE_S"):

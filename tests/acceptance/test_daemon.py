@@ -329,3 +329,37 @@ def test_a_second_sigint_exits_at_once_and_the_lease_is_reaped_later(home: Home)
     home.remem("worker", "--burst")
     assert home.query("SELECT status FROM extraction_tasks") == [("done",), ("done",)]
     assert home.query("SELECT count(*) FROM procedures")[0][0] == 1
+
+
+def test_a_long_task_keeps_its_lease_so_a_burst_beside_it_does_not_take_it(home: Home) -> None:
+    marker = home.path / "preparing"
+    _post_two_runs(home)
+    daemon = _start(
+        home,
+        harness=True,
+        REMEM_TEST_SLOW_PREPARE_S="4",
+        REMEM_TEST_MARKER=str(marker),
+        REMEM_WORKER_LEASE="1500ms",
+    )
+    try:
+        wait_for(marker.exists, timeout=20)
+        # The point is to outlive the 1.5 s lease the task was claimed with.
+        wait_for(lambda: time.time() - marker.stat().st_mtime > 2.5, timeout=20)
+        # Past the 1.5 s lease the task was claimed with: only renewal keeps it ours.
+        expires = home.query(
+            "SELECT lease_expires_at FROM extraction_tasks WHERE status = 'processing'"
+        )
+        assert expires and expires[0][0] > time.time()
+        burst = json.loads(home.remem("worker", "--burst", "--json").stdout)
+        assert burst["leases_reaped"] == 0
+        wait_for(
+            lambda: (
+                home.query("SELECT count(*) FROM extraction_tasks WHERE status = 'done'")[0][0] == 2
+            ),
+            timeout=30,
+        )
+    finally:
+        assert _stop(daemon)[0] == 0
+    log = (home.path / "logs" / "worker.log").read_text()
+    completed = Counter(re.findall(r" complete completed task (\d+)", log))
+    assert completed == Counter({"1": 1, "2": 1})
