@@ -1,0 +1,267 @@
+"""Commands that read what was learnt: procedures, the context digest, and the demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import click
+
+from remem.cli.app import cli, open_home, print_json, print_table
+from remem.db.schema import PROCEDURE_STATUSES
+from remem.errors import RememError
+
+
+@cli.group()
+def procedures() -> None:
+    """Procedures: commands proven to work, with their evidence.
+
+    \b
+    Example:
+      remem procedures list --project ~/src/shop --branch main
+    """
+
+
+@procedures.command("list")
+@click.option("--project", type=click.Path(), default=None, help="Project root directory.")
+@click.option("--branch", default=None, help="Branch name ('' for none).")
+@click.option(
+    "--status",
+    "status_filter",
+    type=click.Choice(PROCEDURE_STATUSES),
+    default=None,
+    help="Only this status (default: active).",
+)
+@click.option("--all", "show_all", is_flag=True, help="Every status, archived included.")
+@click.option("--json", "as_json", is_flag=True, help="Print the procedures as JSON.")
+def procedures_list(
+    project: str | None,
+    branch: str | None,
+    status_filter: str | None,
+    show_all: bool,
+    as_json: bool,
+) -> None:
+    """List procedures by confidence, then most recently verified.
+
+    \b
+    Example:
+      remem procedures list --all --json
+    """
+    import os
+
+    from remem.procedures.store import iso, list_procedures
+
+    statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
+    root = os.path.abspath(os.path.expanduser(project)) if project else None
+    _settings_unused, engine = open_home()
+    try:
+        found = list_procedures(engine, root, branch, statuses)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json([p.as_json() for p in found])
+        return
+    print_table(
+        "Procedures",
+        [
+            "id",
+            "command",
+            "project",
+            "branch",
+            "status",
+            "conf.",
+            "runs",
+            "sessions",
+            "last verified",
+        ],
+        [
+            [
+                str(p.id),
+                p.command,
+                p.project,
+                p.branch or "-",
+                p.status,
+                f"{p.confidence:.2f}",
+                str(p.verified_runs),
+                str(p.distinct_sessions),
+                (iso(p.last_verified_at) or "")[:10],
+            ]
+            for p in found
+        ],
+    )
+
+
+@procedures.command("show")
+@click.argument("procedure_id", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print the procedure as JSON.")
+def procedures_show(procedure_id: int, as_json: bool) -> None:
+    """Show one procedure, its evidence runs and files.
+
+    \b
+    Example:
+      remem procedures show 3 --json
+    """
+    from remem.procedures.store import evidence_runs, get_procedure, iso, lessons_of
+
+    _settings_unused, engine = open_home()
+    try:
+        procedure = get_procedure(engine, procedure_id)
+        runs = evidence_runs(engine, procedure)
+        lessons = lessons_of(engine, procedure_id)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json(
+            {
+                **procedure.as_json(),
+                "evidence": [run.as_json() for run in runs],
+                "lessons": [lesson.as_json() for lesson in lessons],
+            }
+        )
+        return
+    click.echo(
+        f"Procedure {procedure.id} ({procedure.status}, confidence "
+        f"{procedure.confidence:.2f}, topic {procedure.topic_key})"
+    )
+    click.echo(procedure.body)
+    click.echo("Evidence:")
+    for run in runs:
+        click.echo(
+            f"  event {run.event_id}  {iso(run.at)}  {run.host}  session "
+            f"{run.session_key}  {run.outcome}"
+        )
+    for lesson in lessons:
+        click.echo(f"Lesson (closed by event {lesson.resolved_by_event_id}):")
+        for line in lesson.body.splitlines():
+            click.echo(f"  {line}")
+        for attempt in lesson.attempts:
+            repeat = f", repeats attempt {attempt.duplicate_of}" if attempt.duplicate_of else ""
+            edited = ", ".join(attempt.files) or "no edits"
+            click.echo(
+                f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
+                f"{attempt.exit_code}, after {edited}{repeat}"
+            )
+
+
+@procedures.command("archive")
+@click.argument("procedure_id", type=int)
+def procedures_archive(procedure_id: int) -> None:
+    """Archive a procedure: it is no longer shown, and new runs never revive it.
+
+    \b
+    Example:
+      remem procedures archive 3
+    """
+    from remem.procedures.store import archive
+
+    _settings_unused, engine = open_home()
+    try:
+        archived = archive(engine, procedure_id)
+    finally:
+        engine.dispose()
+    click.echo(f"Archived procedure {archived.id}: {archived.command}")
+
+
+@cli.command()
+@click.option(
+    "--cwd",
+    "cwd",
+    type=click.Path(),
+    default=None,
+    help="A directory of the project (default: the current one).",
+)
+@click.option("--page", type=int, default=1, show_default=True, help="Page of the digest.")
+@click.option("--json", "as_json", is_flag=True, help="Every procedure of the digest as JSON.")
+def context(cwd: str | None, page: int, as_json: bool) -> None:
+    """Print the digest the agent gets at session start: the procedures proven in this project
+    and branch (and inherited from the default branch), with their pitfalls. Prints nothing when
+    there are none.
+
+    \b
+    Example:
+      remem context --cwd ~/src/shop --page 2
+    """
+    from remem.capture.identity import locate
+    from remem.capture.ingest import executor
+    from remem.db.engine import READ_ONLY
+    from remem.procedures import digest
+
+    settings, engine = open_home()
+    root, branch = locate(os.path.abspath(os.path.expanduser(cwd or os.getcwd())))
+    try:
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            entries = digest.read_entries(executor(connection), root, branch, settings.inherit_from)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json(
+            {
+                "project": root,
+                "branch": branch,
+                "procedures": [entry.as_json() for entry in entries],
+            }
+        )
+        return
+    pages = digest.paginate(
+        entries,
+        digest.header_for(root, branch),
+        settings.context_max_chars,
+        settings.context_max_lines,
+    )
+    if not pages:
+        return
+    if not 1 <= page <= len(pages):
+        raise RememError(f"The digest has {len(pages)} page(s): ask for --page 1 to {len(pages)}.")
+    click.echo(pages[page - 1], nl=False)
+
+
+@cli.command()
+@click.option("--keep", is_flag=True, help="Keep the temporary home and print where it is.")
+def demo(keep: bool) -> None:
+    """Feed a realistic Claude Code session through remem-hook in a temporary home, run a burst,
+    and print the procedure it promoted. Touches nothing outside that temporary home.
+
+    \b
+    Example:
+      remem demo
+    """
+    import os
+    import subprocess
+    import tempfile
+
+    from remem.capture.install import hook_executable
+    from remem.demo import demo_payloads
+
+    workdir = tempfile.mkdtemp(prefix="remem-demo-")
+    project = os.path.join(workdir, "shop")
+    os.makedirs(os.path.join(project, ".git"))
+    with open(os.path.join(project, ".git", "HEAD"), "w") as head:
+        head.write("ref: refs/heads/main\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
+    env["REMEM_HOME"] = os.path.join(workdir, "home")
+    remem = os.path.join(os.path.dirname(hook_executable()), "remem")
+    try:
+
+        def run(args: list[str], stdin: str | None = None) -> str:
+            result = subprocess.run(args, input=stdin, env=env, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RememError(f"demo step {' '.join(args)} failed: {result.stderr.strip()}")
+            return result.stdout
+
+        run([remem, "init"])
+        click.echo(f"$ remem init  (REMEM_HOME={env['REMEM_HOME']})")
+        for label, payload in demo_payloads(project):
+            run([hook_executable(), "--host", "claude-code"], json.dumps(payload))
+            click.echo(f"$ remem-hook --host claude-code   # {label}")
+        click.echo("$ remem worker --burst")
+        click.echo(run([remem, "worker", "--burst"]).rstrip())
+        click.echo("$ remem procedures list")
+        click.echo(run([remem, "procedures", "list"]).rstrip())
+        click.echo("$ remem procedures show 1")
+        click.echo(run([remem, "procedures", "show", "1"]).rstrip())
+    finally:
+        if keep:
+            click.echo(f"Demo home kept at {env['REMEM_HOME']}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,189 @@
+"""Commands that run the queue: the worker (daemon and burst) and tasks."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+import click
+
+from remem.cli.app import cli, open_home, print_json, print_table
+from remem.db.schema import TASK_STATUSES
+from remem.errors import NotFound
+
+
+@cli.command()
+@click.option("--burst", is_flag=True, help="Drain the queue once and exit (for cron).")
+@click.option("--max-seconds", type=float, default=None, help="Stop a burst after this long.")
+@click.option("-v", "--verbose", is_flag=True, help="Log debug lines to the worker log.")
+@click.option("--json", "as_json", is_flag=True, help="Print the burst summary as JSON.")
+def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool) -> None:
+    """Process captured events into procedures.
+
+    Without --burst this is the daemon: it runs until SIGTERM or Ctrl-C (a second Ctrl-C stops
+    it at once), one per database. With --burst it ingests the spool, reaps expired leases,
+    drains the queue, marks stale procedures, prints a summary and exits (1 if a task failed for
+    good in this run); it runs safely beside a daemon.
+
+    \b
+    Examples:
+      remem worker                # the daemon, logging to ~/.remem/logs/worker.log
+      */10 * * * * remem worker --burst >> ~/.remem/logs/cron.log 2>&1
+    """
+    from workers.daemon import StopFlag
+
+    stop = StopFlag()
+    stop.install()  # first, so that a stop arriving during start-up is not lost
+    from workers.logs import configure
+    from workers.runner import Worker
+
+    settings, engine = open_home()
+    configure(settings, verbose)
+    runner = Worker(engine, settings)
+    try:
+        if burst:
+            _burst(runner, max_seconds, as_json)
+        else:
+            from workers.daemon import Daemon
+
+            lock_path = (settings.sqlite_file or os.path.join(settings.home, "remem")) + ".lock"
+            daemon = Daemon(runner, stop, lock_path, settings.shutdown_timeout_s)
+            daemon.run(
+                lambda: click.echo(
+                    f"remem worker running (pid {os.getpid()}); logs in {settings.log_dir}"
+                )
+            )
+    finally:
+        engine.dispose()
+
+
+def _burst(runner: Any, max_seconds: float | None, as_json: bool) -> None:
+    from remem.queue.heartbeats import list_heartbeats
+    from workers.runner import run_burst
+
+    if sys.stdout.isatty() and not as_json:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as progress:
+            bar = progress.add_task("processing tasks", total=None)
+            stats = run_burst(runner, max_seconds, lambda: progress.advance(bar))
+    else:
+        stats = run_burst(runner, max_seconds)
+    keys = (
+        "tasks_done",
+        "tasks_retried",
+        "tasks_failed",
+        "leases_lost",
+        "leases_reaped",
+        "spooled_events_ingested",
+        "events",
+        "promoted",
+        "refreshed",
+        "broken",
+        "stale",
+    )
+    summary: dict[str, Any] = {key: int(stats.get(key, 0)) for key in keys}
+    now = time.time()
+    daemons = [b.pid for b in list_heartbeats(runner.engine) if b.health(now) == "running"]
+    summary["daemon_pids"] = daemons
+    if as_json:
+        print_json(summary)
+    else:
+        click.echo(
+            f"Tasks: {summary['tasks_done']} done, {summary['tasks_retried']} retried, "
+            f"{summary['tasks_failed']} failed. Events processed: {summary['events']}. "
+            f"Procedures: {summary['promoted']} promoted, {summary['refreshed']} refreshed, "
+            f"{summary['broken']} broken, {summary['stale']} stale."
+        )
+        if daemons:
+            pids = ", ".join(map(str, daemons))
+            click.echo(
+                f"A daemon was running beside this burst (pid {pids}); "
+                "tasks were shared through leases."
+            )
+    if summary["tasks_failed"]:
+        sys.exit(1)
+
+
+@cli.group(invoke_without_command=True)
+@click.option(
+    "--status",
+    "status_filter",
+    type=click.Choice(TASK_STATUSES),
+    default=None,
+    help="Only tasks in this state.",
+)
+@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the tasks as JSON.")
+@click.pass_context
+def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bool) -> None:
+    """List extraction tasks, newest first; failed ones show their last error.
+
+    \b
+    Example:
+      remem tasks --status failed --json
+      remem tasks retry 12
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from remem.procedures.store import iso
+    from remem.queue.store import list_tasks
+
+    _settings_unused, engine = open_home()
+    try:
+        rows = list_tasks(engine, status_filter, limit)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json(
+            [
+                {
+                    **row.__dict__,
+                    "run_after": iso(row.run_after),
+                    "lease_expires_at": iso(row.lease_expires_at),
+                    "updated_at": iso(row.updated_at),
+                }
+                for row in rows
+            ]
+        )
+        return
+    print_table(
+        "Tasks",
+        ["id", "session", "status", "attempts", "events", "last error"],
+        [
+            [
+                str(r.id),
+                str(r.session_id),
+                r.status,
+                str(r.attempts),
+                f"{r.cursor_event_id}/{r.high_watermark_event_id}",
+                r.last_error or "",
+            ]
+            for r in rows
+        ],
+    )
+
+
+@tasks.command("retry")
+@click.argument("task_id", type=int)
+def tasks_retry(task_id: int) -> None:
+    """Put a failed task back in the queue with a fresh retry budget.
+
+    \b
+    Example:
+      remem tasks retry 12
+    """
+    import time
+
+    from remem.queue.store import retry_task
+
+    _settings_unused, engine = open_home()
+    try:
+        found = retry_task(engine, task_id, time.time())
+    finally:
+        engine.dispose()
+    if not found:
+        raise NotFound(f"No failed or pending task {task_id}: see `remem tasks`.")
+    click.echo(f"Task {task_id} is pending again.")
