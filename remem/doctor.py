@@ -17,7 +17,7 @@ from sqlalchemy import Engine, text
 from remem.capture import spool
 from remem.config import Settings, load_settings
 from remem.db import migrate
-from remem.db.engine import READ_ONLY, make_engine
+from remem.db.engine import READ_ONLY, integrity_check, make_engine
 from remem.errors import RememError
 from remem.paths import foreign_owner
 from remem.queue.heartbeats import list_heartbeats
@@ -82,8 +82,7 @@ def _database(settings: Settings, engine: Engine) -> Check:
     if path is not None and not os.path.isfile(path):
         return Check("database", FAIL, f"{path} does not exist", "run `remem init`")
     try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            verdict = connection.execute(text("PRAGMA integrity_check")).scalar()
+        verdict = integrity_check(engine)
     except Exception as exc:
         return Check(
             "database",

@@ -40,3 +40,11 @@ def make_engine(url: str, busy_timeout_s: float = sqlite_settings.DEFAULT_BUSY_T
 
 def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
+
+
+def integrity_check(engine: Engine) -> str:
+    """SQLite's own verdict on the file ("ok" when sound); other databases answer "ok"."""
+    if not is_sqlite(engine):
+        return "ok"
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        return str(connection.exec_driver_sql("PRAGMA integrity_check").scalar())

@@ -173,3 +173,36 @@ def test_claim_uses_the_pending_index(world: World) -> None:
             )
         ).all()
     assert any("ix_extraction_tasks_claim" in str(row) for row in plan)
+
+
+def test_every_queue_operation_logs_its_stable_action(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    from remem.capture import spool
+    from tests.integration.test_spool import _event_record
+
+    caplog.set_level("DEBUG", logger="remem")
+    world.post(TEST)
+    world.worker.handlers["promote"] = _Broken()
+    for _ in range(5):
+        world.worker.run_once()
+        world.now += 400
+    world.post(TEST)  # revives the failed task
+    world.worker.handlers["promote"] = PromoteHandler()
+    world.post(TEST, session="other")
+    world.burst()
+    world.post(TEST, session="third")
+    assert queue.claim_next(world.engine, "doomed", world.now, 1) is not None
+    assert queue.reap_expired_leases(world.engine, world.now + 2)
+    spool.append(world.settings.spool_dir, _event_record("spooled"))
+    world.worker.ingest()
+    actions = {getattr(record, "action", None) for record in caplog.records}
+    assert {
+        "claim_next",
+        "complete",
+        "retry",
+        "fail",
+        "reap_expired_leases",
+        "promote_procedure",
+        "ingest_spool",
+    } <= actions
