@@ -8,122 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Home, fixtures_dir
+from tests.fixture_expectations import EXPECTED
 
-# fixture -> (host, kind, outcome, exit_code, command, tool_use_id, files)
-EXPECTED = {
-    "claude-code/post_tool_use_bash_backgrounded.json": (
-        "claude-code",
-        "command",
-        "backgrounded",
-        None,
-        "npm run dev",
-        "toolu_01Lk9Jh8Gf7Ds6Ap5Oi4Uy3T",
-        None,
-    ),
-    "claude-code/post_tool_use_bash_interrupted.json": (
-        "claude-code",
-        "command",
-        "interrupted",
-        None,
-        "make integration",
-        "toolu_01Qw2Er3Ty4Ui5Op6As7Df8G",
-        None,
-    ),
-    "claude-code/post_tool_use_bash_success.json": (
-        "claude-code",
-        "command",
-        "success",
-        0,
-        "python -m pytest -q tests/test_cart.py",
-        "toolu_01HkQm3V7sJz9pW2aXyB4cDe",
-        None,
-    ),
-    "claude-code/post_tool_use_edit.json": (
-        "claude-code",
-        "edit",
-        None,
-        None,
-        None,
-        "toolu_01Ed1tAbCdEfGhIjKlMnOpQr",
-        ["src/cart.py"],
-    ),
-    "claude-code/post_tool_use_failure_bash_exit_code.json": (
-        "claude-code",
-        "command",
-        "failure",
-        1,
-        "python -m pytest -q tests/test_cart.py",
-        "toolu_01NbT5rL8kWq2vE6yUi9oPa1",
-        None,
-    ),
-    "claude-code/post_tool_use_failure_bash_status_code.json": (
-        "claude-code",
-        "command",
-        "failure",
-        2,
-        "npm run lint",
-        "toolu_01Zx8cV3bN6mQ1wE4rT7yU0i",
-        None,
-    ),
-    "claude-code/post_tool_use_write.json": (
-        "claude-code",
-        "edit",
-        None,
-        None,
-        None,
-        "toolu_01WrItEaBcDeFgHiJkLmNoPq",
-        ["tests/test_discount.py"],
-    ),
-    "claude-code/session_start.json": (
-        "claude-code",
-        "session_start",
-        None,
-        None,
-        None,
-        None,
-        None,
-    ),
-    "codex/post_tool_use_bash.json": (
-        "codex",
-        "command",
-        "unknown",
-        None,
-        "cargo test --workspace",
-        "call_Xk3p9QwErTy",
-        None,
-    ),
-    "codex/session_start.json": ("codex", "session_start", None, None, None, None, None),
-    "cursor/after_shell_execution.json": (
-        "cursor",
-        "command",
-        "unknown",
-        None,
-        "pnpm build",
-        None,
-        None,
-    ),
-    "cursor/post_tool_use_failure_shell.json": (
-        "cursor",
-        "command",
-        "failure",
-        1,
-        "pnpm test",
-        "tool_1a2b3c4d",
-        None,
-    ),
-    "cursor/post_tool_use_shell.json": (
-        "cursor",
-        "command",
-        "success",
-        0,
-        "pnpm test",
-        "tool_7e6d5c4b",
-        None,
-    ),
-    "generic/command.json": ("generic", "command", "success", 0, "make check", None, None),
-}
-
-COLUMNS = "host, kind, outcome, exit_code, command, tool_use_id, files, cwd, branch"
+COLUMNS = (
+    "host, kind, outcome, exit_code, exit_code_source, command, tool_use_id, files, cwd, branch"
+)
 
 
 def test_every_fixture_is_listed() -> None:
@@ -158,10 +47,9 @@ def test_fixture_is_captured_once(home: Home, tmp_path: Path, relative: str) -> 
 
     rows = home.query(f"SELECT {COLUMNS} FROM captured_events")
     assert len(rows) == 1
-    host, kind, outcome, exit_code, command, tool_use_id, files, cwd, branch = rows[0]
-    expected = EXPECTED[relative]
-    stored_files = json.loads(files) if files else None
-    assert (host, kind, outcome, exit_code, command, tool_use_id, stored_files) == expected
+    *fields, files, cwd, branch = rows[0]
+    kind = fields[1]
+    assert (*fields, json.loads(files) if files else None) == EXPECTED[relative]
     assert (cwd, branch) == (str(repo), "feature/cart")
     assert home.query("SELECT root FROM projects") == [(str(repo),)]
     tasks = home.query("SELECT kind, status, high_watermark_event_id FROM extraction_tasks")
