@@ -183,8 +183,7 @@ def context(cwd: str | None, page: int, as_json: bool) -> None:
       remem context --cwd ~/src/shop --page 2
     """
     from remem.capture.identity import locate
-    from remem.capture.ingest import executor
-    from remem.db.engine import READ_ONLY
+    from remem.db.engine import READ_ONLY, executor
     from remem.procedures import digest
 
     settings, engine = open_home()

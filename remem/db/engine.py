@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 
 from remem.db import sqlite as sqlite_settings
 from remem.paths import sqlite_path
@@ -48,3 +49,14 @@ def integrity_check(engine: Engine) -> str:
         return "ok"
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         return str(connection.exec_driver_sql("PRAGMA integrity_check").scalar())
+
+
+def executor(connection: Connection) -> Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]:
+    """`execute(sql, params) -> rows` over an SQLAlchemy connection: the shape the stdlib-only
+    modules (capture store, digest) take, so both sides run the same statements."""
+
+    def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+        result = connection.execute(text(sql), params)
+        return result.all() if result.returns_rows else []
+
+    return execute

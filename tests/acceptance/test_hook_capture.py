@@ -183,3 +183,17 @@ def test_unwritable_spool_and_database_is_the_only_failure(home: Home) -> None:
     result = home.hook(_bash_success("toolu_lost"))
     assert result.returncode == 1
     assert len(result.stderr.decode().strip().splitlines()) == 1
+
+
+def test_every_module_of_the_hooks_package_imports_with_the_stdlib_alone() -> None:
+    script = (
+        "import importlib, json, pkgutil, sys\n"
+        "import remem.capture\n"
+        "for module in pkgutil.iter_modules(remem.capture.__path__):\n"
+        "    importlib.import_module(f'remem.capture.{module.name}')\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=30)
+    modules = json.loads(result.stdout)
+    assert "remem.capture.ingest" in modules
+    assert {"sqlalchemy", "alembic", "click"}.isdisjoint(modules)
