@@ -97,6 +97,21 @@ class Home:
     def scalar(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         return self.query(sql, params)[0][0]
 
+    def wait_for_leases_to_expire(self, timeout: float = 30) -> None:
+        """Until no task is held under a lease still running: a dead worker's task can only be
+        reaped once its lease has run out."""
+        wait_for(
+            lambda: (
+                self.scalar(
+                    "SELECT count(*) FROM extraction_tasks WHERE status = 'processing' "
+                    "AND lease_expires_at >= ?",
+                    (time.time(),),
+                )
+                == 0
+            ),
+            timeout,
+        )
+
 
 @pytest.fixture(scope="session")
 def template_home(tmp_path_factory: pytest.TempPathFactory) -> Path:

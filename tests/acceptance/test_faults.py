@@ -8,6 +8,7 @@ import os
 import random
 import re
 import shutil
+import sqlite3
 import subprocess
 import threading
 from collections import Counter
@@ -56,8 +57,10 @@ def _signature(home: Home) -> list[tuple[Any, ...]]:
 
 
 def _serial_reference(tmp_path: Path, template: Home, payloads: list[dict[str, Any]]) -> Home:
+    """The same payloads posted one at a time into an empty copy of the home, then one burst."""
     reference = Home(tmp_path / "reference")
     shutil.copytree(template.path, reference.path)
+    connection = sqlite3.connect(reference.db)
     for table in (
         "procedures",
         "lessons",
@@ -69,22 +72,13 @@ def _serial_reference(tmp_path: Path, template: Home, payloads: list[dict[str, A
         "projects",
         "dropped_payloads",
     ):
-        subprocess.run(
-            ["sqlite3", str(reference.db), f"DELETE FROM {table}"], check=True
-        ) if shutil.which("sqlite3") else _delete(reference.db, table)
+        connection.execute(f"DELETE FROM {table}")
+    connection.commit()
+    connection.close()
     for payload in payloads:
         assert reference.hook(payload).returncode == 0
     reference.remem("worker", "--burst")
     return reference
-
-
-def _delete(db: Path, table: str) -> None:
-    import sqlite3
-
-    connection = sqlite3.connect(db)
-    connection.execute(f"DELETE FROM {table}")
-    connection.commit()
-    connection.close()
 
 
 def _integrity(home: Home) -> str:
@@ -149,9 +143,7 @@ def _crash_run(home: Home, point: str, nth: int) -> None:
 
 
 def _recover(home: Home) -> None:
-    import time
-
-    time.sleep(1.1)  # the dead worker's 1 s lease must run out before it can be reaped
+    home.wait_for_leases_to_expire()
     home.remem("worker", "--burst", timeout=300)
     assert home.scalar("SELECT count(*) FROM extraction_tasks WHERE status != 'done'") == 0
 
@@ -214,9 +206,7 @@ def test_crash_matrix_at_random_moments(home: Home, tmp_path: Path, point: str) 
         nth = chooser.randint(1, 12)
         env = {**home.env, "REMEM_TEST_CRASH_AT": f"{point}:{nth}", "REMEM_WORKER_LEASE": "1s"}
         subprocess.run([REMEM, "worker", "--burst"], env=env, capture_output=True, timeout=300)
-        import time
-
-        time.sleep(1.1)
+        home.wait_for_leases_to_expire()
     _recover(home)
     assert _integrity(home) == "ok", f"seed {seed}"
     assert _signature(home) == _signature(reference), f"seed {seed}"
