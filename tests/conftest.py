@@ -97,6 +97,15 @@ class Home:
     def scalar(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         return self.query(sql, params)[0][0]
 
+    def wait_until_drained(self, timeout: float = 60) -> None:
+        """Until every task has been completed (none pending, processing or failed)."""
+        wait_for(
+            lambda: (
+                self.scalar("SELECT count(*) FROM extraction_tasks WHERE status != 'done'") == 0
+            ),
+            timeout,
+        )
+
     def wait_for_leases_to_expire(self, timeout: float = 30) -> None:
         """Until no task is held under a lease still running: a dead worker's task can only be
         reaped once its lease has run out."""

@@ -160,16 +160,17 @@ def save(home: str, kind: str, body: Any, settings: _HookSettings | None = None)
             return "stored"
         except _Unavailable as exc:
             reason = str(exc)
+    return _spool(home, kind, body, reason, settings.spool_max_bytes if settings else None)
+
+
+def _spool(home: str, kind: str, body: Any, reason: str, max_bytes: int | None) -> str:
+    """The fallback: append the record to the spool. Raises OSError if that fails too."""
     from remem.capture import spool  # the fallback path only
 
     record_body = body.as_dict() if isinstance(body, CapturedEvent) else body
     record = {"type": kind, kind: record_body, "spooled_at": time.time(), "spool_reason": reason}
     try:
-        spool.append(
-            os.path.join(home, paths.SPOOL_DIR),
-            record,
-            settings.spool_max_bytes if settings else None,
-        )
+        spool.append(os.path.join(home, paths.SPOOL_DIR), record, max_bytes)
     except spool.SpoolFull:
         return "dropped"
     return "spooled"
@@ -232,15 +233,9 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
 
 
 def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
-    from remem.capture import spool
-
-    record_body = body.as_dict() if isinstance(body, CapturedEvent) else body
     reason = f"internal error: {type(exc).__name__}"
     try:
-        spool.append(
-            os.path.join(home, paths.SPOOL_DIR),
-            {"type": kind, kind: record_body, "spooled_at": time.time(), "spool_reason": reason},
-        )
+        _spool(home, kind, body, reason, None)
     except Exception:
         sys.stderr.write(f"remem-hook: could not store or spool the event ({reason})\n")
         return 1

@@ -166,12 +166,6 @@ def apply(connection: Connection, window: Window, settings: Settings, now: float
     return stats
 
 
-_GROUP = "project_id = :project_id AND branch = :branch AND command_hash = :command_hash"
-SELECT_RUNS = text(
-    f"SELECT event_id, session_id, verified_at, 1 FROM verifications WHERE {_GROUP} "
-    f"UNION ALL SELECT event_id, session_id, failed_at, 0 FROM attempts WHERE {_GROUP}"
-)
-
 # Files edited in the run's session after that session's previous verified run of the command.
 SELECT_FILES = text(
     "SELECT DISTINCT e.files FROM captured_events e, captured_events run "
@@ -197,11 +191,6 @@ def _group_params(group: Group) -> dict[str, Any]:
         "branch": group.branch,
         "command_hash": group.command_hash,
     }
-
-
-def _runs(connection: Connection, group: Group) -> list[policy.Run]:
-    rows = connection.execute(SELECT_RUNS, _group_params(group))
-    return [policy.Run(row[0], row[1], row[2], bool(row[3])) for row in rows]
 
 
 def _files(connection: Connection, group: Group, evidence: tuple[int, ...]) -> list[str]:
@@ -272,7 +261,8 @@ def evaluate_group(
     promoted, refreshed, broken, stale, unchanged or unpromoted."""
     existing = connection.execute(SELECT_PROCEDURE, _group_params(group)).first()
     status = existing.status if existing else None
-    runs = _runs(connection, group) if runs is None else runs
+    if runs is None:
+        runs = journal.load_history(connection, _group_params(group)).runs()
     decision = policy.decide(runs, status, rules, now)
     if decision is None:
         return "unpromoted" if existing is None else "unchanged"

@@ -196,13 +196,7 @@ def test_sigkill_mid_stream_then_restart_gives_the_never_killed_result(home: Hom
 
     restarted = _start(home, **env)
     try:
-        wait_for(
-            lambda: (
-                home.query("SELECT count(*) FROM extraction_tasks WHERE status != 'done'")[0][0]
-                == 0
-            ),
-            timeout=60,
-        )
+        home.wait_until_drained(timeout=60)
     finally:
         assert _stop(restarted)[0] == 0
     assert home.query("SELECT count(*) FROM captured_events")[0][0] == 500
@@ -231,13 +225,7 @@ def test_burst_beside_a_running_daemon_completes_each_task_once(home: Home) -> N
     daemon = _start(home, REMEM_WORKER_POLL_INTERVAL="200ms")
     try:
         burst = home.remem("worker", "--burst", "--json", timeout=120)
-        wait_for(
-            lambda: (
-                home.query("SELECT count(*) FROM extraction_tasks WHERE status = 'done'")[0][0]
-                == 300
-            ),
-            timeout=60,
-        )
+        home.wait_until_drained(timeout=60)
     finally:
         assert _stop(daemon)[0] == 0
     log = (home.path / "logs" / "worker.log").read_text()
@@ -348,12 +336,7 @@ def test_a_long_task_keeps_its_lease_so_a_burst_beside_it_does_not_take_it(home:
         assert expires and expires[0][0] > time.time()
         burst = json.loads(home.remem("worker", "--burst", "--json").stdout)
         assert burst["leases_reaped"] == 0
-        wait_for(
-            lambda: (
-                home.query("SELECT count(*) FROM extraction_tasks WHERE status = 'done'")[0][0] == 2
-            ),
-            timeout=30,
-        )
+        home.wait_until_drained(timeout=30)
     finally:
         assert _stop(daemon)[0] == 0
     log = (home.path / "logs" / "worker.log").read_text()

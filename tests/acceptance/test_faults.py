@@ -108,12 +108,7 @@ def test_sixty_four_hooks_while_a_daemon_and_a_burst_drain(home: Home, tmp_path:
         for thread in threads:
             thread.join(timeout=600)
         wait_for(lambda: home.scalar("SELECT count(*) FROM captured_events") == 1280, 60)
-        wait_for(
-            lambda: (
-                home.scalar("SELECT count(*) FROM extraction_tasks WHERE status != 'done'") == 0
-            ),
-            60,
-        )
+        home.wait_until_drained()
     finally:
         daemon.terminate()
         daemon_out, daemon_err = daemon.communicate(timeout=30)

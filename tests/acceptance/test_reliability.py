@@ -143,12 +143,8 @@ def test_old_schema_stops_the_worker_and_upgrades_under_a_running_daemon(home: H
         assert [u.returncode for u in upgrades] == [0, 0, 0], outputs
         assert all(out.strip() == f"Schema at {migrate.head_revision()}" for out, _ in outputs)
         assert home.hook(_event(2)).returncode == 0
-        wait_for(
-            lambda: (
-                home.query("SELECT count(*) FROM extraction_tasks WHERE status = 'done'")[0][0] == 1
-            ),
-            30,
-        )
+        home.wait_until_drained(timeout=30)
+        assert home.query("SELECT status FROM extraction_tasks") == [("done",)]
         assert daemon.poll() is None
     finally:
         daemon.terminate()
