@@ -1,0 +1,597 @@
+"""A captured command as a bash program: its steps, each step's workflow, directory and whether
+its exit status is masked (DESIGN.md §5).
+
+The command is parsed once with tree-sitter's bash grammar. tree-sitter-bash nests `&&` lists
+inside pipelines (`a && b | c` comes back as `(a && b) | c`) and hangs the rest of a heredoc's
+line inside the heredoc, so the tree is first flattened into units and operators in source
+order, and bash's own precedence (`|` binds tighter than `&&`/`||`, which bind tighter than `;`)
+is applied to that sequence. The original text is never rewritten: a step's `text` is a slice of
+the command as it was run, heredoc bodies included.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+UNKNOWN_DIRECTORY = "?"
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+# Commands that only shape the output of the command before them in a pipeline: when they end a
+# pipeline without `set -o pipefail`, the pipeline's exit status is theirs, not the command's.
+OUTPUT_FILTERS = frozenset(
+    {
+        "tail", "head", "grep", "egrep", "fgrep", "rg", "tee", "less", "more", "sort", "uniq",
+        "wc", "cat", "cut", "tr", "sed", "awk", "column", "nl", "fold", "jq", "fmt", "ts",
+    }
+)  # fmt: skip
+# Shell builtins that set up the shell rather than do work: never a workflow of their own.
+SHELL_SETUP = frozenset(
+    {
+        "cd", "pushd", "popd", "set", "export", "unset", "source", ".", "true", ":", "exit",
+        "sleep", "wait", "alias", "unalias", "shopt", "trap", "read", "local", "declare",
+        "typeset", "readonly", "builtin", "hash", "ulimit", "umask", "false",
+    }
+)  # fmt: skip
+# A pipeline that is only one of these, after `||` or `;` at the end of a command, makes the
+# command succeed whatever ran before it.
+MASKERS = frozenset({"true", ":", "echo", "printf"})
+# Prefixes that run the command that follows them; read-only judgement looks past them.
+WRAPPERS = frozenset({"env", "sudo", "nice", "nohup", "time", "command", "exec", "stdbuf"})
+_UNIT_TYPES = frozenset(
+    {
+        "command", "subshell", "compound_statement", "if_statement", "while_statement",
+        "for_statement", "c_style_for_statement", "case_statement", "function_definition",
+        "test_command", "declaration_command", "unset_command", "variable_assignment",
+        "variable_assignments", "negated_command",
+    }
+)  # fmt: skip
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_SEPARATORS = frozenset({";", "&", "\n", ";;"})
+_PIPES = frozenset({"|", "|&"})
+_LITERAL_ARGS = frozenset({"word", "number", "raw_string", "string", "concatenation"})
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pipeline of the command: what it runs, where, and what its exit status tells."""
+
+    text: str  # the original text of the pipeline, output filters and heredoc bodies included
+    workflow: str  # without output-only redirections and trailing output filters
+    chdir: str | None  # `cd` before it, relative to the command's start or absolute; "?" unknown
+    masked: bool  # its status is hidden by a trailing filter or a later `|| true` / `; exit 0`
+    decisive: bool  # the command's exit status entails this step's (success: it passed)
+    read_only: bool  # only read-only, navigation or shell set-up commands
+    program: str  # the first command's name after wrappers: "mix", "npm", "pytest"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    steps: tuple[Step, ...]
+    parsed: bool  # False when the grammar could not read it: the whole text is one step
+
+    def workflow_steps(self) -> tuple[Step, ...]:
+        """The steps that can become procedures."""
+        return tuple(step for step in self.steps if not step.read_only)
+
+
+@dataclass
+class _Unit:
+    node: Any
+    redirects: list[Any] = field(default_factory=list)
+    continuation_heredoc: bool = False
+
+    @property
+    def start(self) -> int:
+        return int(self.node.start_byte)
+
+    def line_end(self) -> int:
+        end = int(self.node.end_byte) if self.node.type != "heredoc_redirect" else self.start
+        for redirect in self.redirects:
+            end = max(end, _redirect_line_end(redirect))
+        return end
+
+    def heredoc_parts(self) -> list[Any]:
+        return [r for r in self.redirects if r.type == "heredoc_redirect"]
+
+
+def _redirect_line_end(redirect: Any) -> int:
+    if redirect.type != "heredoc_redirect":
+        return int(redirect.end_byte)
+    for child in redirect.children:
+        if child.type == "heredoc_start":
+            return int(child.end_byte)
+    return int(redirect.end_byte)
+
+
+def _text(node: Any) -> str:
+    return bytes(node.text).decode("utf-8", "surrogateescape")
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Any:
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+# --- flattening the tree into units and operators, in source order ---------------------------
+
+
+def _flatten(node: Any, out: list[Any]) -> None:
+    kind = node.type
+    if kind in _UNIT_TYPES:
+        unit = _Unit(node)
+        unit.redirects.extend(c for c in node.children if c.type in _REDIRECTS)
+        out.append(unit)
+    elif kind == "redirected_statement":
+        for child in node.children:
+            if child.type in _REDIRECTS:
+                _attach(child, out)
+            elif child.is_named:
+                _flatten(child, out)
+    elif kind == "comment":
+        return
+    else:  # program, list, pipeline, and anything that only groups statements
+        previous_named = False
+        for child in node.children:
+            if not child.is_named:
+                if child.type in _SEPARATORS or child.type in _PIPES or child.type in ("&&", "||"):
+                    out.append(child.type)
+                previous_named = False
+                continue
+            if child.type == "comment":
+                continue
+            if previous_named and kind == "program":
+                out.append("\n")  # statements on separate lines
+            _flatten(child, out)
+            previous_named = True
+
+
+def _attach(redirect: Any, out: list[Any]) -> None:
+    """A redirection belongs to the unit before it. The grammar hangs the rest of a heredoc's
+    line inside the heredoc (`<<EOF > out && make`): its redirections are the unit's too, its
+    operators and commands follow in order."""
+    units = [item for item in out if isinstance(item, _Unit)]
+    if units:
+        units[-1].redirects.append(redirect)
+    if redirect.type != "heredoc_redirect":
+        return
+    for child in redirect.children:
+        if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end"):
+            continue
+        if child.type in _REDIRECTS and units:
+            units[-1].redirects.append(child)
+        elif not child.is_named:
+            if child.type in _SEPARATORS or child.type in _PIPES or child.type in ("&&", "||"):
+                out.append(child.type)
+        else:
+            _flatten(child, out)
+
+
+# --- bash precedence over the flattened sequence ---------------------------------------------
+
+
+@dataclass
+class _Pipeline:
+    units: list[_Unit]
+    pipes: list[str]
+
+
+@dataclass
+class _AndOr:
+    pipelines: list[_Pipeline]
+    ops: list[str]  # between pipelines: "&&" or "||"
+    background: bool = False
+
+
+def _structure(items: Sequence[Any]) -> list[_AndOr]:
+    lists: list[_AndOr] = []
+    current = _AndOr([_Pipeline([], [])], [])
+    for item in items:
+        if isinstance(item, _Unit):
+            current.pipelines[-1].units.append(item)
+        elif item in _PIPES:
+            current.pipelines[-1].pipes.append(item)
+        elif item in ("&&", "||"):
+            current.ops.append(item)
+            current.pipelines.append(_Pipeline([], []))
+        else:  # a separator ends the and-or list
+            current.background = item == "&"
+            lists.append(current)
+            current = _AndOr([_Pipeline([], [])], [])
+    lists.append(current)
+    cleaned = []
+    for and_or in lists:
+        pipelines = [p for p in and_or.pipelines if p.units]
+        if pipelines:
+            ops = and_or.ops[: len(pipelines) - 1]
+            cleaned.append(_AndOr(pipelines, ops, and_or.background))
+    return cleaned
+
+
+# --- reading units ---------------------------------------------------------------------------
+
+
+def _words(unit: _Unit) -> list[str]:
+    """A simple command's words after its variable assignments: ["env", "FOO=1", "make", ...]."""
+    if unit.node.type != "command":
+        return []
+    words = []
+    for child in unit.node.children:
+        if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
+            continue
+        if child.type == "command_name" or child.type in _LITERAL_ARGS or child.is_named:
+            words.append(_unquote(_text(child)))
+    return words
+
+
+def _unquote(word: str) -> str:
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        return word[1:-1]
+    return word
+
+
+def _program(words: Sequence[str]) -> tuple[str, list[str]]:
+    """The command a unit runs, past wrappers (`env FOO=1`, `sudo`, `time`): name and argv."""
+    index = 0
+    while index < len(words) and words[index] in WRAPPERS:
+        index += 1
+        while index < len(words) and ("=" in words[index] or words[index].startswith("-")):
+            index += 1
+    rest = list(words[index:])
+    return (rest[0] if rest else ""), rest
+
+
+def _unit_name(unit: _Unit) -> str:
+    kind = unit.node.type
+    if kind == "declaration_command":
+        return _text(unit.node.children[0])
+    if kind in ("unset_command", "variable_assignment", "variable_assignments"):
+        return "set"
+    if kind == "command":
+        return _program(_words(unit))[0]
+    return ""
+
+
+def _is_output_only(redirect: Any) -> bool:
+    """`2>&1`, `>&2`, `>/dev/null`, `&>/dev/null`: they change where output goes, not what runs."""
+    if redirect.type != "file_redirect":
+        return False
+    operator = next((c.type for c in redirect.children if not c.is_named), "")
+    destination = redirect.children[-1]
+    if operator in (">&", "<&"):
+        return destination.type == "number" or _text(destination) == "-"
+    return operator in (">", ">>", "&>", "&>>", ">|") and _text(destination) == "/dev/null"
+
+
+_PROTECTED = frozenset(
+    {
+        "word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation",
+        "command_substitution", "process_substitution", "expansion", "simple_expansion",
+        "arithmetic_expansion", "number", "heredoc_start",
+    }
+)  # fmt: skip
+
+
+def _unit_workflow(unit: _Unit, source: bytes) -> str:
+    """The unit's text without output-only redirections, whitespace runs between its tokens
+    made one space. Built from the source, not from the tree's tokens: the grammar drops some
+    (the `-` of `python3 - <<EOF`), and a workflow must still run."""
+    if unit.node.type != "command":
+        node = unit.node
+        return source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape").strip()
+    start, end = unit.start, unit.line_end()
+    cuts = [(int(r.start_byte), int(r.end_byte)) for r in unit.redirects if _is_output_only(r)]
+    protected: list[tuple[int, int]] = []
+    _protected_ranges(unit.node, protected)
+    for redirect in unit.redirects:
+        if not _is_output_only(redirect):
+            _protected_ranges(redirect, protected)
+    keep = bytearray()
+    position = start
+    for span_start, span_end in sorted(protected + cuts):
+        if span_start < position or span_start >= end:
+            continue
+        _append_gap(keep, source[position:span_start])
+        if (span_start, span_end) in cuts:
+            _append_gap(keep, b" ")
+        else:
+            keep += source[span_start:span_end]
+        position = span_end
+    _append_gap(keep, source[position:end])
+    return bytes(keep).decode("utf-8", "surrogateescape").strip()
+
+
+def _protected_ranges(node: Any, out: list[tuple[int, int]]) -> None:
+    if node.type in _PROTECTED:
+        out.append((int(node.start_byte), int(node.end_byte)))
+        return
+    for child in node.children:
+        # A heredoc's body comes after the line; what follows its delimiter is other tokens.
+        if node.type == "heredoc_redirect" and child.type != "heredoc_start":
+            continue
+        _protected_ranges(child, out)
+
+
+def _append_gap(keep: bytearray, gap: bytes) -> None:
+    """Text between tokens: whitespace and line continuations become one space."""
+    gap = gap.replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
+    for index, part in enumerate(gap.split()):
+        if index or gap[:1].isspace():
+            _space(keep)
+        keep += part
+    if gap[-1:].isspace():
+        _space(keep)
+
+
+def _space(keep: bytearray) -> None:
+    if keep and keep[-1:] != b" ":
+        keep += b" "
+
+
+def _heredoc_bodies(units: Iterable[_Unit], source: bytes) -> str:
+    bodies = []
+    for unit in units:
+        for redirect in unit.heredoc_parts():
+            pieces = [c for c in redirect.children if c.type in ("heredoc_body", "heredoc_end")]
+            if pieces:
+                start, end = int(pieces[0].start_byte), int(pieces[-1].end_byte)
+                bodies.append(source[start:end].decode("utf-8", "surrogateescape"))
+    return "".join("\n" + body for body in bodies)
+
+
+def _is_read_only(unit: _Unit, ignore: Sequence[tuple[str, ...]]) -> bool:
+    kind = unit.node.type
+    if kind in ("variable_assignment", "variable_assignments", "declaration_command"):
+        return True
+    if kind == "unset_command":
+        return True
+    if kind != "command":
+        return False
+    name, argv = _program(_words(unit))
+    if not name:
+        return not _words(unit) or _words(unit)[0] in WRAPPERS  # a bare `env` prints
+    if name in SHELL_SETUP:
+        return True
+    return any(tuple(argv[: len(entry)]) == entry for entry in ignore)
+
+
+def _set_flags(unit: _Unit) -> tuple[bool | None, bool | None]:
+    """(pipefail, errexit) as a `set` unit changes them; None where it leaves one alone."""
+    words = _words(unit)
+    if not words or words[0] != "set":
+        return None, None
+    pipefail: bool | None = None
+    errexit: bool | None = None
+    args = words[1:]
+    for index, arg in enumerate(args):
+        if len(arg) < 2 or arg[0] not in "-+":
+            continue
+        on = arg[0] == "-"
+        if "e" in arg[1:] and not arg.startswith("--"):
+            errexit = on
+        option = args[index + 1] if "o" in arg[1:] and index + 1 < len(args) else ""
+        if option == "pipefail":
+            pipefail = on
+        elif option == "errexit":
+            errexit = on
+    return pipefail, errexit
+
+
+def _chdir(unit: _Unit, current: str | None) -> str | None:
+    """Where a `cd`/`pushd` unit leaves the shell; "?" when its target is not a literal path."""
+    words = _words(unit)
+    if unit.node.type != "command" or not words or words[0] not in ("cd", "pushd", "popd"):
+        return current
+    args = [word for word in words[1:] if word != "--"]
+    arg_nodes = [c for c in unit.node.children if c.type != "command_name" and c.is_named]
+    literal = all(c.type in ("word", "raw_string", "string", "number") for c in arg_nodes)
+    if words[0] == "popd" or len(args) != 1 or not literal or "$" in args[0]:
+        return UNKNOWN_DIRECTORY
+    target = args[0]
+    if target.startswith(("~", "-")):
+        return UNKNOWN_DIRECTORY
+    if current == UNKNOWN_DIRECTORY:
+        return current
+    if posixpath.isabs(target) or current is None:
+        return posixpath.normpath(target)
+    return posixpath.normpath(posixpath.join(current, target))
+
+
+# --- steps -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Draft:
+    pipeline: _Pipeline
+    and_or: int
+    chdir: str | None
+    pipefail: bool
+    errexit: bool
+    filtered: bool = False
+    core: list[_Unit] = field(default_factory=list)
+
+
+def _fails_through(pipeline: _Pipeline) -> bool:
+    """`|| exit 1`, `|| false`: the command still fails when the step before did."""
+    words = _words(pipeline.units[0]) if len(pipeline.units) == 1 else []
+    return words == ["false"] or (len(words) == 2 and words[0] == "exit" and words[1] != "0")
+
+
+def _is_masker(pipeline: _Pipeline) -> bool:
+    if len(pipeline.units) != 1:
+        return False
+    words = _words(pipeline.units[0])
+    if not words:
+        return False
+    return words[0] in MASKERS or words == ["exit", "0"]
+
+
+# Commands repeat: most analyses come from the cache. A long one (a heredoc holding a file) is
+# analysed each time rather than kept.
+CACHED_COMMAND_CHARS = 4096
+
+
+def analyse(command: str, ignore_commands: Iterable[str] = ()) -> Analysis:
+    """The steps of a command; `ignore_commands` are read-only commands ("git status")."""
+    ignore = tuple(ignore_commands)
+    if len(command) > CACHED_COMMAND_CHARS:
+        return _analyse_any(command, ignore)
+    return _cached(command, ignore)
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached(command: str, ignore_commands: tuple[str, ...]) -> Analysis:
+    return _analyse_any(command, ignore_commands)
+
+
+def _analyse_any(command: str, ignore_commands: tuple[str, ...]) -> Analysis:
+    ignore = tuple(tuple(entry.split()) for entry in ignore_commands if entry.strip())
+    try:
+        return _analyse(command, ignore)
+    except RecursionError:  # thousands of chained commands: read as one opaque step
+        return _unparsed(command, ignore)
+
+
+def _parseable(command: str) -> bytes:
+    """The command as the grammar may read it. tree-sitter-bash's scanner crashes the process
+    on some characters outside the Basic Multilingual Plane (`{` then U+80000): each becomes
+    U+10000, four UTF-8 bytes like any of them, so every byte offset is the original's. Text is
+    always sliced from the original."""
+    if not command.isascii():
+        command = _ASTRAL.sub("\U00010000", command)
+    return command.encode("utf-8", "surrogateescape")
+
+
+def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
+    source = command.encode("utf-8", "surrogateescape")
+    tree = _parser().parse(_parseable(command))
+    if tree.root_node.has_error:
+        return _unparsed(command, ignore)
+    items: list[Any] = []
+    _flatten(tree.root_node, items)
+    lists = _structure(items)
+    drafts = _drafts(lists)
+    decisive, masked_lists = _decisive(lists, drafts)
+    steps = []
+    for index, draft in enumerate(drafts):
+        units = draft.pipeline.units
+        core = draft.core
+        text = source[units[0].start : max(u.line_end() for u in units)].decode(
+            "utf-8", "surrogateescape"
+        ) + _heredoc_bodies(units, source)
+        pipes = draft.pipeline.pipes
+        workflow = _unit_workflow(core[0], source)
+        for pipe, unit in zip(pipes, core[1:], strict=False):
+            workflow += f" {pipe} {_unit_workflow(unit, source)}"
+        workflow += _heredoc_bodies(core, source)
+        read_only = all(_is_read_only(unit, ignore) for unit in core)
+        masked = (draft.filtered and not draft.pipefail) or draft.and_or in masked_lists
+        masked = masked or index in decisive.masked_by_or
+        steps.append(
+            Step(
+                text=text,
+                workflow=workflow,
+                chdir=draft.chdir,
+                masked=masked,
+                decisive=index in decisive.indexes and not masked,
+                read_only=read_only,
+                program=_unit_name(core[0]),
+            )
+        )
+    return Analysis(tuple(steps), parsed=True)
+
+
+def _drafts(lists: list[_AndOr]) -> list[_Draft]:
+    drafts = []
+    chdir: str | None = None
+    pipefail = errexit = False
+    for index, and_or in enumerate(lists):
+        for pipeline in and_or.pipelines:
+            draft = _Draft(pipeline, index, chdir, pipefail, errexit)
+            units = pipeline.units
+            end = len(units)
+            while end > 1 and _unit_name(units[end - 1]) in OUTPUT_FILTERS:
+                end -= 1
+            draft.core = units[:end]
+            draft.filtered = end < len(units)
+            drafts.append(draft)
+            if len(units) == 1:  # a builtin in a pipeline runs in a subshell: no effect
+                chdir = _chdir(units[0], chdir)
+                new_pipefail, new_errexit = _set_flags(units[0])
+                pipefail = pipefail if new_pipefail is None else new_pipefail
+                errexit = errexit if new_errexit is None else new_errexit
+    return drafts
+
+
+@dataclass
+class _Decisive:
+    indexes: set[int]
+    masked_by_or: set[int]
+
+
+def _decisive(lists: list[_AndOr], drafts: list[_Draft]) -> tuple[_Decisive, set[int]]:
+    """Which pipelines' statuses the command's exit status entails, and which and-or lists a
+    trailing masker (`; true`, `; exit 0`) hides."""
+    result = _Decisive(set(), set())
+    masked_lists: set[int] = set()
+    flat: list[tuple[int, int]] = []  # (and-or index, pipeline index) in draft order
+    for list_index, and_or in enumerate(lists):
+        flat.extend((list_index, p) for p in range(len(and_or.pipelines)))
+    if not lists:
+        return result, masked_lists
+    last = len(lists) - 1
+    final_masks = last > 0 and all(_is_masker(p) for p in lists[last].pipelines)
+    for list_index, and_or in enumerate(lists):
+        first = _first(flat, list_index)
+        if list_index != last and not drafts[first].errexit:
+            if final_masks:  # `make test; true`: whatever make did, the command succeeds
+                masked_lists.add(list_index)
+            continue
+        if and_or.background or (list_index == last and final_masks):
+            continue
+        if "||" in and_or.ops:
+            cut = and_or.ops.index("||")
+            rest = and_or.pipelines[cut + 1 :]
+            if all(_is_masker(p) for p in rest):
+                result.masked_by_or.update(range(first, first + cut + 1))
+            elif all(_fails_through(p) for p in rest) and "||" not in and_or.ops[cut + 1 :]:
+                result.indexes.update(range(first, first + cut + 1))
+            continue
+        result.indexes.update(range(first, first + len(and_or.pipelines)))
+    return result, masked_lists
+
+
+def _first(flat: list[tuple[int, int]], list_index: int) -> int:
+    return next(i for i, (li, _p) in enumerate(flat) if li == list_index)
+
+
+def _unparsed(command: str, ignore: Sequence[tuple[str, ...]]) -> Analysis:
+    """What the grammar cannot read stays one opaque step, its text unchanged."""
+    words = command.split()
+    name = words[0] if words else ""
+    read_only = name in SHELL_SETUP or any(tuple(words[: len(e)]) == e for e in ignore)
+    step = Step(command, command.strip(), None, False, True, read_only, name)
+    return Analysis((step,), parsed=False)
+
+
+def resolve_directory(start: str, worktree_root: str, chdir: str | None) -> str | None:
+    """A step's directory relative to the work tree's root: `start` is where the command ran
+    ("." or "frontend"); None when it cannot be known or lies outside the work tree."""
+    if chdir is None:
+        return start
+    if chdir == UNKNOWN_DIRECTORY:
+        return None
+    if posixpath.isabs(chdir):
+        relative = posixpath.relpath(chdir, worktree_root) if worktree_root else chdir
+    else:
+        relative = posixpath.normpath(posixpath.join(start, chdir))
+    if relative == ".." or relative.startswith("../") or posixpath.isabs(relative):
+        return None
+    return relative

@@ -1,0 +1,97 @@
+"""What both transcript readers share: the records they yield, their counters, and a streaming
+JSONL reader that never loads a file whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+SHELL_WRAPPERS = frozenset({"bash", "sh", "zsh"})
+
+
+@dataclass(frozen=True)
+class TranscriptCall:
+    """One tool call of a transcript, as the payload the host's live hook would have sent."""
+
+    payload: dict[str, Any]
+    host: str
+    at: float | None
+    branch: str | None
+    exit_code: int | None
+
+
+@dataclass
+class ReadStats:
+    lines: int = 0
+    malformed: int = 0
+    unknown_records: int = 0
+    commands: int = 0
+    edits: int = 0
+    unpaired: int = 0
+
+
+def read_records(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
+    """Each JSON object of a JSONL file, line by line; anything else is counted and skipped.
+
+    A file still being written ends in a partial line: it fails to parse like any other broken
+    line, so it needs no case of its own.
+    """
+    with open(path, "rb") as lines:
+        for line in lines:
+            stats.lines += 1
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):  # ValueError covers bad UTF-8 too
+                stats.malformed += 1
+                continue
+            if not isinstance(record, dict):
+                stats.malformed += 1
+                continue
+            yield record
+
+
+def parse_time(value: Any) -> float | None:
+    """Epoch seconds of an ISO-8601 timestamp; a naive one is taken as UTC."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def text_of(content: Any) -> str:
+    """A tool result's text: a plain string, or the text parts of a content list joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [part.get("text") for part in content if isinstance(part, dict)]
+        return "\n".join(part for part in parts if isinstance(part, str))
+    return ""
+
+
+def command_string(value: Any) -> str | None:
+    """A command as the agent wrote it: argv `["bash", "-lc", X]` is X, other argv is quoted."""
+    if isinstance(value, str):
+        return value
+    if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+        return None
+    argv: list[str] = value
+    if len(argv) == 3 and os.path.basename(argv[0]) in SHELL_WRAPPERS and argv[1] in ("-c", "-lc"):
+        return argv[2]
+    return shlex.join(argv)
+
+
+def without_none(payload: dict[str, Any]) -> dict[str, Any]:
+    """A live hook omits what it does not know; so does a replayed payload."""
+    return {key: value for key, value in payload.items() if value is not None}

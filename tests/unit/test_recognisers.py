@@ -1,0 +1,340 @@
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remem.commands.recognisers import (
+    RECOGNISERS,
+    SALIENT_MAX_CHARS,
+    error_key,
+    family_of,
+    judge,
+    salient_line,
+)
+from remem.transcripts.claude import read_claude
+
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "claude"
+ROWS = {row.family: row for row in RECOGNISERS}
+
+# A command text, as an agent types it, for each row.
+COMMANDS = {
+    "exunit": "MIX_ENV=test mix test test/foo_test.exs",
+    "mix-compile": "mix compile --warnings-as-errors 2>&1 | tail -10",
+    "credo": "mix credo --strict",
+    "dialyzer": "mix dialyzer --format dialyxir",
+    "cargo-test": "cargo test --workspace",
+    "cargo-clippy": "cargo clippy --all-targets -- -D warnings",
+    "cargo-build": "cargo build --release",
+    "go-test": "go test -count=1 ./...",
+    "go-vet": "go vet ./...",
+    "pytest": "python -m pytest -q",
+    "unittest": "python -m unittest discover -s tests",
+    "mypy": "uv run mypy --strict src",
+    "ruff": "ruff check .",
+    "vitest": "npx vitest run",
+    "jest": "npx jest --ci",
+    "mocha": "npx mocha test/",
+    "rspec": "bundle exec rspec spec/models",
+    "eslint": "npx eslint .",
+    "tsc": "npx tsc --noEmit",
+}
+
+# The line each row's example failure should be summed up by.
+SALIENT = {
+    "exunit": "** (RuntimeError) no :secret_key_base configuration found in SpotterWeb.Endpoint.",
+    "mix-compile": 'error: undefined variable "url"',
+    "credo": "┃ [F] ↗ Unless conditions should avoid having an `else` block.",
+    "dialyzer": "Function eval_string/4 has no local return.",
+    "cargo-test": "thread 'tests::test_bad_add' panicked at 'assertion failed: `(left == right)`",
+    "cargo-clippy": "error: unneeded `return` statement",
+    "cargo-build": "error[E0308]: `if` and `else` have incompatible types",
+    "go-test": "--- FAIL: TestRecentCommitsSummaryTableAlignment (0.00s)",
+    "go-vet": "./main.go:7:2: fmt.Printf format %d has arg usuario of wrong type string",
+    "pytest": "E       AssertionError: assert False == True",
+    "unittest": "AssertionError: 6 is not less than 5: first value is not less that second value.",
+    "mypy": 'examples/after_typed.py:7: error: TypedDict "RawNews" has no key "titel"'
+    "  [typeddict-item]",
+    "ruff": "F401 [*] `os` imported but unused",
+    "vitest": "AssertionError: expected undefined to be '${{ !github.event.repository.private …'",
+    "jest": "● This should fail",
+    "mocha": "ReferenceError: whisper is not defined",
+    "rspec": "Failure/Error: xlsx = Roo::Spreadsheet.open(file)",
+    "eslint": "69:16  error  'prev' is defined but never used  @typescript-eslint/no-unused-vars",
+    "tsc": "spaces.ts:4:13 - error TS2749: 'SHIPPING_ZONES' refers to a value, but is being used "
+    "as a type here. Did you mean 'typeof SHIPPING_ZONES'?",
+}
+
+# Examples cut from the real transcripts in tests/fixtures: their lines must be there verbatim.
+FROM_TRANSCRIPTS = [
+    ("exunit", "example_success"),
+    ("exunit", "example_failure"),
+    ("mix-compile", "example_success"),
+    ("credo", "example_success"),
+    ("cargo-test", "example_success"),
+    ("cargo-clippy", "example_success"),
+    ("pytest", "example_success"),
+    ("vitest", "example_success"),
+]
+
+# mocha prints its summary above the failure details, so a tail cut loses the failure.
+SUMMARY_ABOVE_DETAILS = {"mocha"}
+
+EXIT_STATUS = re.compile(r"(?i)^(?:exit code|command (?:exited|failed) with)")
+
+
+@functools.cache
+def shell_calls() -> tuple[tuple[str, str, bool], ...]:
+    """(command, output, failed) for every shell call of the real Claude Code transcripts."""
+    return tuple(_shell_calls())
+
+
+def _shell_calls() -> Iterator[tuple[str, str, bool]]:
+    for path in sorted(TRANSCRIPTS.glob("*.jsonl")):
+        for call in read_claude(str(path)):
+            payload = call.payload
+            if payload["tool_name"] != "Bash":
+                continue
+            failed = payload["hook_event_name"] == "PostToolUseFailure"
+            response = payload.get("tool_response", {})
+            output = payload.get("error", "") if failed else response.get("stdout", "")
+            yield payload["tool_input"]["command"], output, failed
+
+
+def tail(text: str, count: int) -> str:
+    return "\n".join(text.split("\n")[-count:])
+
+
+def test_the_table_has_one_row_per_family_and_a_command_for_each() -> None:
+    assert len(ROWS) == len(RECOGNISERS)
+    assert set(COMMANDS) == set(ROWS) == set(SALIENT)
+
+
+@pytest.mark.parametrize("family", list(ROWS))
+def test_every_pattern_is_compiled(family: str) -> None:
+    row = ROWS[family]
+    patterns = [row.command, row.success, row.failure, *row.salient]
+    assert all(p is None or isinstance(p, re.Pattern) for p in patterns)
+    assert row.failure is not None and row.salient
+
+
+@pytest.mark.parametrize("family", list(ROWS))
+def test_the_representative_command_maps_to_its_row(family: str) -> None:
+    row = family_of(COMMANDS[family])
+    assert row is not None and row.family == family
+
+
+@pytest.mark.parametrize("family", list(ROWS))
+def test_example_success_is_judged_a_success(family: str) -> None:
+    row = ROWS[family]
+    if row.success is None:  # a tool silent on success: only its exit status can tell
+        assert row.example_success == ""
+        assert judge(COMMANDS[family], row.example_success) is None
+    else:
+        assert judge(COMMANDS[family], row.example_success) == "success"
+
+
+@pytest.mark.parametrize("family", list(ROWS))
+def test_example_failure_is_judged_a_failure(family: str) -> None:
+    assert judge(COMMANDS[family], ROWS[family].example_failure) == "failure"
+
+
+@pytest.mark.parametrize("family", list(ROWS))
+def test_a_tail_cut_keeps_the_verdict(family: str) -> None:
+    row = ROWS[family]
+    if row.success is not None:
+        assert judge(COMMANDS[family], tail(row.example_success, 5)) == "success"
+    if family not in SUMMARY_ABOVE_DETAILS:
+        assert judge(COMMANDS[family], tail(row.example_failure, 5)) == "failure"
+
+
+@pytest.mark.parametrize("family", list(ROWS))
+def test_no_failure_pattern_matches_a_success_example(family: str) -> None:
+    success = ROWS[family].example_success
+    for other in RECOGNISERS:
+        assert other.failure is not None
+        assert not other.failure.search(success), (other.family, family)
+
+
+@pytest.mark.parametrize("family", list(ROWS))
+def test_salient_line_of_each_example_failure(family: str) -> None:
+    row = ROWS[family]
+    line = salient_line(COMMANDS[family], row.example_failure)
+    assert line == SALIENT[family]
+    assert not EXIT_STATUS.match(line)
+    assert line in (x.strip() for x in row.example_failure.split("\n"))
+    # Without the command, the summary the output shows names the family.
+    assert salient_line(None, row.example_failure) == line
+
+
+@pytest.mark.parametrize(("family", "attribute"), FROM_TRANSCRIPTS)
+def test_transcript_excerpts_are_cut_not_reworded(family: str, attribute: str) -> None:
+    lines = {line for _, output, _ in shell_calls() for line in output.split("\n")}
+    excerpt = getattr(ROWS[family], attribute)
+    assert [x for x in excerpt.split("\n") if x not in lines] == []
+
+
+def test_the_issue_exunit_summaries() -> None:
+    head = "...\nFinished in 3.2 seconds (1.1s async, 2.1s sync)\n"
+    assert judge("mix test --seed 0", head + "297 tests, 11 failures\n") == "failure"
+    assert judge("mix test --seed 0", head + "297 tests, 0 failures\n") == "success"
+    assert judge("mix test", "14 doctests, 127 tests, 12 failures") == "failure"
+    assert judge("mix test", "3 properties, 10 tests, 0 failures, 2 excluded") == "success"
+    assert judge("mix test", "10 tests, 0 failures, 1 invalid") == "failure"
+
+
+def test_success_summaries_are_never_failures() -> None:
+    assert judge("python -m pytest", "== 10 passed in 0.5s ==") == "success"
+    assert judge("python -m pytest -q", "10 passed, 1 warning in 0.50s") == "success"
+    assert judge("cargo test", "test result: ok. 12 passed; 0 failed; 0 ignored") == "success"
+    assert judge("python -m pytest", "== 1 failed, 9 passed in 0.5s ==") == "failure"
+    assert judge("cargo test", "test result: FAILED. 1 passed; 1 failed; 0 ignored") == "failure"
+
+
+def test_a_failure_summary_wins_over_a_success_summary() -> None:
+    go = "ok  \texample.com/a\t0.01s\n--- FAIL: TestX (0.00s)\nFAIL\nFAIL\texample.com/b\t0.02s"
+    assert judge("go test ./...", go) == "failure"
+    cargo = "test result: ok. 3 passed; 0 failed\n\ntest result: FAILED. 1 passed; 1 failed"
+    assert judge("cargo test", cargo) == "failure"
+
+
+def test_the_last_three_lines_of_a_real_failure_are_still_judged() -> None:
+    output = next(o for c, o, failed in shell_calls() if c == "mix test 2>&1" and failed)
+    assert judge("mix test 2>&1", tail(output, 3)) == "failure"
+
+
+def test_no_verdict_without_a_summary_or_a_known_command() -> None:
+    assert judge("git status", "On branch main\nnothing to commit, working tree clean") is None
+    assert judge("mix test", "Command running in background with ID: be613ab.") is None
+    for empty in (None, "", "  \n"):
+        assert judge("mix test", empty) is None
+
+
+def test_a_runner_is_read_with_every_row() -> None:
+    assert judge("npm test", ROWS["jest"].example_failure) == "failure"
+    assert judge("pnpm test -- --run", ROWS["vitest"].example_success) == "success"
+    assert judge("make check", ROWS["cargo-test"].example_failure) == "failure"
+    assert judge("cd assets && yarn lint", ROWS["eslint"].example_failure) == "failure"
+    # A build's "Finished" says the build passed, not that the runner's whole job did.
+    assert judge("just lint 2>&1", ROWS["cargo-clippy"].example_success) is None
+
+
+def test_a_command_that_only_shows_old_output_gets_no_verdict() -> None:
+    assert judge("cat /tmp/build.log", ROWS["exunit"].example_failure) is None
+    assert judge("tail -30 /tmp/task.output", ROWS["jest"].example_success) is None
+
+
+def test_the_real_transcripts_agree_with_the_recorded_outcomes() -> None:
+    judged = [(judge(c, o), failed) for c, o, failed in shell_calls() if judge(c, o)]
+    assert len(judged) >= 15
+    assert all((verdict == "failure") == failed for verdict, failed in judged)
+
+
+def test_salient_line_of_the_spotter_secret_key_base_failure() -> None:
+    output = next(o for c, o, _ in shell_calls() if "secret_key_base configuration" in o)
+    assert output.startswith("Exit code 2\n")
+    assert salient_line("mix test 2>&1", output) == (
+        "** (RuntimeError) no :secret_key_base configuration found in SpotterWeb.Endpoint."
+    )
+
+
+def test_no_real_failure_is_summed_up_by_its_exit_status() -> None:
+    failures = [(c, o) for c, o, failed in shell_calls() if failed]
+    assert len(failures) >= 10
+    for command, output in failures:
+        line = salient_line(command, output)
+        assert line is None or not EXIT_STATUS.match(line), (command, line)
+
+
+def test_a_python_traceback_gives_its_exception_line() -> None:
+    output = next(o for _, o, _ in shell_calls() if "Traceback (most recent call last)" in o)
+    assert salient_line("head -c 500 x.jsonl | python3 -c ...", output) == (
+        "json.decoder.JSONDecodeError: Unterminated string starting at: line 1 column 256"
+        " (char 255)"
+    )
+
+
+def test_generic_error_lines() -> None:
+    git = "Exit code 128\nfatal: The current branch spotter-fum has no upstream branch."
+    assert salient_line("git push", git) == (
+        "fatal: The current branch spotter-fum has no upstream branch."
+    )
+    assert salient_line("./build.sh", "compiling\nsomething failed here\ndone") == (
+        "something failed here"
+    )
+
+
+def test_an_exit_status_alone_says_nothing() -> None:
+    for output in (
+        "Exit code 1",
+        "Exit code 2\n",
+        "Command exited with non-zero status code 1",
+        "Command failed with exit code 1",
+    ):
+        assert salient_line("npm test", output) is None
+    assert salient_line("git commit", "Exit code 1\nOn branch master\nnothing to commit") is None
+    assert salient_line(None, None) is None
+
+
+def test_an_assertion_about_an_exit_code_is_not_an_exit_status() -> None:
+    output = "Exit code 1\nAssertionError: expected exit status 0"
+    assert salient_line("./run.sh", output) == "AssertionError: expected exit status 0"
+
+
+def test_salient_line_is_capped() -> None:
+    line = salient_line("cargo build", "error: " + "x" * 1000)
+    assert line is not None and len(line) == SALIENT_MAX_CHARS
+
+
+SAME_ERROR = [
+    ("test/foo_test.exs:42: error", "test/bar_test.exs:7: error"),
+    (
+        "/home/a/proj/src/app.py:3: error: Incompatible return value type",
+        "src/app.py:117: error: Incompatible return value type",
+    ),
+    (
+        "Running ExUnit with seed: 837521, max_cases: 32",
+        "Running ExUnit with seed: 624694, max_cases: 16",
+    ),
+    (
+        "Running unittests src/lib.rs (target/debug/deps/python_utils-657c4d9fcabfd191)",
+        "Running unittests src/lib.rs (target/debug/deps/python_utils-1d9cbe00910c3870)",
+    ),
+    ("object at 0x7f5e7e69fb00 is gone", "object at 0x7f0011aa22cc is gone"),
+    ("HEAD is now at 5d889b0 fix", "HEAD is now at a1b3b38 fix"),
+    ("--- FAIL: TestX (0.00s)", "--- FAIL: TestX (1.25s)"),
+    (
+        "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.",
+        "lib/b.ts(40,12): error TS2322: Type 'string' is not assignable to type 'number'.",
+    ),
+]
+
+OTHER_ERRORS = [
+    ("error: undefined function foo/1", "error: undefined function bar/1"),
+    ("src/a.ts(3,7): error TS2322: Type mismatch", "src/a.ts(3,7): error TS2345: Type mismatch"),
+    ("error[E0308]: mismatched types", "error[E0382]: mismatched types"),
+    (
+        "** (RuntimeError) no :secret_key_base configuration found in SpotterWeb.Endpoint.",
+        "** (ArgumentError) no :secret_key_base configuration found in SpotterWeb.Endpoint.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("one", "other"), SAME_ERROR)
+def test_error_key_is_the_same_for_the_same_error(one: str, other: str) -> None:
+    assert error_key(one) == error_key(other)
+
+
+@pytest.mark.parametrize(("one", "other"), OTHER_ERRORS)
+def test_error_key_differs_for_different_errors(one: str, other: str) -> None:
+    assert error_key(one) != error_key(other)
+
+
+def test_error_key_keeps_an_error_recognisable() -> None:
+    line = "** (RuntimeError) no :secret_key_base configuration found in SpotterWeb.Endpoint."
+    assert error_key(line) == line
+    assert error_key("  error:   undefined function foo/1  ") == "error: undefined function foo/N"
+    assert error_key("test/foo_test.exs:42: error") == "<path>: error"
