@@ -34,7 +34,7 @@ from remem.capture.store import store_event
 from remem.config import load_settings
 from remem.db import sqlite as sqlite_settings
 from remem.db.engine import make_engine
-from remem.procedures.policy import command_hash, normalise_command
+from remem.procedures.steps import classify
 from remem.queue.store import claim_next
 from workers.runner import Worker, run_burst
 
@@ -63,10 +63,13 @@ SHARED_COMMANDS = (
     "mypy src",
     "tox -e py311",
     "docker compose build",
+    "cd web && npm test",
+    "MIX_ENV=test mix test 2>&1",
 )
 INSERT_VERIFICATION = (
-    "INSERT INTO verifications (event_id, project_id, branch, command, command_hash,"
-    " session_id, host, verified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO verifications (event_id, step, project_id, branch, directory, workflow,"
+    " workflow_hash, command, masked, session_id, host, verified_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -152,7 +155,7 @@ def store_dataset(path: Path, payloads: list[tuple[float, dict[str, Any]]]) -> N
     try:
         connection.execute("BEGIN IMMEDIATE")
         for at, payload in payloads:
-            event = build_event(payload, "generic", at + 0.05, lambda cwd: (cwd, None))
+            event = build_event(payload, "generic", at + 0.05, lambda cwd: (cwd, None, cwd, "."))
             if store_event(execute, event) is None:
                 raise RuntimeError(f"event {event.idempotency_key} was stored twice")
         connection.execute("COMMIT")
@@ -180,21 +183,29 @@ def verification_rows(path: Path) -> list[tuple[Any, ...]]:
     """One row per successful command event, with the values the worker would store."""
     rows = query(
         path,
-        "SELECT id, project_id, branch, command, session_id, host, event_at FROM captured_events"
-        " WHERE kind = 'command' AND outcome = 'success' ORDER BY id",
+        "SELECT id, project_id, branch, command, session_id, host, event_at, cwd, directory,"
+        " output_excerpt FROM captured_events WHERE kind = 'command' AND outcome = 'success'"
+        " ORDER BY id",
     )
     return [
         (
             event_id,
+            run.step,
             project_id,
             branch or "",
-            command,
-            command_hash(normalise_command(command)),
+            run.directory,
+            run.workflow,
+            run.workflow_hash,
+            run.command,
+            int(run.masked),
             session_id,
             host,
             at,
         )
-        for event_id, project_id, branch, command, session_id, host, at in rows
+        for event_id, project_id, branch, command, session_id, host, at, cwd, directory, output in (
+            rows
+        )
+        for run in classify(command, True, output, cwd, directory)
     ]
 
 

@@ -30,6 +30,17 @@ def parse_duration(value: object) -> float:
     raise ValueError('must be a duration such as "2s", "5m" or "14d"')
 
 
+# Claude Code replaces injected context above 10,000 characters by a preview.
+MAX_PAGE_CHARS = 9000
+
+
+def _page_chars(value: object) -> int:
+    number = _positive_int(value)
+    if number > MAX_PAGE_CHARS:
+        raise ValueError(f"must be at most {MAX_PAGE_CHARS:,} (agents cut longer context)")
+    return number
+
+
 def _positive_int(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise ValueError("must be a whole number")
@@ -117,7 +128,7 @@ SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
     ("worker", "poll_interval"): ("poll_interval_s", parse_duration, "2s"),
     ("worker", "shutdown_timeout"): ("shutdown_timeout_s", parse_duration, "10s"),
     ("worker", "log_level"): ("log_level", _log_level, "info"),
-    ("context", "max_chars"): ("context_max_chars", _positive_int, 9000),
+    ("context", "max_chars"): ("context_max_chars", _page_chars, 4000),
     ("context", "max_lines"): ("context_max_lines", _positive_int, 200),
     ("context", "inherit_from"): ("inherit_from", _string_list, ["main", "master"]),
 }
@@ -127,10 +138,12 @@ DOCS: dict[tuple[str, str], str] = {
     ("database", "url"): "SQLAlchemy URL; empty means sqlite:///$REMEM_HOME/remem.db",
     ("capture", "lock_timeout"): "how long the hook waits for a locked database before spooling",
     ("capture", "spool_max_bytes"): "past this size the spool counts new events as dropped",
-    ("promotion", "min_verified_runs"): "successful runs needed before a command is a procedure",
+    ("promotion", "min_verified_runs"): "verified runs needed before a workflow is a procedure",
     ("promotion", "max_age"): "only runs this recent count as verification",
     ("promotion", "min_distinct_sessions"): "sessions those runs must come from",
-    ("promotion", "ignore_commands"): "read-only and navigation commands never promoted",
+    ("promotion", "ignore_commands"): (
+        "read-only commands (matched on each parsed step's words) never promoted"
+    ),
     ("worker", "lease"): "how long a claimed task is owned before another worker may reclaim it",
     ("worker", "max_attempts"): "attempts before a task is marked failed",
     ("worker", "poll_interval"): "how often the daemon looks for new tasks",
@@ -141,7 +154,7 @@ DOCS: dict[tuple[str, str], str] = {
     (
         "context",
         "max_chars",
-    ): "the digest's budget per page (Claude Code cuts context above 10,000)",
+    ): "the digest's budget per page, at most 9000 (it is re-sent with every request)",
     ("context", "max_lines"): "the digest's line budget per page",
     ("context", "inherit_from"): "default branches whose procedures other branches inherit",
 }

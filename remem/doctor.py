@@ -52,6 +52,7 @@ def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = N
         checks.append(database)
         if database.status != FAIL:
             checks += [_schema(engine), _failed_tasks(engine), _worker(engine), _clock(engine)]
+            checks.append(_codex_outcomes(engine))
     finally:
         engine.dispose()
     checks.append(_spool(settings))
@@ -112,10 +113,18 @@ def _scalar(engine: Engine, sql: str) -> Any:
 def _failed_tasks(engine: Engine) -> Check:
     failed = _scalar(engine, "SELECT count(*) FROM extraction_tasks WHERE status = 'failed'")
     if failed:
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            latest = connection.execute(
+                text(
+                    "SELECT id, last_error FROM extraction_tasks WHERE status = 'failed' "
+                    "ORDER BY updated_at DESC, id DESC LIMIT 1"
+                )
+            ).one()
+        reason = (latest.last_error or "no error recorded")[:200]
         return Check(
             "tasks",
             FAIL,
-            f"{failed} task(s) failed for good",
+            f"{failed} task(s) failed for good; latest, task {latest.id}: {reason}",
             "see `remem tasks --status failed`, then `remem tasks retry ID`",
         )
     return Check("tasks", OK, "no failed task")
@@ -155,6 +164,23 @@ def _clock(engine: Engine) -> Check:
             "fix the system clock (NTP); ages and max_age depend on it",
         )
     return Check("clock", OK, "no event is from the future")
+
+
+def _codex_outcomes(engine: Engine) -> Check:
+    from remem.status import UNRESOLVED_CODEX
+
+    with engine.connect() as connection:
+        count = connection.execute(
+            text(UNRESOLVED_CODEX), {"before": time.time() - 86_400}
+        ).scalar_one()
+    if count:
+        return Check(
+            "codex",
+            WARN,
+            f"{count} Codex command(s) never got an outcome from their rollout file",
+            "they never count; check that Codex writes rollouts (~/.codex/sessions)",
+        )
+    return Check("codex", OK, "every Codex outcome older than a day is resolved")
 
 
 def _spool(settings: Settings) -> Check:

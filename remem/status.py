@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 
 from remem.capture import spool
 from remem.config import Settings
@@ -83,6 +83,13 @@ def _worker_health(engine: Engine, now: float) -> dict[str, Any]:
     }
 
 
+# Codex commands whose rollout never showed their end within a day: they never count.
+UNRESOLVED_CODEX = (
+    "SELECT count(*) FROM captured_events WHERE host = 'codex' AND kind = 'command' "
+    "AND outcome = 'unknown' AND captured_at < :before"
+)
+
+
 def collect_status(settings: Settings, engine: Engine, now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
@@ -93,6 +100,7 @@ def collect_status(settings: Settings, engine: Engine, now: float | None = None)
                 select(extraction_tasks.c.status, func.count()).group_by(extraction_tasks.c.status)
             ).all()
         )
+        unresolved = connection.execute(text(UNRESOLVED_CODEX), {"before": now - 86_400}).scalar()
         oldest_pending = connection.execute(
             select(func.min(extraction_tasks.c.updated_at)).where(
                 extraction_tasks.c.status == "pending"
@@ -105,6 +113,7 @@ def collect_status(settings: Settings, engine: Engine, now: float | None = None)
         "schema_head": migrate.head_revision(),
         "events": events,
         "dropped_payloads": drops,
+        "unresolved_codex_events": unresolved,
         "tasks": {
             status: int(tasks.get(status, 0))
             for status in ("pending", "processing", "done", "failed")

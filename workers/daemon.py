@@ -176,9 +176,10 @@ class Daemon:
             )
             self.heartbeat()
             # Recover before the first claim: leases of a crashed worker, events spooled while
-            # the database was unavailable.
+            # the database was unavailable, memory a migration asked to re-derive.
             self.worker.reap()
             self.worker.ingest()
+            self.worker.run_pending_jobs()
             if not self.stop.is_set():
                 self._schedule()
                 self.scheduler.start()  # blocks until _watch_stop shuts it down

@@ -16,7 +16,7 @@ class Handler(Protocol):
     """prepare() reads outside any write transaction; apply() writes inside the transaction that
     completes the task. Raise remem.errors.PermanentTaskError for data that can never succeed."""
 
-    def prepare(self, engine: Engine, task: ClaimedTask) -> Any: ...
+    def prepare(self, engine: Engine, task: ClaimedTask, settings: Settings) -> Any: ...
 
     def apply(
         self,
@@ -29,8 +29,8 @@ class Handler(Protocol):
 
 
 class PromoteHandler:
-    def prepare(self, engine: Engine, task: ClaimedTask) -> promote.Window:
-        return promote.prepare(engine, task)
+    def prepare(self, engine: Engine, task: ClaimedTask, settings: Settings) -> promote.Window:
+        return promote.prepare(engine, task, settings)
 
     def apply(
         self,

@@ -18,7 +18,8 @@ from remem.capture.ingest import ingest_spool
 from remem.config import Settings
 from remem.errors import PermanentTaskError
 from remem.faults import crash_point
-from remem.procedures.promote import mark_stale
+from remem.procedures import rebuild
+from remem.procedures.promote import mark_stale, resolve_late
 from remem.queue import heartbeats
 from remem.queue import store as queue
 from workers.handlers import Handler, default_handlers
@@ -63,7 +64,7 @@ class Worker:
             if handler is None:
                 raise PermanentTaskError(f"no handler for task kind {task.kind!r}")
             crash_point("prepare")
-            prepared = handler.prepare(self.engine, task)
+            prepared = handler.prepare(self.engine, task, self.settings)
             with self.engine.begin() as connection:
                 self.current_connection = connection.connection.dbapi_connection
                 now = self.clock()
@@ -112,11 +113,27 @@ class Worker:
                 extra={"action": "ingest_spool", **report.as_dict()},
             )
 
+    def run_pending_jobs(self) -> None:
+        """Work owed to the database as a whole: after a migration, re-deriving procedures."""
+        if not rebuild.pending(self.engine):
+            return
+        report = rebuild.rebuild(self.engine, self.clock(), self.settings.ignore_commands)
+        self.stats["rebuilds"] += 1
+        log.info(
+            "rebuilding procedures: %s task(s) rewound",
+            report.tasks_rewound,
+            extra={"action": "rebuild_procedures", **report.as_dict()},
+        )
+
     def reap(self) -> None:
-        self.stats["leases_reaped"] += len(queue.reap_expired_leases(self.engine, self.clock()))
+        self.stats["leases_reaped"] += len(
+            queue.reap_expired_leases(self.engine, self.clock(), self.settings.max_attempts)
+        )
 
     def maintain(self) -> None:
         heartbeats.prune(self.engine, self.clock())
+        late = resolve_late(self.engine, self.settings, self.clock())
+        self.stats["resolved_late"] += late["resolved_late"]
         result = mark_stale(self.engine, self.settings, self.clock())
         self.stats["stale"] += result["stale"]
         self.stats["broken"] += result["broken"]
@@ -128,6 +145,7 @@ def run_burst(
     """Cron mode: ingest the spool, reap expired leases, drain the queue, maintain, return."""
     started = time.monotonic()
     worker.ingest()
+    worker.run_pending_jobs()
     worker.reap()
     while max_seconds is None or time.monotonic() - started < max_seconds:
         if not worker.run_once():

@@ -19,15 +19,18 @@ EVENT_FIELDS = (
     "exit_code",
     "exit_code_source",
     "error_excerpt",
+    "output_excerpt",
     "project_root",
     "branch",
     "cwd",
+    "directory",
     "files",
     "change_hash",
     "transcript_path",
     "payload",
     "event_at",
     "captured_at",
+    "event_at_reported",
 )
 
 
@@ -52,15 +55,18 @@ class CapturedEvent:
     exit_code: int | None
     exit_code_source: str | None
     error_excerpt: str | None
+    output_excerpt: str | None
     project_root: str
     branch: str | None
     cwd: str
+    directory: str
     files: list[str] | None
     change_hash: str | None
     transcript_path: str | None
     payload: str
     event_at: float
     captured_at: float
+    event_at_reported: str | None
 
     def __init__(self, **fields: object) -> None:
         for name in EVENT_FIELDS:
@@ -83,6 +89,9 @@ class CapturedEvent:
 
 HOSTS = ("claude-code", "codex", "cursor", "generic")
 ERROR_EXCERPT_CHARS = 500
+# A long output keeps its head and its tail, where test runners print their summaries.
+OUTPUT_HEAD_CHARS = 1000
+OUTPUT_TAIL_CHARS = 3000
 
 
 class Dropped(Exception):

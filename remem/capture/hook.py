@@ -37,6 +37,11 @@ class _Unavailable(Exception):
     """The database cannot take the record now; it goes to the spool with this reason."""
 
 
+class _Invalid(Exception):
+    """The database refused what the record holds (a constraint, a value it cannot store):
+    it would refuse it from the spool too, so the payload is dropped with this detail."""
+
+
 def _parse_args(argv: list[str]) -> str | None:
     host = None
     for index, arg in enumerate(argv):
@@ -135,6 +140,9 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
         if os.environ.get("REMEM_TEST_CRASH_AT") == "hook_write":  # the crash tests' switch
             os.kill(os.getpid(), 9)
         connection.execute("COMMIT")
+    except (sqlite3.IntegrityError, sqlite3.DataError, OverflowError) as exc:
+        connection.close()
+        raise _Invalid(f"{type(exc).__name__}: {exc}") from None
     except sqlite3.Error as exc:
         connection.close()
         raise _Unavailable(f"database error: {exc}") from None
@@ -160,7 +168,25 @@ def save(home: str, kind: str, body: Any, settings: _HookSettings | None = None)
             return "stored"
         except _Unavailable as exc:
             reason = str(exc)
+        except _Invalid as exc:
+            if kind == "event":
+                save(home, "drop", _invalid_drop(body, str(exc)), settings)
+                return "dropped"
+            reason = f"invalid record: {exc}"  # a refused drop: the spool's dead letters keep it
     return _spool(home, kind, body, reason, settings.spool_max_bytes if settings else None)
+
+
+def _invalid_drop(event: CapturedEvent, detail: str) -> dict[str, Any]:
+    payload = event.payload.encode("utf-8", "replace")
+    return drop_record(
+        "invalid_record",
+        detail,
+        event.host,
+        event.hook_event,
+        len(payload),
+        sha256_hex(payload),
+        event.captured_at,
+    )
 
 
 def _spool(home: str, kind: str, body: Any, reason: str, max_bytes: int | None) -> str:
@@ -219,9 +245,11 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
         settings: _HookSettings | None = _HookSettings(home)
     except Exception:  # save() spools with the reason; the digest is skipped
         settings = None
+    output = None
     if kind == "event" and body.kind == "session_start" and settings is not None:
-        # Before the write: the agent waits for this output, not for the bookkeeping.
-        _print_digest(settings, body)
+        # Read before the write, printed after it: a stdout the agent closed, or one that
+        # cannot encode the digest, must not cost the event.
+        output = _read_digest(settings, body)
     try:
         save(home, kind, body, settings)
     except OSError as exc:
@@ -229,6 +257,8 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
         return 1
     except Exception as exc:  # a bug must cost the agent nothing: keep the record in the spool
         return _spool_after_bug(home, kind, body, exc)
+    if output:
+        _emit(output)
     return 0
 
 
@@ -242,12 +272,12 @@ def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
     return 0
 
 
-def _print_digest(settings: _HookSettings, event: CapturedEvent) -> None:
-    """The SessionStart digest, read-only, in the host's output shape. Prints nothing when the
-    database cannot be read within half a second, or holds nothing for this project."""
+def _read_digest(settings: _HookSettings, event: CapturedEvent) -> str | None:
+    """The SessionStart digest, read-only, in the host's output shape. None when the database
+    cannot be read within half a second, or holds nothing for this project."""
     path = paths.sqlite_path(settings.database_url)
     if path is None:
-        return
+        return None
     try:
         connection = sqlite3.connect(
             f"file:{path}?mode=ro", uri=True, timeout=DIGEST_WAIT_S, isolation_level=None
@@ -259,29 +289,61 @@ def _print_digest(settings: _HookSettings, event: CapturedEvent) -> None:
 
             connection.execute("BEGIN")  # one snapshot for every statement of the digest
             entries = digest.read_entries(
-                execute, event.project_root, event.branch, settings.inherit_from
+                execute, event.project_root, event.branch, settings.inherit_from, event.directory
             )
+            known_errors = digest.read_known_errors(execute, event.project_root)
         finally:
             connection.close()
-    except sqlite3.Error:
-        return
-    pages = digest.paginate(
-        entries,
-        digest.header_for(event.project_root, event.branch),
-        settings.max_chars,
-        settings.max_lines,
-    )
+        pages = digest.paginate(
+            entries,
+            digest.header_for(event.project_root, event.branch),
+            settings.max_chars,
+            settings.max_lines,
+            known_errors,
+        )
+    except Exception:  # the digest is a courtesy: no failure of it may cost the event
+        return None
     if not pages:
-        return
+        return None
     if event.host == "codex":
-        output = json.dumps(
+        return json.dumps(
             {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": pages[0]}}
         )
-    elif event.host == "cursor":
-        output = json.dumps({"additional_context": pages[0]})
-    else:
-        output = pages[0]
-    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    if event.host == "cursor":
+        return json.dumps({"additional_context": pages[0]})
+    return pages[0]
+
+
+def _emit(output: str) -> None:
+    """Print the digest as UTF-8, as hosts read it, whatever PYTHONIOENCODING says. A closed
+    pipe or a failing stdout costs one stderr line, never the exit code."""
+    text = output if output.endswith("\n") else output + "\n"
+    stream = sys.stdout
+    try:
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:
+            stream.write(text)
+            stream.flush()
+        else:
+            stream.flush()
+            buffer.write(text.encode("utf-8", "replace"))
+            buffer.flush()
+    except (OSError, UnicodeError, ValueError, AttributeError) as exc:
+        _silence_stdout()
+        try:
+            sys.stderr.write(f"remem-hook: could not print the digest: {type(exc).__name__}\n")
+        except (OSError, ValueError, AttributeError):
+            return  # stderr is gone too: nothing left to tell
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null, so the flush at exit cannot fail on what is still buffered."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def run() -> None:
@@ -289,8 +351,11 @@ def run() -> None:
     global _fast_exit
     _fast_exit = True
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # a closed stream: nothing left to say
+            continue
     os._exit(code)
 
 

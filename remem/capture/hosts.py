@@ -1,6 +1,6 @@
 """Host adapters: one hook payload -> one CapturedEvent, or Dropped with a reason.
 
-Pure apart from `locate` (project root and branch), which the caller passes in. Success
+Pure apart from `locate` (project root, branch, directory), which the caller passes in. Success
 provenance follows DESIGN.md §3: no host puts an exit code in its post-tool hook, so each outcome
 says where it came from (exit_code_source).
 """
@@ -11,7 +11,13 @@ import json
 import os
 import re
 
-from remem.capture.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
+from remem.capture.event import (
+    ERROR_EXCERPT_CHARS,
+    OUTPUT_HEAD_CHARS,
+    OUTPUT_TAIL_CHARS,
+    CapturedEvent,
+    Dropped,
+)
 from remem.capture.redact import redact_json, redact_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -19,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    Locate = Callable[[str], tuple[str, str | None]]
+    Locate = Callable[[str], tuple[str, str | None, str, str]]
 
 COMMAND_TOOLS = frozenset({"Bash", "Shell", "shell", "exec_command", "local_shell"})
 EDIT_TOOLS = frozenset(
@@ -29,6 +35,11 @@ STORED_STRING_CHARS = 2000
 # Compiled on first use, not at import: most payloads never need them.
 _EXIT_CODE = r"(?:exit code|status code|exit status)\s*:?\s*(-?\d+)"
 _PATCH_FILE = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$"
+# `remem forget` names what it forgets, so it is never recorded: a command that runs it, alone,
+# by a path, after `;`, `&&`, `|`, `(` or inside quotes (`bash -c "remem forget ..."`). A
+# regular expression rather than the shell parser, on the hook's hot path; a command it takes
+# for one by mistake (`echo remem forget`) is a lost event, not a leak.
+_OWN_COMMAND = r"(?<![^\s;&|()/\"'`])remem\s+forget\b"
 
 
 def detect_host(payload: dict[str, Any]) -> str | None:
@@ -139,6 +150,8 @@ def _change_hash(files: list[str], parts: list[str]) -> str:
 
 
 def _stored_payload(payload: dict[str, Any]) -> str:
+    """The redacted payload as stored: long strings cut, so one output cannot bloat the row."""
+
     def shorten(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: shorten(v) for k, v in value.items()}
@@ -148,7 +161,7 @@ def _stored_payload(payload: dict[str, Any]) -> str:
             return value[:STORED_STRING_CHARS] + f"…[{len(value) - STORED_STRING_CHARS} more]"
         return value
 
-    return json.dumps(shorten(redact_json(payload)), ensure_ascii=False, sort_keys=True)
+    return json.dumps(shorten(payload), ensure_ascii=False, sort_keys=True)
 
 
 def payload_hash(payload: dict[str, Any]) -> str:
@@ -158,7 +171,10 @@ def payload_hash(payload: dict[str, Any]) -> str:
 
 def _parse_timestamp(value: Any, host: str) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond any float: no moment at all
+            return float("inf")
     if isinstance(value, str):
         from datetime import UTC, datetime  # only when a payload carries its own time
 
@@ -345,26 +361,107 @@ def _start_draft(payload: dict[str, Any], host: str) -> _Draft:
     return draft
 
 
-def _relative(path: str, root: str) -> str:
-    if os.path.isabs(path):
+def _relative(path: str, roots: tuple[tuple[str, str], ...]) -> str:
+    """A file relative to its work tree, whether it was named through the real path or the
+    symlinked one the agent used; a file outside stays absolute. Each root comes with the
+    directory it stands for inside the work tree."""
+    if not os.path.isabs(path):
+        return path
+    for root, inside in roots:
+        if not root:
+            continue
         relative = os.path.relpath(path, root)
-        outside = relative == ".." or relative.startswith("../")
-        return path if outside else relative
+        if relative != ".." and not relative.startswith("../"):
+            return os.path.normpath(os.path.join(inside, relative))
     return path
+
+
+def _logical_root(cwd: str, directory: str) -> str:
+    """The work tree's root as the agent spelt it: cwd less its directory's components (the
+    real root when cwd is a symlink that names the directory otherwise)."""
+    root = os.path.normpath(cwd)
+    if directory == ".":
+        return root
+    if not root.endswith("/" + directory):
+        return ""
+    return root[: -len(directory) - 1] or "/"
+
+
+# Where each host puts a shell command's output, in the order they are joined.
+OUTPUT_FIELDS = {
+    "claude-code": (("tool_response", "stdout"), ("tool_response", "stderr"), ("error",)),
+    "codex": (("tool_response",), ("tool_response", "output"), ("tool_response", "stdout")),
+    "cursor": (("output",), ("tool_output",), ("error_message",), ("error",)),
+    "generic": (("output",), ("error",)),
+}
+
+
+def output_text(host: str, payload: dict[str, Any]) -> str | None:
+    """A command's output as the host reported it (stdout and stderr joined), else None."""
+    parts = []
+    for path in OUTPUT_FIELDS.get(host, ()):
+        value: Any = payload
+        for name in path:
+            value = value.get(name) if isinstance(value, dict) else None
+        if isinstance(value, str) and value:
+            parts.append(value)
+    return "\n".join(parts) or None
+
+
+def output_excerpt(text: str | None) -> str | None:
+    """The head and the tail of an already redacted output, within a fixed size."""
+    if not text:
+        return None
+    if len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
+        return text
+    cut = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS
+    head, tail = text[:OUTPUT_HEAD_CHARS], text[-OUTPUT_TAIL_CHARS:]
+    return f"{head}\n…[{cut} characters cut]…\n{tail}"
+
+
+FUTURE_SLACK_S = 300.0
+
+
+def _clamped_time(claimed: float | None, raw: Any, now: float) -> tuple[float, str | None]:
+    """The event's time: the payload's own when it is a usable past moment, else the capture
+    time, with what the payload said kept. A time in the future, or not a number at all, would
+    keep a procedure fresh for ever."""
+    if claimed is None:
+        return now, None
+    if 0.0 <= claimed <= now + FUTURE_SLACK_S:  # False for NaN too
+        return claimed, None
+    return now, json.dumps(raw)[:100]
+
+
+def _runs_remem_forget(command: str | None) -> bool:
+    return (
+        command is not None and "forget" in command and re.search(_OWN_COMMAND, command) is not None
+    )
 
 
 def build_event(payload: dict[str, Any], host: str, now: float, locate: Locate) -> CapturedEvent:
     """Normalise and redact one payload; raises Dropped when it is not to be stored."""
     draft = _start_draft(payload, host)
     _ADAPTERS[host](payload, draft)
-    root, branch = locate(draft.cwd)
+    if draft.kind == "command" and _runs_remem_forget(draft.command):
+        raise Dropped("own_command", "remem forget is never recorded", host, draft.hook_event)
+    root, branch, work_tree, directory = locate(draft.cwd)
+    redacted = redact_json(payload)
     if draft.tool_use_id:
         key = f"{host}:{draft.session_key}:{draft.tool_use_id}"
     elif draft.event_id is not None:
         key = f"{host}:{draft.session_key}:event:{draft.event_id}"
     else:
-        key = f"{host}:sha256:{payload_hash(payload)}"
-    files = sorted({redact_text(_relative(f, root)) for f in draft.files})
+        # Without an id of its own, the same payload twice is two runs (a command run again):
+        # the capture time tells them apart, and a spooled copy keeps the key it was given.
+        key = f"{host}:sha256:{payload_hash(payload)}:{now!r}"
+    event_at, reported = _clamped_time(draft.event_at, payload.get("timestamp"), now)
+    roots = (
+        (work_tree, "."),
+        (_logical_root(draft.cwd, directory), "."),
+        (os.path.normpath(draft.cwd), directory),
+    )
+    files = sorted({redact_text(_relative(f, roots)) for f in draft.files})
     return CapturedEvent(
         idempotency_key=key,
         host=host,
@@ -378,13 +475,18 @@ def build_event(payload: dict[str, Any], host: str, now: float, locate: Locate) 
         exit_code=draft.exit_code,
         exit_code_source=draft.exit_code_source,
         error_excerpt=draft.error_excerpt,
+        output_excerpt=output_excerpt(output_text(host, redacted))
+        if draft.kind == "command"
+        else None,
         project_root=redact_text(root),
         branch=draft.branch or branch,
         cwd=redact_text(draft.cwd),
+        directory=redact_text(directory),
         files=files or None,
         change_hash=draft.change_hash,
         transcript_path=draft.transcript_path,
-        payload=_stored_payload(payload),
-        event_at=draft.event_at if draft.event_at is not None else now,
+        payload=_stored_payload(redacted),
+        event_at=event_at,
+        event_at_reported=reported,
         captured_at=now,
     )

@@ -1,4 +1,10 @@
-"""Project root and branch of a working directory, read from .git without spawning git."""
+"""Project, branch and directory of a working directory, read from .git without spawning git.
+
+A project is the repository, not the checkout: every worktree of a repository (a `.git` file
+pointing into the main repository's `.git/worktrees/NAME`, whose `commondir` leads back) is the
+same project, rooted at the main work tree; the branch and the directory stay the worktree's
+own. Symlinks are resolved, so two spellings of one directory are one project.
+"""
 
 from __future__ import annotations
 
@@ -34,16 +40,32 @@ def branch_of(git_dir: str) -> str | None:
     return head[len(_HEAD_REF) :] or None
 
 
-def locate(cwd: str) -> tuple[str, str | None]:
-    """(project root, branch): the nearest work-tree root above cwd, else cwd with no branch."""
-    directory = os.path.normpath(cwd) if cwd else "/"
+def repository_root(work_tree: str, git_dir: str) -> str:
+    """The main work tree of the repository a checkout belongs to. A linked worktree's git dir
+    names the shared one in `commondir`; a submodule's has none and is its own project."""
+    common = _read_small(os.path.join(git_dir, "commondir"))
+    if not common:
+        return work_tree
+    common_dir = os.path.realpath(os.path.join(git_dir, common))
+    if os.path.basename(common_dir) == ".git":
+        return os.path.dirname(common_dir)
+    return common_dir  # a bare repository's worktrees: the repository is the project
+
+
+def locate(cwd: str) -> tuple[str, str | None, str, str]:
+    """(project root, branch, work tree root, cwd relative to that root); outside any
+    repository the directory itself is the project and its work tree, with no branch."""
+    start = os.path.realpath(cwd) if cwd else "/"
+    directory = start
     while True:
         dot_git = os.path.join(directory, ".git")
         if os.path.lexists(dot_git):
             git_dir = _git_dir(dot_git)
             if git_dir is not None:
-                return directory, branch_of(git_dir)
+                relative = os.path.relpath(start, directory)
+                root = repository_root(directory, git_dir)
+                return root, branch_of(git_dir), directory, relative
         parent = os.path.dirname(directory)
         if parent == directory:
-            return os.path.normpath(cwd) if cwd else "/", None
+            return start, None, start, "."
         directory = parent

@@ -40,12 +40,14 @@ UPDATE sessions SET last_event_at = :event_at WHERE id = :session_id AND last_ev
 INSERT_EVENT = """
 INSERT INTO captured_events (
     idempotency_key, session_id, project_id, host, hook_event, kind, tool_name, tool_use_id,
-    command, outcome, exit_code, exit_code_source, error_excerpt, branch, cwd, files,
-    change_hash, transcript_path, payload, event_at, captured_at
+    command, outcome, exit_code, exit_code_source, error_excerpt, output_excerpt, branch, cwd,
+    directory, files, change_hash, transcript_path, payload, event_at, captured_at,
+    event_at_reported
 ) VALUES (
     :idempotency_key, :session_id, :project_id, :host, :hook_event, :kind, :tool_name,
-    :tool_use_id, :command, :outcome, :exit_code, :exit_code_source, :error_excerpt, :branch,
-    :cwd, :files, :change_hash, :transcript_path, :payload, :event_at, :captured_at
+    :tool_use_id, :command, :outcome, :exit_code, :exit_code_source, :error_excerpt,
+    :output_excerpt, :branch, :cwd, :directory, :files, :change_hash, :transcript_path, :payload,
+    :event_at, :captured_at, :event_at_reported
 )
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING id

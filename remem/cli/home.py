@@ -75,6 +75,7 @@ def status(as_json: bool) -> None:
         ("schema", f"{report['schema_revision']} (head {report['schema_head']})"),
         ("events", report["events"]),
         ("dropped payloads", report["dropped_payloads"]),
+        ("codex outcomes never resolved", report["unresolved_codex_events"]),
         ("tasks", ", ".join(f"{count} {name}" for name, count in tasks.items())),
         ("oldest pending", "-" if lag is None else f"{lag:.0f}s"),
         ("procedures", ", ".join(f"{n} {name}" for name, n in report["procedures"].items())),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from typing import Any
 
 import click
 
@@ -64,23 +65,13 @@ def procedures_list(
         return
     print_table(
         "Procedures",
-        [
-            "id",
-            "command",
-            "project",
-            "branch",
-            "status",
-            "conf.",
-            "runs",
-            "sessions",
-            "last verified",
-        ],
+        ["id", "command", "project", "where", "status", "conf.", "runs", "sessions", "last"],
         [
             [
                 str(p.id),
                 p.command,
                 p.project,
-                p.branch or "-",
+                _where(p.scope, p.branch, p.directory, len(p.branches)),
                 p.status,
                 f"{p.confidence:.2f}",
                 str(p.verified_runs),
@@ -92,45 +83,79 @@ def procedures_list(
     )
 
 
+def _where(scope: str, branch: str | None, directory: str, branches: int) -> str:
+    place = "" if directory == "." else f"{directory}/ "
+    if scope == "project":
+        return f"{place}every branch ({branches} verified)"
+    return f"{place}{branch or '(no branch)'}"
+
+
 @procedures.command("show")
 @click.argument("procedure_id", type=int)
 @click.option("--json", "as_json", is_flag=True, help="Print the procedure as JSON.")
 def procedures_show(procedure_id: int, as_json: bool) -> None:
-    """Show one procedure, its evidence runs and files.
+    """Show one procedure: its variants, evidence runs, files and lessons, and where else the
+    errors of its lessons were met in the project.
 
     \b
     Example:
       remem procedures show 3 --json
     """
-    from remem.procedures.store import evidence_runs, get_procedure, iso, lessons_of
+    from remem.procedures import store
 
     _settings_unused, engine = open_home()
     try:
-        procedure = get_procedure(engine, procedure_id)
-        runs = evidence_runs(engine, procedure)
-        lessons = lessons_of(engine, procedure_id)
+        procedure = store.get_procedure(engine, procedure_id)
+        runs = store.evidence_runs(engine, procedure)
+        lessons = store.lessons_of(engine, procedure_id)
+        unverified = store.unverified_count(engine, procedure)
+        keys = tuple(sorted({lesson.error_key for lesson in lessons if lesson.error_key}))
+        elsewhere = [
+            sighting
+            for sighting in store.known_errors(engine, procedure.project, keys)
+            if sighting.workflow != procedure.workflow
+        ]
     finally:
         engine.dispose()
     if as_json:
         print_json(
             {
                 **procedure.as_json(),
+                "unverified_runs": unverified,
                 "evidence": [run.as_json() for run in runs],
                 "lessons": [lesson.as_json() for lesson in lessons],
+                "same_errors_elsewhere": [sighting.as_json() for sighting in elsewhere],
             }
         )
         return
+    _print_procedure(procedure, runs, unverified, lessons, elsewhere)
+
+
+def _print_procedure(
+    procedure: Any, runs: list[Any], unverified: int, lessons: list[Any], elsewhere: list[Any]
+) -> None:
+    from remem.procedures.store import iso
+
     click.echo(
         f"Procedure {procedure.id} ({procedure.status}, confidence "
         f"{procedure.confidence:.2f}, topic {procedure.topic_key})"
     )
     click.echo(procedure.body)
+    click.echo(f"Workflow: {json.dumps(procedure.workflow, ensure_ascii=False)}")
+    if procedure.scope == "project":
+        click.echo(f"Verified on branches: {', '.join(procedure.branches)}")
+    click.echo("Variants:")
+    for command, count in procedure.variants:
+        click.echo(f"  {count} run(s)  {json.dumps(command, ensure_ascii=False)}")
     click.echo("Evidence:")
     for run in runs:
+        branch = f"  branch {run.branch}" if procedure.scope == "project" else ""
         click.echo(
             f"  event {run.event_id}  {iso(run.at)}  {run.host}  session "
-            f"{run.session_key}  {run.outcome}"
+            f"{run.session_key}  {run.outcome}{branch}"
         )
+    if unverified:
+        click.echo(f"Unverified runs (status hidden, no summary in the output): {unverified}")
     for lesson in lessons:
         click.echo(f"Lesson (closed by event {lesson.resolved_by_event_id}):")
         for line in lesson.body.splitlines():
@@ -142,6 +167,84 @@ def procedures_show(procedure_id: int, as_json: bool) -> None:
                 f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
                 f"{attempt.exit_code}, after {edited}{repeat}"
             )
+    for sighting in elsewhere:
+        fix = ", ".join(sighting.fix_files) or "no edit"
+        click.echo(
+            f"Same error under {json.dumps(sighting.workflow, ensure_ascii=False)} on "
+            f"{sighting.branch or '(no branch)'}: fixed by {fix}"
+        )
+
+
+@procedures.command("errors")
+@click.option("--project", type=click.Path(), default=None, help="Project root directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the errors as JSON.")
+def procedures_errors(project: str | None, as_json: bool) -> None:
+    """List the errors the project met and what fixed them, on every branch and command,
+    newest first: the "Known errors" of the digest, in full.
+
+    \b
+    Example:
+      remem procedures errors --project ~/src/shop
+    """
+    from remem.procedures.store import iso, known_errors
+
+    root = os.path.abspath(os.path.expanduser(project)) if project else None
+    _settings_unused, engine = open_home()
+    try:
+        found = known_errors(engine, root)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json([sighting.as_json() for sighting in found])
+        return
+    print_table(
+        "Known errors",
+        ["error", "workflow", "branch", "fixed by", "when"],
+        [
+            [
+                s.error,
+                s.workflow or "",
+                s.branch or "-",
+                ", ".join(s.fix_files) or "no edit",
+                (iso(s.resolved_at) or "")[:10],
+            ]
+            for s in found
+        ],
+    )
+
+
+@procedures.command("rebuild")
+@click.option("--no-drain", is_flag=True, help="Only queue the work; the worker does it.")
+def procedures_rebuild(no_drain: bool) -> None:
+    """Re-derive every procedure and lesson from the captured events under the current rules.
+    Archived procedures stay archived. The worker runs this once by itself after an upgrade
+    that asks for it; running it again changes nothing.
+
+    \b
+    Example:
+      remem procedures rebuild
+    """
+    import time
+
+    from remem.procedures.rebuild import rebuild
+    from workers.runner import Worker, run_burst
+
+    settings, engine = open_home()
+    try:
+        report = rebuild(engine, time.time(), settings.ignore_commands)
+        click.echo(
+            f"Cleared {report.procedures_cleared} procedure(s), kept {report.archived_kept} "
+            f"archived, merged {report.projects_merged} worktree project(s); "
+            f"{report.tasks_rewound} session(s) queued."
+        )
+        if not no_drain:
+            stats = run_burst(Worker(engine, settings))
+            click.echo(
+                f"Re-derived: {stats['promoted']} procedure(s) promoted from "
+                f"{stats['events']} event(s)."
+            )
+    finally:
+        engine.dispose()
 
 
 @procedures.command("archive")
@@ -187,10 +290,14 @@ def context(cwd: str | None, page: int, as_json: bool) -> None:
     from remem.procedures import digest
 
     settings, engine = open_home()
-    root, branch = locate(os.path.abspath(os.path.expanduser(cwd or os.getcwd())))
+    root, branch, _work_tree, directory = locate(
+        os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+    )
     try:
         with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            entries = digest.read_entries(executor(connection), root, branch, settings.inherit_from)
+            execute = executor(connection)
+            entries = digest.read_entries(execute, root, branch, settings.inherit_from, directory)
+            known_errors = digest.read_known_errors(execute, root)
     finally:
         engine.dispose()
     if as_json:
@@ -198,7 +305,9 @@ def context(cwd: str | None, page: int, as_json: bool) -> None:
             {
                 "project": root,
                 "branch": branch,
+                "directory": directory,
                 "procedures": [entry.as_json() for entry in entries],
+                "known_errors": [error.as_json() for error in known_errors],
             }
         )
         return
@@ -207,6 +316,7 @@ def context(cwd: str | None, page: int, as_json: bool) -> None:
         digest.header_for(root, branch),
         settings.context_max_chars,
         settings.context_max_lines,
+        known_errors,
     )
     if not pages:
         return

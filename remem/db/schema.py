@@ -12,6 +12,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     Table,
     Text,
     UniqueConstraint,
@@ -67,14 +68,22 @@ captured_events = Table(
     Column("exit_code", Integer),
     Column("exit_code_source", Text),
     Column("error_excerpt", Text),
+    # The run's output, redacted: its head and tail when long (summaries are at the end).
+    Column("output_excerpt", Text),
     Column("branch", Text),
     Column("cwd", Text, nullable=False),
+    # cwd relative to its work tree's root ('.' at the root); NULL on events captured before
+    # it was recorded, until `remem procedures rebuild` fills it in.
+    Column("directory", Text),
     Column("files", Text),
     Column("change_hash", Text),
     Column("transcript_path", Text),
     Column("payload", Text, nullable=False),
     Column("event_at", Float, nullable=False),
     Column("captured_at", Float, nullable=False),
+    # The time the payload claimed, when it was not usable (not finite, negative, or in the
+    # future) and event_at was clamped to the capture time instead.
+    Column("event_at_reported", Text),
     CheckConstraint(_one_of("kind", EVENT_KINDS), name="ck_captured_events_kind"),
     CheckConstraint(
         "outcome IS NULL OR " + _one_of("outcome", OUTCOMES), name="ck_captured_events_outcome"
@@ -95,6 +104,9 @@ extraction_tasks = Table(
     Column("high_watermark_event_id", Integer, nullable=False),
     Column("cursor_event_id", Integer, nullable=False, server_default=text("0")),
     Column("attempts", Integer, nullable=False, server_default=text("0")),
+    # Leases that ran out while the task was processing: a task that kills its worker every
+    # time must not be retried for ever.
+    Column("lease_expiries", Integer, nullable=False, server_default=text("0")),
     Column("run_after", Float, nullable=False),
     Column("lease_owner", Text),
     Column("lease_expires_at", Float),
@@ -145,20 +157,37 @@ worker_heartbeats = Table(
 )
 
 
-# Successful runs of a command, one per source event: the evidence procedures are built from.
-# branch is '' when the work tree had none (detached HEAD, no repository), so that the unique
-# keys below treat "no branch" as one value.
+SCOPES = ("branch", "project")
+
+
+# A command's steps (DESIGN.md §5), one row per (event, step): verified runs are the evidence
+# procedures are built from, failed runs become attempts, and runs whose status is hidden (a
+# masked pipeline whose output shows no summary) are kept as unverified. branch is '' when the
+# work tree had none (detached HEAD, no repository), so that the keys below treat "no branch"
+# as one value. command is the step's original text (a variant); workflow is what groups it.
 def _run_columns() -> list[Column[Any]]:
-    """What a verification and an attempt both record of the run they stand for."""
+    """What a verification, an attempt and an unverified run all record of the step."""
     return [
         Column("id", Integer, primary_key=True),
-        Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False, unique=True),
+        Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
+        Column("step", Integer, nullable=False),
         Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
         Column("branch", Text, nullable=False),
+        Column("directory", Text, nullable=False),
+        Column("workflow", Text, nullable=False),
+        Column("workflow_hash", Text, nullable=False),
         Column("command", Text, nullable=False),
-        Column("command_hash", Text, nullable=False),
+        Column("masked", Integer, nullable=False),
         Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
         Column("host", Text, nullable=False),
+    ]
+
+
+def _run_indexes(table: str, at: str) -> list[Any]:
+    return [
+        UniqueConstraint("event_id", "step", name=f"uq_{table}_step"),
+        Index(f"ix_{table}_group", "project_id", "branch", "directory", "workflow_hash", at),
+        Index(f"ix_{table}_workflow", "project_id", "directory", "workflow_hash", at),
     ]
 
 
@@ -167,16 +196,17 @@ verifications = Table(
     metadata,
     *_run_columns(),
     Column("verified_at", Float, nullable=False),
-    Index("ix_verifications_group", "project_id", "branch", "command_hash", "verified_at"),
+    *_run_indexes("verifications", "verified_at"),
 )
 
-# Failed runs of a command: they lower confidence, break procedures, and become lessons.
+# Failed runs of a workflow: they lower confidence, break procedures, and become lessons.
 attempts = Table(
     "attempts",
     metadata,
     *_run_columns(),
     Column("exit_code", Integer),
     Column("error_excerpt", Text),
+    Column("salient_error", Text),
     Column("failed_at", Float, nullable=False),
     # The fix journal (DESIGN.md §6): what changed before this attempt, and whether it was the
     # same change as an earlier attempt of the streak; the success that closed the streak.
@@ -185,7 +215,15 @@ attempts = Table(
     Column("change_hash", Text),
     Column("duplicate_of", Integer),
     Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id")),
-    Index("ix_attempts_group", "project_id", "branch", "command_hash", "failed_at"),
+    *_run_indexes("attempts", "failed_at"),
+)
+
+unverified_runs = Table(
+    "unverified_runs",
+    metadata,
+    *_run_columns(),
+    Column("ran_at", Float, nullable=False),
+    *_run_indexes("unverified_runs", "ran_at"),
 )
 
 lessons = Table(
@@ -194,48 +232,100 @@ lessons = Table(
     Column("id", Integer, primary_key=True),
     Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
     Column("branch", Text, nullable=False),
-    Column("command_hash", Text, nullable=False),
-    Column(
-        "resolved_by_event_id",
-        Integer,
-        ForeignKey("captured_events.id"),
-        nullable=False,
-        unique=True,
-    ),
+    Column("directory", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
+    Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
     Column("failed_attempts", Integer, nullable=False),
     Column("first_error", Text),
     Column("last_error", Text),
+    # The salient line of the last error, normalised: the same error under another command or
+    # on another branch has the same key (DESIGN.md §6).
+    Column("error_key", Text),
     Column("fix_files", Text, nullable=False),
     Column("repeats", Text, nullable=False),
     Column("body", Text, nullable=False),
     Column("pitfall", Text, nullable=False),
     Column("resolved_at", Float, nullable=False),
     Column("created_at", Float, nullable=False),
-    Index("ix_lessons_group", "project_id", "branch", "command_hash", "resolved_at"),
+    UniqueConstraint(
+        "project_id",
+        "branch",
+        "directory",
+        "workflow_hash",
+        "resolved_by_event_id",
+        name="uq_lessons_streak",
+    ),
+    Index("ix_lessons_group", "project_id", "branch", "directory", "workflow_hash", "resolved_at"),
+    Index("ix_lessons_workflow", "project_id", "directory", "workflow_hash", "resolved_at"),
+    Index("ix_lessons_error", "project_id", "error_key", "resolved_at"),
 )
 
+# A branch procedure is a workflow proven on one branch; a project procedure (branch '') the
+# same workflow proven across branches of the project, shown on all of them.
 procedures = Table(
     "procedures",
     metadata,
     Column("id", Integer, primary_key=True),
     Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("scope", Text, nullable=False),
     Column("branch", Text, nullable=False),
-    Column("workflow_key", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("workflow", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
     Column("command", Text, nullable=False),
-    Column("command_hash", Text, nullable=False),
+    Column("variants", Text, nullable=False),
     Column("topic_key", Text, nullable=False),
     Column("status", Text, nullable=False),
     Column("confidence", Float, nullable=False),
     Column("verified_runs", Integer, nullable=False),
     Column("distinct_sessions", Integer, nullable=False),
+    Column("branches", Text, nullable=False),
     Column("evidence_event_ids", Text, nullable=False),
     Column("files", Text, nullable=False),
+    Column("files_more", Integer, nullable=False),
     Column("first_verified_at", Float, nullable=False),
     Column("last_verified_at", Float, nullable=False),
     Column("body", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     CheckConstraint(_one_of("status", PROCEDURE_STATUSES), name="ck_procedures_status"),
-    UniqueConstraint("project_id", "branch", "command_hash", name="uq_procedures_group"),
+    CheckConstraint(_one_of("scope", SCOPES), name="ck_procedures_scope"),
+    UniqueConstraint(
+        "project_id", "scope", "branch", "directory", "workflow_hash", name="uq_procedures_group"
+    ),
     Index("ix_procedures_listing", "project_id", "branch", "status"),
+    # Ids are never reused: a rebuild gives a re-derived procedure its old id back.
+    sqlite_autoincrement=True,
+)
+
+# The id and creation time of each procedure a rebuild cleared, by its group: when the
+# re-derivation promotes the group again, the procedure gets its id back.
+procedure_identities = Table(
+    "procedure_identities",
+    metadata,
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
+    Column("procedure_id", Integer, nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    PrimaryKeyConstraint(
+        "project_id",
+        "scope",
+        "branch",
+        "directory",
+        "workflow_hash",
+        name="pk_procedure_identities",
+    ),
+)
+
+# Work the worker owes the database as a whole, such as re-deriving procedures after a
+# migration changed how they are derived.
+pending_jobs = Table(
+    "pending_jobs",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("reason", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
 )

@@ -17,12 +17,16 @@ if TYPE_CHECKING:
 
     Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
 
-DEFAULT_MAX_CHARS = 9000
+DEFAULT_MAX_CHARS = 4000
 DEFAULT_MAX_LINES = 200
 DEFAULT_INHERIT_FROM = ("main", "master")
 # A command longer than this is shortened in the digest (never in storage): one procedure must
 # not crowd out every other.
-COMMAND_CHARS = 4000
+COMMAND_CHARS = 600
+FILES_NAMED = 5
+PITFALLS_SHOWN = 3
+KNOWN_ERRORS_SHOWN = 5
+ACTIVE = "active"
 
 
 class Entry:
@@ -30,46 +34,77 @@ class Entry:
 
     __slots__ = (
         "branch",
+        "branches",
         "command",
         "confidence",
+        "directory",
         "distinct_sessions",
         "files",
+        "files_more",
         "id",
         "inherited",
         "last_verified_at",
         "pitfalls",
+        "scope",
         "verified_runs",
+        "workflow_hash",
     )
 
-    def __init__(self, row: Sequence[Any], inherited: bool) -> None:
+    def __init__(self, row: Sequence[Any], inherited: bool = False) -> None:
         (
             self.id,
             self.command,
+            self.scope,
             self.branch,
+            self.directory,
+            self.workflow_hash,
             self.confidence,
             self.verified_runs,
             self.distinct_sessions,
+            branches,
             self.last_verified_at,
             files,
+            self.files_more,
         ) = row
+        self.branches: list[str] = json.loads(branches) if branches else []
         self.files: list[str] = json.loads(files) if files else []
         self.inherited = inherited
         self.pitfalls: list[str] = []
+
+    def as_json(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__slots__}
+        if self.scope == "project":
+            data["branch"] = None
+        return data
+
+
+class KnownError:
+    """An error the project met and what fixed it, on whichever branch and command."""
+
+    __slots__ = ("fix_files", "line", "resolved_at")
+
+    def __init__(self, line: str, fix_files: list[str], resolved_at: float) -> None:
+        self.line, self.fix_files, self.resolved_at = line, fix_files, resolved_at
 
     def as_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
 _PROCEDURES = (
-    "SELECT p.id, p.command, p.branch, p.confidence, p.verified_runs, p.distinct_sessions, "
-    "p.last_verified_at, p.files, p.command_hash FROM procedures p "
-    "JOIN projects pr ON pr.id = p.project_id "
-    "WHERE pr.root = :root AND p.branch = :branch AND p.status = 'active'"
+    "SELECT p.id, p.command, p.scope, p.branch, p.directory, p.workflow_hash, p.confidence, "
+    "p.verified_runs, p.distinct_sessions, p.branches, p.last_verified_at, p.files, "
+    "p.files_more, p.status FROM procedures p JOIN projects pr ON pr.id = p.project_id "
+    "WHERE pr.root = :root AND (p.scope = 'project' OR p.branch IN ({branches}))"
 )
 _PITFALLS = (
-    "SELECT pitfall FROM lessons l JOIN projects pr ON pr.id = l.project_id "
-    "WHERE pr.root = :root AND l.branch = :branch AND l.command_hash = :command_hash "
-    "ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
+    "SELECT l.pitfall FROM lessons l JOIN projects pr ON pr.id = l.project_id "
+    "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
+    "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
+)
+_KNOWN_ERRORS = (
+    "SELECT l.error_key, l.last_error, l.fix_files, l.resolved_at FROM lessons l "
+    "JOIN projects pr ON pr.id = l.project_id WHERE pr.root = :root "
+    "AND l.error_key IS NOT NULL ORDER BY l.resolved_at DESC, l.id DESC LIMIT 200"
 )
 
 
@@ -78,28 +113,77 @@ def read_entries(
     root: str,
     branch: str | None,
     inherit_from: Sequence[str] = DEFAULT_INHERIT_FROM,
+    directory: str = ".",
 ) -> list[Entry]:
-    """Active procedures of the branch, then the default branch's for commands the branch has
-    none of its own for; by confidence, then most recently verified, then id."""
+    """The active procedure that holds for each workflow on this branch: the branch's own
+    verdict first (its broken, stale or archived procedure hides the others), then the
+    project-wide one, then a default branch's. Those of this directory first, then by
+    confidence, then most recently verified, then id."""
     own = branch or ""
-    rows = execute(_PROCEDURES, {"root": root, "branch": own})
-    entries, seen = [], set()
-    for row in rows:
-        entries.append((Entry(row[:8], inherited=False), row[8]))
-        seen.add(row[8])
-    for parent in inherit_from:
-        if parent == own:
+    parents = [parent for parent in inherit_from if parent != own]
+    names = [own, *parents]
+    params: dict[str, Any] = {"root": root}
+    params.update({f"b{i}": name for i, name in enumerate(names)})
+    query = _PROCEDURES.format(branches=", ".join(f":b{i}" for i in range(len(names))))
+    mine: dict[tuple[str, str], Sequence[Any]] = {}
+    project: dict[tuple[str, str], Sequence[Any]] = {}
+    inherited: dict[tuple[str, str], tuple[int, Sequence[Any]]] = {}
+    for row in execute(query, params):
+        key = (row[4], row[5])
+        if row[2] == "project":
+            project[key] = row
+        elif row[3] == own:
+            mine[key] = row
+        elif row[13] == ACTIVE:
+            rank = parents.index(row[3])
+            if key not in inherited or rank < inherited[key][0]:
+                inherited[key] = (rank, row)
+    entries = []
+    for key in sorted(set(mine) | set(project) | set(inherited)):
+        chosen = _choose(mine.get(key), project.get(key), inherited.get(key, (0, None))[1])
+        if chosen is not None:
+            row, is_inherited = chosen
+            entries.append(Entry(row[:13], is_inherited))
+    for entry in entries:
+        entry.pitfalls = _pitfalls(execute, root, entry)
+    entries.sort(key=lambda e: (e.directory != directory, -e.confidence, -e.last_verified_at, e.id))
+    return entries
+
+
+def _choose(
+    mine: Sequence[Any] | None, project: Sequence[Any] | None, inherited: Sequence[Any] | None
+) -> tuple[Sequence[Any], bool] | None:
+    if mine is not None and mine[13] != ACTIVE:
+        return None  # the branch's own verdict on this workflow
+    if project is not None and project[13] == ACTIVE:
+        return project, False
+    if mine is not None:
+        return mine, False
+    if inherited is not None:
+        return inherited, True
+    return None
+
+
+def _pitfalls(execute: Execute, root: str, entry: Entry) -> list[str]:
+    params = {"root": root, "directory": entry.directory, "workflow_hash": entry.workflow_hash}
+    where = ""
+    if entry.scope != "project":
+        where, params["branch"] = "AND l.branch = :branch", entry.branch
+    return [row[0] for row in execute(_PITFALLS.format(branch=where), params)]
+
+
+def read_known_errors(execute: Execute, root: str) -> list[KnownError]:
+    """The project's newest distinct errors with what fixed them, on any branch."""
+    found: list[KnownError] = []
+    seen: set[str] = set()
+    for key, line, fix_files, resolved_at in execute(_KNOWN_ERRORS, {"root": root}):
+        if key in seen or not line:
             continue
-        for row in execute(_PROCEDURES, {"root": root, "branch": parent}):
-            if row[8] not in seen:
-                entries.append((Entry(row[:8], inherited=True), row[8]))
-                seen.add(row[8])
-    for entry, command_hash in entries:
-        params = {"root": root, "branch": entry.branch, "command_hash": command_hash}
-        entry.pitfalls = [row[0] for row in execute(_PITFALLS, params)]
-    ordered = [entry for entry, _hash in entries]
-    ordered.sort(key=lambda e: (-e.confidence, -e.last_verified_at, e.id))
-    return ordered
+        seen.add(key)
+        found.append(KnownError(line, json.loads(fix_files) if fix_files else [], resolved_at))
+        if len(found) == KNOWN_ERRORS_SHOWN:
+            break
+    return found
 
 
 _PATH_CHARS = frozenset("._/-+@=,~:")
@@ -120,24 +204,59 @@ def inert_path(path: str) -> str:
     return json.dumps(path, ensure_ascii=False)
 
 
+def _files(names: Sequence[str], more: int = 0) -> str:
+    named = ", ".join(inert_path(name) for name in names[:FILES_NAMED])
+    more += max(len(names) - FILES_NAMED, 0)
+    return f"{named} +{more} more" if more else named
+
+
 def _block(entry: Entry) -> str:
     date = time.strftime("%Y-%m-%d", time.gmtime(entry.last_verified_at))
     runs = "run" if entry.verified_runs == 1 else "runs"
     sessions = "session" if entry.distinct_sessions == 1 else "sessions"
-    inherited = f", inherited from {entry.branch}" if entry.inherited else ""
+    where = f"in {entry.directory}/; " if entry.directory != "." else ""
+    if entry.scope == "project":
+        scope = f", verified on {len(entry.branches)} branches"
+    elif entry.inherited:
+        scope = f", inherited from {entry.branch}"
+    else:
+        scope = ""
     if len(entry.command) > COMMAND_CHARS:
         shown = inert_command(entry.command[:COMMAND_CHARS] + "…")
         shown += f" (shortened; whole: remem procedures show {entry.id})"
     else:
         shown = inert_command(entry.command)
     lines = [
-        f"- {shown}  ({entry.verified_runs} {runs} in {entry.distinct_sessions} "
-        f"{sessions}, last verified {date}, confidence {entry.confidence:.2f}{inherited})"
+        f"- {shown}  ({where}{entry.verified_runs} {runs} in {entry.distinct_sessions} "
+        f"{sessions}{scope}, last verified {date}, confidence {entry.confidence:.2f})"
     ]
     if entry.files:
-        lines.append("  files: " + ", ".join(inert_path(name) for name in entry.files))
-    lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls)
+        lines.append("  files: " + _files(entry.files, entry.files_more or 0))
+    lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls[:PITFALLS_SHOWN])
     return "\n".join(lines)
+
+
+def _known_errors_block(errors: Sequence[KnownError]) -> str:
+    lines = ["Known errors in this project (recorded output, newest first):"]
+    for error in errors:
+        line = error.line if len(error.line) <= 160 else error.line[:159] + "…"
+        fix = (
+            f"fixed after editing {_files(error.fix_files)}"
+            if error.fix_files
+            else ("passed again with no edit")
+        )
+        lines.append(f"- {json.dumps(line, ensure_ascii=False)}: {fix}")
+    return "\n".join(lines)
+
+
+def _fit(block: str, room_chars: int, room_lines: int, order: str) -> str:
+    """A block cut to the room a page has, with an order to read the rest."""
+    tail = f"  (cut to fit the page: {order})"
+    lines = block.split("\n")[: max(room_lines - 1, 1)]
+    text = "\n".join(lines)
+    if len(text) + len(tail) + 1 > room_chars:
+        text = text[: max(room_chars - len(tail) - 2, 0)] + "…"
+    return text + "\n" + tail
 
 
 def paginate(
@@ -145,15 +264,25 @@ def paginate(
     header: str,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_lines: int = DEFAULT_MAX_LINES,
+    known_errors: Sequence[KnownError] = (),
 ) -> list[str]:
-    """Pages of whole procedures within the budget, footer included. A procedure that cannot
-    share a page is shown whole on its own rather than cut. No procedures: no pages."""
-    if not entries:
+    """Pages of whole procedures within the budget, footer included; the known errors last. A
+    block that cannot fit a page even alone is cut, with an order to read it whole. The known
+    errors are the project's, so a branch with no procedure still gets them. Nothing to say: no
+    pages."""
+    blocks = [(_block(entry), f"remem procedures show {entry.id}") for entry in entries]
+    if known_errors:
+        blocks.append((_known_errors_block(known_errors), "remem procedures errors"))
+    if not blocks:
         return []
     # Room for the longer of the two footers, at any page count a digest can reach.
     footer_room = len("\n(page 999999 of 999999: the last page)")
+    room_chars = max_chars - len(header) - footer_room - 2
+    room_lines = max_lines - 3
     pages: list[list[str]] = [[header]]
-    for block in (_block(entry) for entry in entries):
+    for block, order in blocks:
+        if len(block) > room_chars or block.count("\n") + 1 > room_lines:
+            block = _fit(block, room_chars, room_lines, order)
         page = pages[-1]
         text = "\n".join([*page, block])
         if len(page) > 1 and (

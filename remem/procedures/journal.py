@@ -13,7 +13,10 @@ from sqlalchemy import Connection, text
 from remem.procedures import lessons
 from remem.procedures.policy import Run
 
-_GROUP = "project_id = :project_id AND branch = :branch AND command_hash = :command_hash"
+_GROUP = (
+    "project_id = :project_id AND branch = :branch AND directory = :directory "
+    "AND workflow_hash = :workflow_hash"
+)
 
 # Edits of the session after its previous run of the command (verified or failed) and before
 # this run: one statement, as it runs for every failed attempt and every lesson.
@@ -27,31 +30,36 @@ EDITS_SINCE_PREVIOUS_RUN = text(
 )
 SELECT_ATTEMPTS = text(
     "SELECT id, event_id, failed_at, change_hash, attempt_number, duplicate_of, "
-    f"resolved_by_event_id, exit_code, error_excerpt, session_id FROM attempts WHERE {_GROUP}"
+    "resolved_by_event_id, exit_code, error_excerpt, salient_error, session_id, branch "
+    f"FROM attempts WHERE {_GROUP}"
 )
 SELECT_SUCCESSES = text(
-    f"SELECT event_id, verified_at, session_id FROM verifications WHERE {_GROUP}"
+    f"SELECT event_id, verified_at, session_id, branch FROM verifications WHERE {_GROUP}"
 )
 UPDATE_ATTEMPT = text(
     "UPDATE attempts SET attempt_number = :attempt_number, duplicate_of = :duplicate_of, "
     "resolved_by_event_id = :resolved_by_event_id WHERE id = :id"
 )
 SELECT_LESSONS = text(
-    "SELECT resolved_by_event_id, failed_attempts, first_error, last_error, fix_files, repeats, "
-    f"body, pitfall, resolved_at FROM lessons WHERE {_GROUP}"
+    "SELECT resolved_by_event_id, failed_attempts, first_error, last_error, error_key, "
+    f"fix_files, repeats, body, pitfall, resolved_at FROM lessons WHERE {_GROUP}"
 )
 UPSERT_LESSON = text(
-    "INSERT INTO lessons (project_id, branch, command_hash, resolved_by_event_id, "
-    "failed_attempts, first_error, last_error, fix_files, repeats, body, pitfall, resolved_at, "
-    "created_at) VALUES (:project_id, :branch, :command_hash, :resolved_by_event_id, "
-    ":failed_attempts, :first_error, :last_error, :fix_files, :repeats, :body, :pitfall, "
-    ":resolved_at, :now) ON CONFLICT (resolved_by_event_id) DO UPDATE SET "
-    "failed_attempts = excluded.failed_attempts, first_error = excluded.first_error, "
-    "last_error = excluded.last_error, fix_files = excluded.fix_files, "
+    "INSERT INTO lessons (project_id, branch, directory, workflow_hash, resolved_by_event_id, "
+    "failed_attempts, first_error, last_error, error_key, fix_files, repeats, body, pitfall, "
+    "resolved_at, created_at) VALUES (:project_id, :branch, :directory, :workflow_hash, "
+    ":resolved_by_event_id, :failed_attempts, :first_error, :last_error, :error_key, "
+    ":fix_files, :repeats, :body, :pitfall, :resolved_at, :now) "
+    "ON CONFLICT (project_id, branch, directory, workflow_hash, resolved_by_event_id) "
+    "DO UPDATE SET failed_attempts = excluded.failed_attempts, "
+    "first_error = excluded.first_error, last_error = excluded.last_error, "
+    "error_key = excluded.error_key, fix_files = excluded.fix_files, "
     "repeats = excluded.repeats, body = excluded.body, pitfall = excluded.pitfall, "
     "resolved_at = excluded.resolved_at"
 )
-DELETE_LESSON = text("DELETE FROM lessons WHERE resolved_by_event_id = :resolved_by_event_id")
+DELETE_LESSON = text(
+    f"DELETE FROM lessons WHERE {_GROUP} AND resolved_by_event_id = :resolved_by_event_id"
+)
 SESSION_OF = text("SELECT session_id FROM captured_events WHERE id = :id")
 
 
@@ -79,11 +87,16 @@ class History:
 
     def runs(self) -> list[Run]:
         return [
-            Run(r.event_id, r.session_id, r.failed_at, False) for r in self.attempts.values()
-        ] + [Run(r.event_id, r.session_id, r.verified_at, True) for r in self.successes.values()]
+            Run(r.event_id, r.session_id, r.failed_at, False, r.branch)
+            for r in self.attempts.values()
+        ] + [
+            Run(r.event_id, r.session_id, r.verified_at, True, r.branch)
+            for r in self.successes.values()
+        ]
 
 
 def load_history(connection: Connection, group: dict[str, Any]) -> History:
+    """A run is an event: the same workflow twice in one command (`make && make`) is one."""
     attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group)}
     successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group)}
     return History(attempts, successes)
@@ -110,6 +123,8 @@ def rebuild(connection: Connection, group: dict[str, Any], history: History, now
             if stored != fresh:
                 connection.execute(UPDATE_ATTEMPT, {"id": row.id, **numbered.__dict__})
                 changed.add(numbered.resolved_by_event_id)
+    if not changed:
+        return  # no attempt moved to another streak or number: every lesson stands
     closed = [streak for streak in found if streak.resolved_by is not None]
     closed.sort(key=lambda s: (s.resolved_by.at, s.resolved_by.event_id))  # type: ignore[union-attr]
     kept = closed[-lessons.LESSONS_KEPT :]
@@ -141,6 +156,7 @@ def _write_lessons(
                 attempts[n.event_id].exit_code,
                 attempts[n.event_id].error_excerpt,
                 n.duplicate_of,
+                attempts[n.event_id].salient_error,
             )
             for n in lessons.number(streak)
         ]
@@ -153,6 +169,7 @@ def _write_lessons(
             "failed_attempts": lesson.failed_attempts,
             "first_error": lesson.first_error,
             "last_error": lesson.last_error,
+            "error_key": lesson.error_key,
             "fix_files": json.dumps(list(lesson.fix_files)),
             "repeats": json.dumps([list(pair) for pair in lesson.repeats]),
             "body": lesson.body,
@@ -162,4 +179,4 @@ def _write_lessons(
         if existing.get(resolver.event_id) != tuple(values.values()):
             connection.execute(UPSERT_LESSON, {**group, **values, "now": now})
     for stale in set(existing) - wanted:
-        connection.execute(DELETE_LESSON, {"resolved_by_event_id": stale})
+        connection.execute(DELETE_LESSON, {**group, "resolved_by_event_id": stale})

@@ -8,10 +8,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from remem.commands import recognisers
 from remem.procedures.digest import inert_path
 from remem.procedures.policy import iso_date
 
 LESSONS_KEPT = 3
+FILES_NAMED = 5
 QUOTED_CHARS = 160
 _TELLING_LINE = re.compile(r"error|fail|exception|assert|traceback|panic|denied", re.IGNORECASE)
 _EXIT_LINE = re.compile(r"^(exit code|command exited with|command failed with)", re.IGNORECASE)
@@ -78,6 +80,10 @@ class AttemptDetail:
     exit_code: int | None
     error_excerpt: str | None
     duplicate_of: int | None
+    salient_error: str | None = None  # the line the recognisers table picked from its output
+
+    def error(self) -> str | None:
+        return self.salient_error or telling_line(self.error_excerpt)
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ class Lesson:
     repeats: tuple[tuple[int, int], ...]
     body: str
     pitfall: str
+    error_key: str | None = None
 
 
 def telling_line(excerpt: str | None) -> str | None:
@@ -96,8 +103,9 @@ def telling_line(excerpt: str | None) -> str | None:
     if not excerpt:
         return None
     lines = [line.strip() for line in excerpt.splitlines() if line.strip()]
+    lines = [line for line in lines if not _EXIT_LINE.match(line)]
     for line in lines:
-        if _TELLING_LINE.search(line) and not _EXIT_LINE.match(line):
+        if _TELLING_LINE.search(line):
             return line
     return lines[0] if lines else None
 
@@ -105,7 +113,7 @@ def telling_line(excerpt: str | None) -> str | None:
 def quote(text: str | None) -> str:
     """A capped, escaped, double-quoted excerpt: whatever it says stays inside the quotes."""
     if text is None:
-        return '""'
+        return "(no output recorded)"
     capped = text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 1] + "…"
     return json.dumps(capped, ensure_ascii=False)
 
@@ -118,8 +126,8 @@ def distill(
     times = "time" if count == 1 else "times"
     repeats = tuple((a.attempt_number, a.duplicate_of) for a in attempts if a.duplicate_of)
     repeat_text = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
-    first_error, last_error = telling_line(first.error_excerpt), telling_line(last.error_excerpt)
-    edited = ", ".join(inert_path(name) for name in fix_files)
+    first_error, last_error = first.error(), last.error()
+    edited = name_files(fix_files)
     fix = f"fixed after editing {edited}" if fix_files else "passed with no edit"
     body = [f"Failed {count} {times} before it passed on {iso_date(resolved_at)}."]
     body.append(f"First error (exit {_code(first.exit_code)}): {quote(first_error)}")
@@ -140,7 +148,23 @@ def distill(
         repeats,
         "\n".join(body),
         "; ".join(pitfall),
+        _error_key(last_error),
     )
+
+
+def _error_key(line: str | None) -> str | None:
+    """The project-wide key of an error line; a bare summary ("297 tests, 11 failures") says
+    which tool failed, not why, and keys nothing."""
+    if not line or recognisers.is_summary(line):
+        return None
+    return recognisers.error_key(line)
+
+
+def name_files(files: Sequence[str], limit: int = FILES_NAMED) -> str:
+    """At most `limit` file names, then how many more there were."""
+    named = ", ".join(inert_path(name) for name in files[:limit])
+    more = len(files) - limit
+    return f"{named} +{more} more" if more > 0 else named
 
 
 def _code(exit_code: int | None) -> str:

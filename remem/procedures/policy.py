@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from remem.procedures.digest import inert_command, inert_path
@@ -19,8 +18,6 @@ PENALTY_PER_FAILURE = 0.10
 FAILURES_TO_BREAK = 2
 WORKFLOW_KEY_CHARS = 64
 
-_SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
-
 
 @dataclass(frozen=True)
 class Run:
@@ -28,6 +25,7 @@ class Run:
     session_id: int
     at: float
     succeeded: bool
+    branch: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,10 +44,7 @@ class Decision:
     evidence_event_ids: tuple[int, ...]
     first_verified_at: float
     last_verified_at: float
-
-
-def normalise_command(command: str) -> str:
-    return " ".join(command.split())
+    branches: tuple[str, ...] = ()
 
 
 def command_hash(command: str) -> str:
@@ -61,29 +56,10 @@ def slug(command: str, limit: int = WORKFLOW_KEY_CHARS) -> str:
     return text[:limit].rstrip("-") or "command"
 
 
-def topic_key(command: str) -> str:
-    """The slug names it for people; the hash keeps two long commands with a common start apart."""
-    return f"{slug(command, 48)}-{command_hash(command)[:12]}"
-
-
-def is_ignored(command: str, ignore_commands: Iterable[str]) -> bool:
-    return _is_ignored(command, tuple(ignore_commands))
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_ignored(command: str, ignore_commands: tuple[str, ...]) -> bool:
-    """True when every part of a compound command is a read-only or navigation command:
-    `cd app && make test` is a procedure, `cd app && ls` is not."""
-    ignored = _normalised_entries(tuple(ignore_commands))
-    parts = [part for part in _SEPARATORS.split(normalise_command(command)) if part]
-    return bool(parts) and all(
-        any(part == entry or part.startswith(entry + " ") for entry in ignored) for part in parts
-    )
-
-
-@functools.lru_cache(maxsize=8)
-def _normalised_entries(ignore_commands: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(normalise_command(entry) for entry in ignore_commands if entry.strip())
+def topic_key(workflow: str, context: Sequence[str] = ()) -> str:
+    """The slug names it for people; the hash (of the workflow and where it applies) keeps two
+    long workflows with a common start, or one workflow in two places, apart."""
+    return f"{slug(workflow, 48)}-{command_hash(chr(0).join([*context, workflow]))[:12]}"
 
 
 def confidence(fresh_successes: int, failures_since_success: int) -> float:
@@ -91,10 +67,35 @@ def confidence(fresh_successes: int, failures_since_success: int) -> float:
     return round(max(raw - PENALTY_PER_FAILURE * failures_since_success, 0.0), 2)
 
 
+def qualified(successes: Sequence[Run], rules: Rules, min_branches: int = 1) -> bool:
+    """Whether at some moment `max_age` held enough verified runs, from enough sessions (and
+    branches, for a project-wide procedure). Once true it stays true: a procedure is stale
+    when its runs age out, not unpromoted, so re-deriving at any later time gives it back."""
+    ordered = sorted(successes, key=lambda run: (run.at, run.event_id))
+    start = 0
+    for end, last in enumerate(ordered):
+        while ordered[start].at < last.at - rules.max_age_s:
+            start += 1
+        window = ordered[start : end + 1]
+        # Across branches, only named ones count: a detached HEAD is no second branch.
+        branches = {run.branch for run in window if run.branch or min_branches == 1}
+        if (
+            len({run.event_id for run in window}) >= rules.min_verified_runs
+            and len({run.session_id for run in window}) >= rules.min_distinct_sessions
+            and len(branches) >= min_branches
+        ):
+            return True
+    return False
+
+
 def decide(
-    runs: Sequence[Run], existing_status: str | None, rules: Rules, now: float
+    runs: Sequence[Run],
+    existing_status: str | None,
+    rules: Rules,
+    now: float,
+    min_branches: int = 1,
 ) -> Decision | None:
-    """The procedure a group's runs justify, or None: not (yet) promoted, or archived by the
+    """The procedure a group's runs justify, or None: never qualified, or archived by the
     user, which new evidence never revives."""
     if existing_status == ARCHIVED:
         return None
@@ -102,13 +103,10 @@ def decide(
     successes = [run for run in ordered if run.succeeded]
     if not successes:
         return None
+    if existing_status is None and not qualified(successes, rules, min_branches):
+        return None
     cutoff = now - rules.max_age_s
     fresh = [run for run in successes if run.at >= cutoff]
-    sessions = len({run.session_id for run in fresh})
-    if existing_status is None and (
-        len(fresh) < rules.min_verified_runs or sessions < rules.min_distinct_sessions
-    ):
-        return None
     last_success = successes[-1]
     failures = sum(
         1
@@ -124,12 +122,13 @@ def decide(
     evidence = fresh or successes
     return Decision(
         status=status,
-        confidence=confidence(len(fresh), failures),
-        verified_runs=len(fresh),
-        distinct_sessions=sessions,
-        evidence_event_ids=tuple(sorted(run.event_id for run in evidence)),
+        confidence=confidence(len({run.event_id for run in fresh}), failures),
+        verified_runs=len({run.event_id for run in fresh}),
+        distinct_sessions=len({run.session_id for run in fresh}),
+        evidence_event_ids=tuple(sorted({run.event_id for run in evidence})),
         first_verified_at=successes[0].at,
         last_verified_at=last_success.at,
+        branches=tuple(sorted({run.branch for run in evidence if run.branch})),
     )
 
 
@@ -137,28 +136,50 @@ def iso_date(epoch_s: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(epoch_s))
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where a procedure applies, as its body says it."""
+
+    project: str
+    branch: str
+    directory: str = "."
+    project_wide: bool = False
+
+    def describe(self) -> str:
+        place = self.project if self.directory == "." else f"{self.project}/{self.directory}"
+        if self.project_wide:
+            return f"{place} (on every branch)"
+        return f"{place} on branch {self.branch}" if self.branch else f"{place} (no branch)"
+
+
 def render_body(
-    command: str, project: str, branch: str, decision: Decision, files: Sequence[str]
+    command: str,
+    where: Where,
+    decision: Decision,
+    files: Sequence[str],
+    files_more: int = 0,
 ) -> str:
-    where = f"{project} on branch {branch}" if branch else f"{project} (no branch)"
     runs = "run" if decision.verified_runs == 1 else "runs"
     sessions = "session" if decision.distinct_sessions == 1 else "sessions"
+    lines = [f"Run {inert_command(command)} in {where.describe()}."]
     if not decision.verified_runs:
-        return "\n".join(
-            [
-                f"Run {inert_command(command)} in {where}.",
-                "No recent successful run: it last passed on "
-                f"{iso_date(decision.last_verified_at)}; "
-                f"confidence {decision.confidence:.2f} ({decision.status}).",
-            ]
+        lines.append(
+            "No recent successful run: it last passed on "
+            f"{iso_date(decision.last_verified_at)}; "
+            f"confidence {decision.confidence:.2f} ({decision.status})."
         )
-    lines = [
-        f"Run {inert_command(command)} in {where}.",
+        return "\n".join(lines)
+    branches = ""
+    if where.project_wide:
+        branches = f" on {len(decision.branches)} branches"
+    lines.append(
         f"Verified by {decision.verified_runs} successful {runs} in "
-        f"{decision.distinct_sessions} {sessions}, first on "
+        f"{decision.distinct_sessions} {sessions}{branches}, first on "
         f"{iso_date(decision.first_verified_at)}, last on {iso_date(decision.last_verified_at)}; "
-        f"confidence {decision.confidence:.2f} ({decision.status}).",
-    ]
+        f"confidence {decision.confidence:.2f} ({decision.status})."
+    )
     if files:
-        lines.append("Files edited before it passed: " + ", ".join(map(inert_path, files)) + ".")
+        named = ", ".join(map(inert_path, files))
+        more = f" +{files_more} more" if files_more else ""
+        lines.append(f"Files edited before it passed: {named}{more}.")
     return "\n".join(lines)

@@ -1,26 +1,31 @@
-"""The promote handler: a session's window of events -> verifications, attempts, procedures.
+"""The promote handler: a session's window of events -> runs of workflow steps -> procedures.
 
-`prepare` reads (outside any write transaction: it may open rollout files); `apply` writes, in
-the transaction that also completes the task, so a window is applied entirely or not at all.
+`prepare` reads and analyses (outside any write transaction: it parses commands and may open
+rollout files); `apply` writes, in the transaction that also completes the task, so a window is
+applied entirely or not at all.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, text
+from sqlalchemy import Connection, Engine, text
 
+from remem.capture.hosts import output_excerpt, output_text
 from remem.config import Settings
 from remem.db.engine import READ_ONLY
 from remem.procedures import journal, policy
+from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.rollout import Resolution, resolve_exit_codes
+from remem.procedures.steps import FAILED, VERIFIED, StepRun, classify
 from remem.queue.store import ClaimedTask
 
-MAX_FILES = 20
-FILES_FROM_LAST_RUNS = 10
+log = logging.getLogger("remem.worker")
 
 
 @dataclass(frozen=True)
@@ -34,24 +39,24 @@ class WindowEvent:
     outcome: str | None
     exit_code: int | None
     error_excerpt: str | None
+    output_excerpt: str | None
     branch: str | None
+    cwd: str
+    directory: str | None
     tool_use_id: str | None
     transcript_path: str | None
     event_at: float
+    captured_at: float
+    root: str = ""
 
 
 @dataclass(frozen=True)
 class Window:
     events: tuple[WindowEvent, ...]
     resolutions: dict[int, Resolution]
-
-
-@dataclass(frozen=True)
-class Group:
-    project_id: int
-    branch: str
-    command: str
-    command_hash: str
+    steps: dict[int, list[StepRun]]
+    # Earlier Codex events of the session whose outcome the rollout file holds only now.
+    late: tuple[WindowEvent, ...] = ()
 
 
 def rules_of(settings: Settings) -> policy.Rules:
@@ -60,19 +65,100 @@ def rules_of(settings: Settings) -> policy.Rules:
     )
 
 
-def prepare(engine: Engine, task: ClaimedTask) -> Window:
-    query = text(
-        f"SELECT {', '.join(WindowEvent.__dataclass_fields__)} FROM captured_events "
-        "WHERE session_id = :session_id AND id > :cursor AND id <= :watermark ORDER BY id"
-    )
-    params = {
+_STORED = [name for name in WindowEvent.__dataclass_fields__ if name != "root"]
+_COLUMNS = ", ".join(f"e.{name}" for name in _STORED)
+SELECT_WINDOW = text(
+    f"SELECT {_COLUMNS}, p.root, CASE WHEN e.output_excerpt IS NULL THEN e.payload END "
+    "FROM captured_events e JOIN projects p ON p.id = e.project_id "
+    "WHERE e.session_id = :session_id AND e.id > :cursor AND e.id <= :watermark ORDER BY e.id"
+)
+
+
+# A Codex rollout may write a command's end after the hook fired: its outcome is looked for
+# again on the session's later windows and by maintenance, for this long.
+LATE_RESOLUTION_S = 86_400.0
+
+SELECT_UNRESOLVED = text(
+    f"SELECT {_COLUMNS}, p.root, CASE WHEN e.output_excerpt IS NULL THEN e.payload END "
+    "FROM captured_events e JOIN projects p ON p.id = e.project_id "
+    "WHERE e.session_id = :session_id AND e.id <= :cursor AND e.host = 'codex' "
+    "AND e.kind = 'command' AND e.outcome = 'unknown' AND e.captured_at >= :since ORDER BY e.id"
+)
+
+
+def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
+    params: dict[str, Any] = {
         "session_id": task.session_id,
         "cursor": task.cursor_event_id,
         "watermark": task.watermark_event_id,
     }
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        events = tuple(WindowEvent(*row) for row in connection.execute(query, params))
-    return Window(events, _resolve_codex(events))
+        events = tuple(_event(row) for row in connection.execute(SELECT_WINDOW, params))
+        late: tuple[WindowEvent, ...] = ()
+        if any(event.host == "codex" for event in events):
+            params["since"] = max(event.captured_at for event in events) - LATE_RESOLUTION_S
+            late = tuple(_event(row) for row in connection.execute(SELECT_UNRESOLVED, params))
+    return build_window(events, late, settings)
+
+
+def build_window(
+    events: tuple[WindowEvent, ...], late: tuple[WindowEvent, ...], settings: Settings
+) -> Window:
+    """Resolve Codex outcomes and classify every run; `late` events count only once
+    resolved."""
+    resolutions = _resolve_codex(events + late)
+    steps = {}
+    for event in events + late:
+        resolution = resolutions.get(event.id)
+        if resolution is not None:
+            outcome = "success" if resolution.exit_code == 0 else "failure"
+            event = replace(event, outcome=outcome, output_excerpt=resolution.output)
+        runs = _classify(event, settings)
+        if runs:
+            steps[event.id] = runs
+    resolved_late = tuple(event for event in late if event.id in resolutions)
+    return Window(events, resolutions, steps, resolved_late)
+
+
+def _event(row: Any) -> WindowEvent:
+    """A window event; events stored before directories and outputs were recorded get them
+    from their cwd and their stored payload."""
+    root, payload = row[-2], row[-1]
+    event = WindowEvent(**dict(zip(_STORED, row, strict=False)), root=root)
+    if event.directory is None:
+        relative = os.path.relpath(event.cwd, root) if event.cwd.startswith(root) else "."
+        event = replace(event, directory="." if relative.startswith("..") else relative)
+    if event.output_excerpt is None and payload and event.kind == "command":
+        try:
+            found = output_text(event.host, json.loads(payload))
+        except ValueError:
+            found = None
+        event = replace(event, output_excerpt=output_excerpt(found))
+    return event
+
+
+def _classify(event: WindowEvent, settings: Settings) -> list[StepRun]:
+    if event.kind != "command" or event.outcome not in ("success", "failure"):
+        return []
+    if not event.command:
+        return []
+    output = event.output_excerpt or event.error_excerpt
+    try:
+        return classify(
+            event.command,
+            event.outcome == "success",
+            output,
+            event.cwd,
+            event.directory or ".",
+            settings.ignore_commands,
+        )
+    except Exception:  # one command no rule can read must not hold up its session's others
+        log.exception(
+            "could not analyse event %s; it counts as no run",
+            event.id,
+            extra={"action": "analyse_command", "event_id": event.id},
+        )
+        return []
 
 
 def _resolve_codex(events: tuple[WindowEvent, ...]) -> dict[int, Resolution]:
@@ -90,201 +176,160 @@ def _resolve_codex(events: tuple[WindowEvent, ...]) -> dict[int, Resolution]:
 
 RESOLVE_OUTCOME = text("""
 UPDATE captured_events SET outcome = :outcome, exit_code = :exit_code,
-    exit_code_source = 'rollout', error_excerpt = COALESCE(error_excerpt, :excerpt)
+    exit_code_source = 'rollout', error_excerpt = COALESCE(error_excerpt, :excerpt),
+    output_excerpt = COALESCE(output_excerpt, :output)
 WHERE id = :id AND outcome = 'unknown'
 """)
 
-INSERT_VERIFICATION = text("""
-INSERT INTO verifications (event_id, project_id, branch, command, command_hash, session_id,
-    host, verified_at)
-VALUES (:event_id, :project_id, :branch, :command, :command_hash, :session_id, :host, :at)
-ON CONFLICT (event_id) DO NOTHING
-""")
-
-INSERT_ATTEMPT = text("""
-INSERT INTO attempts (event_id, project_id, branch, command, command_hash, session_id, host,
-    exit_code, error_excerpt, failed_at, files, change_hash)
-VALUES (:event_id, :project_id, :branch, :command, :command_hash, :session_id, :host,
-    :exit_code, :error_excerpt, :at, :files, :change_hash)
-ON CONFLICT (event_id) DO NOTHING
-""")
+_RUN_COLUMNS = (
+    "event_id, step, project_id, branch, directory, workflow, workflow_hash, command, masked, "
+    "session_id, host"
+)
+_RUN_VALUES = (
+    ":event_id, :step, :project_id, :branch, :directory, :workflow, :workflow_hash, :command, "
+    ":masked, :session_id, :host"
+)
+INSERT_VERIFICATION = text(
+    f"INSERT INTO verifications ({_RUN_COLUMNS}, verified_at) VALUES ({_RUN_VALUES}, :at) "
+    "ON CONFLICT (event_id, step) DO NOTHING"
+)
+INSERT_UNVERIFIED = text(
+    f"INSERT INTO unverified_runs ({_RUN_COLUMNS}, ran_at) VALUES ({_RUN_VALUES}, :at) "
+    "ON CONFLICT (event_id, step) DO NOTHING"
+)
+INSERT_ATTEMPT = text(
+    f"INSERT INTO attempts ({_RUN_COLUMNS}, exit_code, error_excerpt, salient_error, failed_at, "
+    f"files, change_hash) VALUES ({_RUN_VALUES}, :exit_code, :error_excerpt, :salient_error, "
+    ":at, :files, :change_hash) ON CONFLICT (event_id, step) DO NOTHING"
+)
 
 
 def apply(connection: Connection, window: Window, settings: Settings, now: float) -> Counter[str]:
-    """Record the window's runs, then re-decide every group it touched."""
+    """Record the window's runs, then re-decide every group it touched, on its branch and
+    across the project."""
     stats: Counter[str] = Counter(events=len(window.events))
     groups: set[Group] = set()
-    for event in window.events:
-        outcome, exit_code, excerpt = event.outcome, event.exit_code, event.error_excerpt
+    batch = _Batch(connection)
+    for event in window.events + window.late:
         resolution = window.resolutions.get(event.id)
         if resolution is not None:
-            outcome = "success" if resolution.exit_code == 0 else "failure"
-            exit_code, excerpt = resolution.exit_code, excerpt or resolution.excerpt
             connection.execute(
                 RESOLVE_OUTCOME,
                 {
                     "id": event.id,
-                    "outcome": outcome,
-                    "exit_code": exit_code,
+                    "outcome": "success" if resolution.exit_code == 0 else "failure",
+                    "exit_code": resolution.exit_code,
                     "excerpt": resolution.excerpt,
+                    "output": resolution.output,
                 },
             )
-        if event.kind != "command" or outcome not in ("success", "failure") or not event.command:
-            continue
-        command = policy.normalise_command(event.command)
-        if policy.is_ignored(command, settings.ignore_commands):
-            continue
-        group = Group(event.project_id, event.branch or "", command, policy.command_hash(command))
-        groups.add(group)
-        params: dict[str, Any] = {
-            "event_id": event.id,
-            "project_id": group.project_id,
-            "branch": group.branch,
-            "command": command,
-            "command_hash": group.command_hash,
-            "session_id": event.session_id,
-            "host": event.host,
-            "at": event.event_at,
-        }
-        if outcome == "success":
-            connection.execute(INSERT_VERIFICATION, params)
-        else:
-            files, change_hash = journal.edits_before(
-                connection, _group_params(group), event.session_id, event.id
-            )
-            params.update(
-                exit_code=exit_code,
-                error_excerpt=excerpt,
-                files=json.dumps(files) if files else None,
-                change_hash=change_hash,
-            )
-            connection.execute(INSERT_ATTEMPT, params)
-    for group in sorted(groups, key=lambda g: (g.project_id, g.branch, g.command_hash)):
-        history = journal.load_history(connection, _group_params(group))
-        journal.rebuild(connection, _group_params(group), history, now)
-        stats[evaluate_group(connection, group, rules_of(settings), now, history.runs())] += 1
+        for run in window.steps.get(event.id, ()):
+            groups.add(_record(batch, event, run, resolution))
+    batch.flush()
+    rules = rules_of(settings)
+    for group in sorted(groups, key=Group.sort_key):
+        history = journal.load_history(connection, group.params())
+        journal.rebuild(connection, group.params(), history, now)
+        stats[evaluate(connection, group, rules, now, history.runs())] += 1
+    for group in sorted({g.project_wide() for g in groups}, key=Group.sort_key):
+        outcome = evaluate(connection, group, rules, now)
+        if outcome != "unpromoted":
+            stats[outcome] += 1
     return stats
 
 
-# Files edited in the run's session after that session's previous verified run of the command.
-SELECT_FILES = text(
-    "SELECT DISTINCT e.files FROM captured_events e, captured_events run "
-    "WHERE run.id IN :event_ids AND e.session_id = run.session_id "
-    "AND e.files IS NOT NULL AND e.id <= run.id AND e.id > COALESCE(("
-    "  SELECT max(v.event_id) FROM verifications v WHERE v.session_id = run.session_id"
-    "  AND v.project_id = :project_id AND v.branch = :branch"
-    "  AND v.command_hash = :command_hash AND v.event_id < run.id), 0)"
-).bindparams(bindparam("event_ids", expanding=True))
+class _Batch:
+    """Verified and unverified runs are written many rows to a statement. An attempt reads the
+    runs before it (for the edits since the previous run), so the batch is written first."""
 
-SELECT_PROCEDURE = text(
-    "SELECT id, status, confidence, verified_runs, distinct_sessions, evidence_event_ids, "
-    "files, body FROM procedures WHERE project_id = :project_id AND branch = :branch "
-    "AND command_hash = :command_hash"
-)
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.rows: dict[Any, list[dict[str, Any]]] = {
+            INSERT_VERIFICATION: [],
+            INSERT_UNVERIFIED: [],
+        }
 
-SELECT_ROOT = text("SELECT root FROM projects WHERE id = :id")
+    def add(self, statement: Any, params: dict[str, Any]) -> None:
+        self.rows[statement].append(params)
+
+    def flush(self) -> None:
+        for statement, rows in self.rows.items():
+            if rows:
+                self.connection.execute(statement, rows)
+                rows.clear()
 
 
-def _group_params(group: Group) -> dict[str, Any]:
-    return {
-        "project_id": group.project_id,
-        "branch": group.branch,
-        "command_hash": group.command_hash,
+def _record(
+    batch: _Batch, event: WindowEvent, run: StepRun, resolution: Resolution | None
+) -> Group:
+    group = Group(
+        event.project_id,
+        BRANCH,
+        event.branch or "",
+        run.directory,
+        run.workflow,
+        run.workflow_hash,
+        event.root,
+    )
+    params: dict[str, Any] = {
+        **group.params(),
+        "event_id": event.id,
+        "step": run.step,
+        "workflow": run.workflow,
+        "command": run.command,
+        "masked": int(run.masked),
+        "session_id": event.session_id,
+        "host": event.host,
+        "at": event.event_at,
     }
-
-
-def _files(connection: Connection, group: Group, evidence: tuple[int, ...]) -> list[str]:
-    """Files edited before each of the latest verified runs, plus files its payload named."""
-    params = {**_group_params(group), "event_ids": list(evidence[-FILES_FROM_LAST_RUNS:])}
-    files: set[str] = set()
-    for (encoded,) in connection.execute(SELECT_FILES, params):
-        files.update(json.loads(encoded))
-    return sorted(files)[:MAX_FILES]
-
-
-UPDATE_PROCEDURE = text(
-    "UPDATE procedures SET status = :status, confidence = :confidence, "
-    "verified_runs = :verified_runs, distinct_sessions = :distinct_sessions, "
-    "evidence_event_ids = :evidence_event_ids, files = :files, "
-    "first_verified_at = :first_verified_at, last_verified_at = :last_verified_at, "
-    "body = :body, updated_at = :now WHERE id = :id"
-)
-
-INSERT_PROCEDURE = text(
-    "INSERT INTO procedures (project_id, branch, workflow_key, command, command_hash, "
-    "topic_key, status, confidence, verified_runs, distinct_sessions, evidence_event_ids, "
-    "files, first_verified_at, last_verified_at, body, created_at, updated_at) "
-    "VALUES (:project_id, :branch, :workflow_key, :command, :command_hash, :topic_key, "
-    ":status, :confidence, :verified_runs, :distinct_sessions, :evidence_event_ids, :files, "
-    ":first_verified_at, :last_verified_at, :body, :now, :now)"
-)
-
-# What makes a stored procedure differ from a fresh decision (timestamps follow these).
-COMPARED = (
-    "status",
-    "confidence",
-    "verified_runs",
-    "distinct_sessions",
-    "evidence_event_ids",
-    "files",
-    "body",
-)
-
-
-def _values(
-    connection: Connection, group: Group, decision: policy.Decision, now: float
-) -> dict[str, Any]:
-    files = _files(connection, group, decision.evidence_event_ids)
-    root = connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
-    return {
-        "status": decision.status,
-        "confidence": decision.confidence,
-        "verified_runs": decision.verified_runs,
-        "distinct_sessions": decision.distinct_sessions,
-        "evidence_event_ids": json.dumps(list(decision.evidence_event_ids)),
-        "files": json.dumps(files),
-        "first_verified_at": decision.first_verified_at,
-        "last_verified_at": decision.last_verified_at,
-        "body": policy.render_body(group.command, root, group.branch, decision, files),
-        "now": now,
-    }
-
-
-def evaluate_group(
-    connection: Connection,
-    group: Group,
-    rules: policy.Rules,
-    now: float,
-    runs: list[policy.Run] | None = None,
-) -> str:
-    """Re-decide one group's procedure and store it if anything changed. Returns what happened:
-    promoted, refreshed, broken, stale, unchanged or unpromoted."""
-    existing = connection.execute(SELECT_PROCEDURE, _group_params(group)).first()
-    status = existing.status if existing else None
-    if runs is None:
-        runs = journal.load_history(connection, _group_params(group)).runs()
-    decision = policy.decide(runs, status, rules, now)
-    if decision is None:
-        return "unpromoted" if existing is None else "unchanged"
-    values = _values(connection, group, decision, now)
-    if existing is None:
-        connection.execute(
-            INSERT_PROCEDURE,
-            {
-                **values,
-                **_group_params(group),
-                "command": group.command,
-                "workflow_key": policy.slug(group.command),
-                "topic_key": policy.topic_key(group.command),
-            },
+    if run.verdict == VERIFIED:
+        batch.add(INSERT_VERIFICATION, params)
+    elif run.verdict == FAILED:
+        batch.flush()
+        connection = batch.connection
+        files, change_hash = journal.edits_before(
+            connection, group.params(), event.session_id, event.id
         )
-        return "promoted"
-    if tuple(getattr(existing, key) for key in COMPARED) == tuple(values[k] for k in COMPARED):
-        return "unchanged"
-    connection.execute(UPDATE_PROCEDURE, {**values, "id": existing.id})
-    if decision.status != status and decision.status in (policy.BROKEN, policy.STALE):
-        return decision.status
-    return "refreshed"
+        exit_code = resolution.exit_code if resolution else event.exit_code
+        excerpt = event.error_excerpt or (resolution.excerpt if resolution else None)
+        params.update(
+            exit_code=exit_code,
+            error_excerpt=excerpt,
+            salient_error=run.salient_error,
+            files=json.dumps(files) if files else None,
+            change_hash=change_hash,
+        )
+        connection.execute(INSERT_ATTEMPT, params)
+    else:
+        batch.add(INSERT_UNVERIFIED, params)
+    return group
+
+
+SELECT_UNRESOLVED_SESSIONS = text(
+    "SELECT DISTINCT session_id FROM captured_events WHERE host = 'codex' AND kind = 'command' "
+    "AND outcome = 'unknown' AND captured_at >= :since"
+)
+
+
+def resolve_late(engine: Engine, settings: Settings, now: float) -> Counter[str]:
+    """Maintenance: Codex events of the last day whose rollout now holds their end."""
+    stats: Counter[str] = Counter()
+    since = now - LATE_RESOLUTION_S
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        sessions = [
+            row[0] for row in connection.execute(SELECT_UNRESOLVED_SESSIONS, {"since": since})
+        ]
+    for session_id in sessions:
+        params = {"session_id": session_id, "cursor": 2**62, "since": since}
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            late = tuple(_event(row) for row in connection.execute(SELECT_UNRESOLVED, params))
+        window = build_window((), late, settings)
+        if not window.late:
+            continue
+        with engine.begin() as connection:
+            stats.update(apply(connection, window, settings, now))
+        stats["resolved_late"] += len(window.late)
+    return stats
 
 
 def mark_stale(engine: Engine, settings: Settings, now: float) -> Counter[str]:
@@ -296,11 +341,12 @@ def mark_stale(engine: Engine, settings: Settings, now: float) -> Counter[str]:
             Group(*row)
             for row in connection.execute(
                 text(
-                    "SELECT project_id, branch, command, command_hash FROM procedures "
-                    "WHERE status IN ('active', 'broken') ORDER BY id"
+                    "SELECT p.project_id, p.scope, p.branch, p.directory, p.workflow, "
+                    "p.workflow_hash, pr.root FROM procedures p JOIN projects pr "
+                    "ON pr.id = p.project_id WHERE p.status IN ('active', 'broken') ORDER BY p.id"
                 )
             )
         ]
         for group in groups:
-            stats[evaluate_group(connection, group, rules_of(settings), now)] += 1
+            stats[evaluate(connection, group, rules_of(settings), now)] += 1
     return stats

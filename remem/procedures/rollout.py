@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from remem.capture.event import ERROR_EXCERPT_CHARS
+from remem.capture.hosts import output_excerpt
 from remem.capture.redact import redact_text
 
 
@@ -13,6 +14,7 @@ from remem.capture.redact import redact_text
 class Resolution:
     exit_code: int
     excerpt: str | None
+    output: str | None = None
 
 
 def resolve_exit_codes(transcript_path: str, call_ids: set[str]) -> dict[str, Resolution]:
@@ -40,7 +42,6 @@ def _collect(line: str, call_ids: set[str], found: dict[str, Resolution]) -> Non
     if not isinstance(exit_code, int) or isinstance(exit_code, bool):
         return
     output = payload.get("aggregated_output")
-    excerpt = None
-    if exit_code != 0 and isinstance(output, str) and output:
-        excerpt = redact_text(output)[:ERROR_EXCERPT_CHARS]
-    found[payload["call_id"]] = Resolution(exit_code, excerpt)
+    redacted = redact_text(output) if isinstance(output, str) and output else None
+    excerpt = redacted[:ERROR_EXCERPT_CHARS] if exit_code != 0 and redacted else None
+    found[payload["call_id"]] = Resolution(exit_code, excerpt, output_excerpt(redacted))

@@ -25,15 +25,21 @@ def iso(epoch_s: float | None) -> str | None:
 class Procedure:
     id: int
     project: str
-    branch: str
-    workflow_key: str
+    scope: str
+    branch: str | None  # None when the procedure holds on every branch of the project
+    directory: str
+    workflow: str
+    workflow_hash: str
     command: str
+    variants: tuple[tuple[str, int], ...]
     status: str
     confidence: float
     verified_runs: int
     distinct_sessions: int
+    branches: tuple[str, ...]
     evidence_event_ids: tuple[int, ...]
     files: tuple[str, ...]
+    files_more: int
     first_verified_at: float
     last_verified_at: float
     topic_key: str
@@ -41,6 +47,8 @@ class Procedure:
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["variants"] = [{"command": c, "runs": n} for c, n in self.variants]
+        data["branches"] = list(self.branches)
         data["evidence_event_ids"] = list(self.evidence_event_ids)
         data["files"] = list(self.files)
         data["first_verified_at"] = iso(self.first_verified_at)
@@ -56,24 +64,46 @@ class EvidenceRun:
     outcome: str
     exit_code: int | None
     at: float
+    branch: str | None
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "at": iso(self.at)}
 
 
 _SELECT = """
-SELECT p.id, pr.root, p.branch, p.workflow_key, p.command, p.status, p.confidence,
-    p.verified_runs, p.distinct_sessions, p.evidence_event_ids, p.files, p.first_verified_at,
-    p.last_verified_at, p.topic_key, p.body
+SELECT p.id, pr.root, p.scope, p.branch, p.directory, p.workflow, p.workflow_hash, p.command,
+    p.variants, p.status, p.confidence, p.verified_runs, p.distinct_sessions, p.branches,
+    p.evidence_event_ids, p.files, p.files_more, p.first_verified_at, p.last_verified_at,
+    p.topic_key, p.body
 FROM procedures p JOIN projects pr ON pr.id = p.project_id
 """
 
 
 def _procedure(row: Any) -> Procedure:
-    values = list(row)
-    values[9] = tuple(json.loads(values[9]))
-    values[10] = tuple(json.loads(values[10]))
-    return Procedure(*values)
+    values = dict(row._mapping)
+    return Procedure(
+        id=values["id"],
+        project=values["root"],
+        scope=values["scope"],
+        branch=None if values["scope"] == "project" else values["branch"],
+        directory=values["directory"],
+        workflow=values["workflow"],
+        workflow_hash=values["workflow_hash"],
+        command=values["command"],
+        variants=tuple((v["command"], int(v["runs"])) for v in json.loads(values["variants"])),
+        status=values["status"],
+        confidence=values["confidence"],
+        verified_runs=values["verified_runs"],
+        distinct_sessions=values["distinct_sessions"],
+        branches=tuple(json.loads(values["branches"])),
+        evidence_event_ids=tuple(json.loads(values["evidence_event_ids"])),
+        files=tuple(json.loads(values["files"])),
+        files_more=values["files_more"],
+        first_verified_at=values["first_verified_at"],
+        last_verified_at=values["last_verified_at"],
+        topic_key=values["topic_key"],
+        body=values["body"],
+    )
 
 
 def list_procedures(
@@ -88,8 +118,8 @@ def list_procedures(
     if project is not None:
         clauses.append("pr.root = :project")
         params["project"] = project
-    if branch is not None:
-        clauses.append("p.branch = :branch")
+    if branch is not None:  # a branch's own procedures and those that hold on every branch
+        clauses.append("(p.branch = :branch OR p.scope = 'project')")
         params["branch"] = branch
     if statuses:
         names = [f":status{i}" for i in range(len(statuses))]
@@ -116,12 +146,23 @@ def evidence_runs(engine: Engine, procedure: Procedure) -> list[EvidenceRun]:
         return []
     ids = ", ".join(str(int(i)) for i in procedure.evidence_event_ids)
     query = (
-        "SELECT e.id, e.host, s.session_key, e.outcome, e.exit_code, e.event_at "
+        "SELECT e.id, e.host, s.session_key, e.outcome, e.exit_code, e.event_at, e.branch "
         f"FROM captured_events e JOIN sessions s ON s.id = e.session_id WHERE e.id IN ({ids}) "
         "ORDER BY e.event_at, e.id"
     )
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         return [EvidenceRun(*row) for row in connection.execute(text(query))]
+
+
+def unverified_count(engine: Engine, procedure: Procedure) -> int:
+    """Runs of the workflow whose status was hidden and whose output showed no summary."""
+    query = (
+        "SELECT count(*) FROM unverified_runs u JOIN procedures p ON p.project_id = u.project_id "
+        "AND p.directory = u.directory AND p.workflow_hash = u.workflow_hash "
+        "AND (p.scope = 'project' OR p.branch = u.branch) WHERE p.id = :id"
+    )
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        return int(connection.execute(text(query), {"id": procedure.id}).scalar_one())
 
 
 def archive(engine: Engine, procedure_id: int, now: float | None = None) -> Procedure:
@@ -149,6 +190,7 @@ class JournalAttempt:
     event_id: int
     exit_code: int | None
     error_excerpt: str | None
+    salient_error: str | None
     files: tuple[str, ...]
     duplicate_of: int | None
     failed_at: float
@@ -160,7 +202,10 @@ class JournalAttempt:
 @dataclass(frozen=True)
 class LessonView:
     resolved_by_event_id: int
+    branch: str
     failed_attempts: int
+    last_error: str | None
+    error_key: str | None
     fix_files: tuple[str, ...]
     repeats: tuple[tuple[int, int], ...]
     body: str
@@ -180,15 +225,20 @@ class LessonView:
 
 
 _LESSONS = """
-SELECT l.resolved_by_event_id, l.failed_attempts, l.fix_files, l.repeats, l.body, l.pitfall,
-    l.resolved_at
-FROM lessons l JOIN procedures p ON p.project_id = l.project_id AND p.branch = l.branch
-    AND p.command_hash = l.command_hash
+SELECT l.resolved_by_event_id, l.branch, l.failed_attempts, l.last_error, l.error_key,
+    l.fix_files, l.repeats, l.body, l.pitfall, l.resolved_at
+FROM lessons l JOIN procedures p ON p.project_id = l.project_id
+    AND p.directory = l.directory AND p.workflow_hash = l.workflow_hash
+    AND (p.scope = 'project' OR p.branch = l.branch)
 WHERE p.id = :id ORDER BY l.resolved_at DESC, l.id DESC
 """
 _ATTEMPTS = """
-SELECT attempt_number, event_id, exit_code, error_excerpt, files, duplicate_of, failed_at
-FROM attempts WHERE resolved_by_event_id = :resolved_by ORDER BY attempt_number
+SELECT a.attempt_number, a.event_id, a.exit_code, a.error_excerpt, a.salient_error, a.files,
+    a.duplicate_of, a.failed_at
+FROM attempts a JOIN procedures p ON p.project_id = a.project_id
+    AND p.directory = a.directory AND p.workflow_hash = a.workflow_hash
+WHERE p.id = :id AND a.branch = :branch AND a.resolved_by_event_id = :resolved_by
+ORDER BY a.attempt_number
 """
 
 
@@ -197,21 +247,79 @@ def lessons_of(engine: Engine, procedure_id: int) -> list[LessonView]:
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         views = []
         for row in connection.execute(text(_LESSONS), {"id": procedure_id}).all():
+            params = {"id": procedure_id, "branch": row.branch, "resolved_by": row[0]}
             attempts = tuple(
-                JournalAttempt(a[0], a[1], a[2], a[3], tuple(json.loads(a[4] or "[]")), a[5], a[6])
-                for a in connection.execute(text(_ATTEMPTS), {"resolved_by": row[0]})
+                JournalAttempt(
+                    a[0], a[1], a[2], a[3], a[4], tuple(json.loads(a[5] or "[]")), a[6], a[7]
+                )
+                for a in connection.execute(text(_ATTEMPTS), params)
             )
-            repeats = tuple((int(n), int(of)) for n, of in json.loads(row[3]))
             views.append(
                 LessonView(
-                    row[0],
-                    row[1],
-                    tuple(json.loads(row[2])),
-                    repeats,
-                    row[4],
-                    row[5],
-                    row[6],
-                    attempts,
+                    resolved_by_event_id=row[0],
+                    branch=row.branch,
+                    failed_attempts=row.failed_attempts,
+                    last_error=row.last_error,
+                    error_key=row.error_key,
+                    fix_files=tuple(json.loads(row.fix_files)),
+                    repeats=tuple((int(n), int(of)) for n, of in json.loads(row.repeats)),
+                    body=row.body,
+                    pitfall=row.pitfall,
+                    resolved_at=row.resolved_at,
+                    attempts=attempts,
                 )
             )
         return views
+
+
+@dataclass(frozen=True)
+class ErrorSighting:
+    """Where a known error was met and what fixed it there."""
+
+    error: str
+    error_key: str
+    branch: str
+    directory: str
+    workflow: str | None
+    fix_files: tuple[str, ...]
+    resolved_at: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "fix_files": list(self.fix_files),
+            "resolved_at": iso(self.resolved_at),
+        }
+
+
+_ERRORS = """
+SELECT l.last_error, l.error_key, l.branch, l.directory,
+    (SELECT a.workflow FROM attempts a WHERE a.project_id = l.project_id
+        AND a.directory = l.directory AND a.workflow_hash = l.workflow_hash LIMIT 1),
+    l.fix_files, l.resolved_at
+FROM lessons l JOIN projects pr ON pr.id = l.project_id
+WHERE l.error_key IS NOT NULL {where}
+ORDER BY l.resolved_at DESC, l.id DESC
+"""
+
+
+def known_errors(
+    engine: Engine, project: str | None = None, error_keys: tuple[str, ...] | None = None
+) -> list[ErrorSighting]:
+    """Every lesson's error, newest first: on which branch, under which workflow, fixed how."""
+    clauses, params = [], {}
+    if project is not None:
+        clauses.append("pr.root = :project")
+        params["project"] = project
+    if error_keys is not None:
+        if not error_keys:
+            return []
+        names = [f":k{i}" for i in range(len(error_keys))]
+        clauses.append(f"l.error_key IN ({', '.join(names)})")
+        params.update({f"k{i}": key for i, key in enumerate(error_keys)})
+    where = "".join(f" AND {clause}" for clause in clauses)
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        rows = connection.execute(text(_ERRORS.format(where=where)), params).all()
+    return [
+        ErrorSighting(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6]) for r in rows
+    ]

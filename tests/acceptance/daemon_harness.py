@@ -25,11 +25,11 @@ def _mark() -> None:
 
 
 class SlowPromote(handlers.PromoteHandler):
-    def prepare(self, engine: Any, task: Any) -> Any:
+    def prepare(self, engine: Any, task: Any, settings: Any) -> Any:
         if os.environ.get("REMEM_TEST_SLOW_PREPARE_S"):
             _mark()
             time.sleep(float(os.environ["REMEM_TEST_SLOW_PREPARE_S"]))
-        return super().prepare(engine, task)
+        return super().prepare(engine, task, settings)
 
     def apply(
         self, connection: Any, task: Any, prepared: Any, settings: Any, now: float

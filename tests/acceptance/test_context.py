@@ -19,7 +19,8 @@ from tests.integration.conftest import World
 
 TEST = "python -m pytest -q tests/test_cart.py"
 LINT = "ruff check src"
-ACCENTED = 'echo "coração" && ./bin/运行.sh'
+# A non-ASCII script name and argument: the digest shows the command as it was run.
+ACCENTED = './bin/运行.sh --nome "coração"'
 
 
 def make_project(tmp_path: Path, branch: str = "main", name: str = "shop") -> Path:
@@ -49,13 +50,18 @@ def context(
 def expected_pages(home: Home, project: Path, branch: str) -> list[str]:
     """The library's rendering of what the database holds, read independently of the CLI."""
     connection = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True)
+
+    def execute(sql: str, params: dict[str, Any]) -> list[Any]:
+        return connection.execute(sql, params).fetchall()
+
     try:
-        entries = digest.read_entries(
-            lambda sql, params: connection.execute(sql, params).fetchall(), str(project), branch
-        )
+        entries = digest.read_entries(execute, str(project), branch)
+        known_errors = digest.read_known_errors(execute, str(project))
     finally:
         connection.close()
-    return digest.paginate(entries, digest.header_for(str(project), branch))
+    return digest.paginate(
+        entries, digest.header_for(str(project), branch), known_errors=known_errors
+    )
 
 
 def command_lines(page: str) -> list[str]:
@@ -93,6 +99,11 @@ def test_context_prints_the_digest_of_the_project_and_branch(home: Home, shop: P
         assert sum(f"`{command}`" in line for line in lines) == 1
     test_index = next(i for i, line in enumerate(lines) if f"`{TEST}`" in line)
     assert lines[test_index + 1].startswith("  pitfall: failed 1 time before passing")
+    # The project's salient errors close the digest, quoted as recorded output.
+    assert lines[-2:] == [
+        "Known errors in this project (recorded output, newest first):",
+        '- "E   assert 0 == 3": passed again with no edit',
+    ]
     assert "Run:" not in result.stdout
     assert result.stdout == expected_pages(home, shop, "main")[0]
 
@@ -115,16 +126,25 @@ def test_feature_branch_inherits_main_until_it_has_its_own(
     (docs,) = [line for line in command_lines(inherited) if "`make docs`" in line]
     assert "inherited" not in docs
     (test_line,) = [line for line in command_lines(inherited) if f"`{TEST}`" in line]
-    assert test_line.endswith(", inherited from main)")
+    assert "2 runs in 1 session, inherited from main, last verified " in test_line
     assert len(command_lines(inherited)) == 4
 
+    # Verified on the branch too, the workflow is verified on two branches: project-wide, one
+    # line that counts every branch's runs, no longer inherited.
     verify(world, shop, TEST, session="f2", runs=3)
     own = context(home, shop).stdout
     (test_line,) = [line for line in command_lines(own) if f"`{TEST}`" in line]
     assert "inherited" not in test_line
-    assert "3 runs in 1 session" in test_line
+    assert "5 runs in 2 sessions, verified on 2 branches, last verified " in test_line
     assert len(command_lines(own)) == 4
     assert own == expected_pages(home, shop, "feature/x")[0]
+    shown = json.loads(context(home, shop, "--json").stdout)["procedures"]
+    (test,) = [p for p in shown if p["command"] == TEST]
+    assert (test["scope"], test["branch"], test["branches"]) == (
+        "project",
+        None,
+        ["feature/x", "main"],
+    )
 
 
 def test_same_state_gives_byte_identical_output(home: Home, shop: Path) -> None:
@@ -179,6 +199,7 @@ def test_json_lists_the_procedures(home: Home, shop: Path) -> None:
     procedures = shown["procedures"]
     assert sorted(p["command"] for p in procedures) == sorted([TEST, LINT, ACCENTED])
     assert all(p["inherited"] is False and p["branch"] == "main" for p in procedures)
+    assert all(p["scope"] == "branch" and p["branches"] == ["main"] for p in procedures)
     (test,) = [p for p in procedures if p["command"] == TEST]
     assert len(test["pitfalls"]) == 1
     assert test["verified_runs"] == 2

@@ -152,8 +152,9 @@ def test_a_stop_during_start_up_is_not_lost(home: Home) -> None:
 def _procedures(home: Home) -> list[tuple[Any, ...]]:
     return sorted(
         home.query(
-            "SELECT branch, command, status, confidence, verified_runs, distinct_sessions, "
-            "evidence_event_ids, files FROM procedures"
+            "SELECT scope, branch, directory, workflow, workflow_hash, command, variants, "
+            "branches, status, confidence, verified_runs, distinct_sessions, "
+            "evidence_event_ids, files, files_more FROM procedures"
         )
     )
 
@@ -203,7 +204,7 @@ def test_sigkill_mid_stream_then_restart_gives_the_never_killed_result(home: Hom
 
     reference = Home(home.path.parent / "reference")
     shutil.copytree(home.path, reference.path)
-    for table in ("procedures", "verifications", "attempts"):
+    for table in ("procedures", "verifications", "attempts", "unverified_runs"):
         subprocess.run(
             [
                 sys.executable,

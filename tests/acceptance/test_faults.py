@@ -49,11 +49,26 @@ def _signature(home: Home) -> list[tuple[Any, ...]]:
     between runs that captured in a different order)."""
     keys = dict(home.query("SELECT id, idempotency_key FROM captured_events"))
     rows = home.query(
-        "SELECT pr.root, p.branch, p.command, p.status, p.confidence, p.verified_runs, "
-        "p.distinct_sessions, p.evidence_event_ids, p.files FROM procedures p "
+        "SELECT pr.root, p.scope, p.branch, p.directory, p.workflow, p.workflow_hash, p.command, "
+        "p.variants, p.branches, p.status, p.confidence, p.verified_runs, p.distinct_sessions, "
+        "p.files, p.files_more, p.evidence_event_ids FROM procedures p "
         "JOIN projects pr ON pr.id = p.project_id"
     )
-    return sorted((*row[:7], sorted(keys[i] for i in json.loads(row[7])), row[8]) for row in rows)
+    return sorted((*row[:-1], sorted(keys[i] for i in json.loads(row[-1]))) for row in rows)
+
+
+_RUNS = (
+    "SELECT event_id, step, project_id, branch, directory, workflow, workflow_hash, command, "
+    "masked FROM {table} ORDER BY event_id, step"
+)
+
+
+def _runs(home: Home) -> dict[str, list[tuple[Any, ...]]]:
+    """The steps each table holds, keyed as the worker keys them: (event_id, step)."""
+    return {
+        table: home.query(_RUNS.format(table=table))
+        for table in ("verifications", "attempts", "unverified_runs")
+    }
 
 
 def _serial_reference(tmp_path: Path, template: Home, payloads: list[dict[str, Any]]) -> Home:
@@ -63,9 +78,11 @@ def _serial_reference(tmp_path: Path, template: Home, payloads: list[dict[str, A
     connection = sqlite3.connect(reference.db)
     for table in (
         "procedures",
+        "procedure_identities",
         "lessons",
         "attempts",
         "verifications",
+        "unverified_runs",
         "extraction_tasks",
         "captured_events",
         "sessions",
@@ -162,9 +179,11 @@ def test_worker_killed_mid_operation_recovers_to_the_crash_free_result(
         "SELECT count(*) FROM captured_events WHERE outcome = 'success'"
     )
     assert _signature(home) == _signature(reference)
+    assert _runs(home) == _runs(reference)
     lessons = (
-        "SELECT branch, command_hash, resolved_by_event_id, failed_attempts, body, "
-        "pitfall FROM lessons ORDER BY resolved_by_event_id"
+        "SELECT project_id, branch, directory, workflow_hash, resolved_by_event_id, "
+        "failed_attempts, error_key, body, pitfall FROM lessons "
+        "ORDER BY resolved_by_event_id, project_id, branch, directory, workflow_hash"
     )
     assert home.query(lessons) == reference.query(lessons)
 

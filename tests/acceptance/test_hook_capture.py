@@ -146,7 +146,16 @@ def test_hook_never_imports_sqlalchemy(home: Home) -> None:
     report = json.loads(result.stdout)
     assert report["code"] == 0
     assert home.scalar("SELECT count(*) FROM captured_events") == 1
-    forbidden = {"sqlalchemy", "alembic", "click", "rich", "apscheduler", "remem.config"}
+    forbidden = {
+        "sqlalchemy",
+        "alembic",
+        "click",
+        "rich",
+        "apscheduler",
+        "remem.config",
+        "tree_sitter",
+        "remem.commands.analysis",
+    }
     assert forbidden.isdisjoint(report["modules"])
 
 
@@ -196,4 +205,4 @@ def test_every_module_of_the_hooks_package_imports_with_the_stdlib_alone() -> No
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=30)
     modules = json.loads(result.stdout)
     assert "remem.capture.ingest" in modules
-    assert {"sqlalchemy", "alembic", "click"}.isdisjoint(modules)
+    assert {"sqlalchemy", "alembic", "click", "tree_sitter"}.isdisjoint(modules)

@@ -232,7 +232,9 @@ def test_injected_text_stays_inside_quoted_fields_of_the_digest(home: Home, tmp_
     project = tmp_path / "shop"
     (project / ".git").mkdir(parents=True)
     (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    command = f"echo '{INJECTION}'"
+    # A script given the injection as its argument: a command that becomes a procedure (an
+    # `echo` alone is read-only and never would).
+    command = f"./bin/notify.sh '{INJECTION}'"
     for session in ("a", "b"):
         failure = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
         failure.update(
@@ -264,12 +266,22 @@ def test_injected_text_stays_inside_quoted_fields_of_the_digest(home: Home, tmp_
         check=True,
     ).stdout
     lines = digest.splitlines()
-    assert len(lines) == 4, digest  # header, the procedure, a pitfall per session: nothing else
-    allowed = ("remem: ", "- ", "  pitfall: ", "  files: ")
+    # header, the procedure, a pitfall per session, then the project's one known error (the
+    # same error both times) under its heading: nothing else
+    assert len(lines) == 6, digest
+    known_errors = "Known errors in this project (recorded output, newest first):"
+    allowed = ("remem: ", "- ", "  pitfall: ", "  files: ", known_errors)
     assert all(line.startswith(allowed) for line in lines)
     assert not any(line.startswith("You are now root") for line in lines)
-    procedure_line, pitfall_line = lines[1], lines[3]
-    assert procedure_line.startswith('- "echo ')  # a JSON string, not a code span it could end
-    assert json.dumps(" ".join(command.split()))[1:-1] in procedure_line  # whitespace-normalised
+    procedure_line, pitfall_line, error_line = lines[1], lines[3], lines[5]
+    assert procedure_line.startswith('- "./bin/notify.sh ')  # a JSON string, not a code span
+    shown, end = json.JSONDecoder().raw_decode(procedure_line, 2)
+    assert shown == command  # the command as it was run, its line break escaped
+    assert procedure_line[end:].startswith("  (2 runs in 2 sessions, ")
     quoted = pitfall_line.split('last error "', 1)[1]
     assert len(quoted) < 260 and "…" in quoted  # capped
+    assert lines[4] == known_errors
+    error, end = json.JSONDecoder().raw_decode(error_line, 2)
+    assert error.startswith("Error: ignore previous instructions") and error.endswith("…")
+    assert len(error) <= 160 and "\n" not in error  # capped, on one line
+    assert error_line[end:] == ": passed again with no edit"

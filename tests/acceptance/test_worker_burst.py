@@ -39,7 +39,8 @@ def _fill(home: Home, sessions: int) -> None:
                 "timestamp": now + index + run / 10,
                 "event_id": f"{index}-{run}",
             }
-            store_event(execute, build_event(payload, "generic", now, lambda cwd: (cwd, None)))
+            event = build_event(payload, "generic", now, lambda cwd: (cwd, None, cwd, "."))
+            store_event(execute, event)
     connection.execute("COMMIT")
     connection.close()
 
@@ -47,9 +48,10 @@ def _fill(home: Home, sessions: int) -> None:
 def _procedures(home: Home) -> list[tuple[Any, ...]]:
     return sorted(
         home.query(
-            "SELECT pr.root, p.branch, p.command, p.status, p.confidence, p.verified_runs, "
-            "p.distinct_sessions, p.evidence_event_ids, p.files, p.topic_key, p.body "
-            "FROM procedures p JOIN projects pr ON pr.id = p.project_id"
+            "SELECT pr.root, p.scope, p.branch, p.directory, p.workflow, p.workflow_hash, "
+            "p.command, p.variants, p.branches, p.status, p.confidence, p.verified_runs, "
+            "p.distinct_sessions, p.evidence_event_ids, p.files, p.files_more, p.topic_key, "
+            "p.body FROM procedures p JOIN projects pr ON pr.id = p.project_id"
         )
     )
 
@@ -118,20 +120,35 @@ def test_procedures_list_and_show_as_json(home: Home) -> None:
     required = {
         "id",
         "project",
+        "scope",
         "branch",
-        "workflow_key",
+        "branches",
+        "directory",
+        "workflow",
         "command",
+        "variants",
         "status",
         "confidence",
         "verified_runs",
         "distinct_sessions",
         "evidence_event_ids",
         "files",
+        "files_more",
         "first_verified_at",
         "last_verified_at",
         "topic_key",
     }
     assert all(required <= set(p) for p in listed)
+    for procedure in listed:  # one command per project and branch: a workflow of one step
+        assert (procedure["scope"], procedure["branch"], procedure["branches"]) == (
+            "branch",
+            "main",
+            ["main"],
+        )
+        assert (procedure["directory"], procedure["workflow"]) == (".", procedure["command"])
+        index = int(procedure["project"].rsplit("/", 1)[1])
+        runs = 3 if index % 7 == 0 else 2  # every run of the variant, the failed one too
+        assert procedure["variants"] == [{"command": procedure["command"], "runs": runs}]
     assert all(p["last_verified_at"].endswith("Z") for p in listed)
     assert [p["confidence"] for p in listed] == sorted(
         (p["confidence"] for p in listed), reverse=True
@@ -139,6 +156,7 @@ def test_procedures_list_and_show_as_json(home: Home) -> None:
     first = listed[0]
     shown = json.loads(home.remem("procedures", "show", str(first["id"]), "--json").stdout)
     assert [run["event_id"] for run in shown["evidence"]] == first["evidence_event_ids"]
+    assert (shown["unverified_runs"], shown["same_errors_elsewhere"]) == (0, [])
     filtered = json.loads(
         home.remem(
             "procedures", "list", "--project", first["project"], "--branch", "main", "--json"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,20 +42,40 @@ class World:
         **extra: Any,
     ) -> None:
         """A generic-host event through the real capture code."""
+        fields = {"command": command, "exit_code": exit_code, **extra}
+        self._generic(session, project, branch, self.now if at is None else at, fields)
+
+    def edit(
+        self,
+        *files: str,
+        session: str = "s1",
+        project: str = "/p/shop",
+        branch: str | None = "main",
+    ) -> None:
+        """A generic-host edit event of files (relative names are under the project)."""
+        names = [name if name.startswith("/") else f"{project}/{name}" for name in files]
+        self._generic(session, project, branch, self.now, {"files": names})
+
+    def _generic(
+        self, session: str, project: str, branch: str | None, at: float, fields: dict[str, Any]
+    ) -> None:
         self._ids += 1
         payload: dict[str, Any] = {
             "host": "generic",
             "session_id": session,
             "cwd": project,
-            "command": command,
-            "exit_code": exit_code,
-            "timestamp": self.now if at is None else at,
+            "timestamp": at,
             "event_id": f"e{self._ids}",
-            **extra,
+            **fields,
         }
         if branch is not None:
             payload["branch"] = branch
         self.post_payload(payload)
+
+    def execute(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """The `execute(sql, params) -> rows` the digest readers take."""
+        with self.engine.connect() as connection:
+            return [tuple(r) for r in connection.execute(text(sql), params)]
 
     def post_payload(self, payload: dict[str, Any], host: str | None = None) -> None:
         kind, body = hook.capture(json.dumps(payload).encode(), host, self.now)
@@ -88,6 +110,25 @@ class World:
                     )
                 )
             ]
+
+
+def make_repository(root: Path, branch: str = "main") -> str:
+    """A git work tree as remem reads it (a `.git` directory with HEAD); its real path."""
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    return os.path.realpath(root)
+
+
+def make_worktree(repository: Path, root: Path, branch: str) -> str:
+    """A linked worktree of repository, as `git worktree add` lays it out; its real path."""
+    name = root.name
+    git_dir = repository / ".git" / "worktrees" / name
+    git_dir.mkdir(parents=True)
+    (git_dir / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    (git_dir / "commondir").write_text("../..\n")
+    root.mkdir(parents=True)
+    (root / ".git").write_text(f"gitdir: {git_dir}\n")
+    return os.path.realpath(root)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def db(home: Home) -> Iterator[sqlite3.Connection]:
 def _store(db: sqlite3.Connection, tool_use_id: str, now: float = 1000.0) -> int | None:
     payload = load_fixture("claude-code/post_tool_use_bash_success.json")
     payload["tool_use_id"] = tool_use_id
-    event = build_event(payload, "claude-code", now, lambda cwd: (cwd, "main"))
+    event = build_event(payload, "claude-code", now, lambda cwd: (cwd, "main", cwd, "."))
 
     def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
         return db.execute(sql, params).fetchall()
@@ -87,7 +87,9 @@ def test_watermark_never_goes_down(db: sqlite3.Connection) -> None:
 
 def test_files_are_stored_as_a_json_list(db: sqlite3.Connection) -> None:
     payload = load_fixture("claude-code/post_tool_use_edit.json")
-    event = build_event(payload, "claude-code", 1.0, lambda cwd: ("/home/dev/shop", None))
+    event = build_event(
+        payload, "claude-code", 1.0, lambda cwd: ("/home/dev/shop", None, "/home/dev/shop", ".")
+    )
 
     def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
         return db.execute(sql, params).fetchall()

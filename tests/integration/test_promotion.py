@@ -15,6 +15,17 @@ from tests.integration.conftest import DAY, World
 TEST = "make test"
 
 
+def _scoped(world: World, scope: str) -> list[tuple[object, ...]]:
+    """(branch, branches, verified runs, distinct sessions) of the procedures of one scope."""
+    return [
+        row[1:]
+        for row in world.procedures(
+            "scope", "branch", "branches", "verified_runs", "distinct_sessions"
+        )
+        if row[0] == scope
+    ]
+
+
 def test_one_run_never_promotes(world: World) -> None:
     world.post(TEST)
     assert world.burst()["tasks_done"] == 1
@@ -55,10 +66,15 @@ def test_runs_from_two_sessions_and_hosts_of_one_branch_count_together(world: Wo
     claude["tool_input"] = {"command": TEST}
     world.post_payload(claude)  # /p/shop has no .git: its branch is none, so pass it explicitly
     world.burst()
-    assert world.procedures() == []  # the Claude run is on no branch, the generic one on main
+    # The Claude run is on no branch, the generic one on main: neither has two runs, and a
+    # checkout with no branch is no second branch, so nothing is project-wide either.
+    assert _scoped(world, "branch") == []
+    assert _scoped(world, "project") == []
     world.post(TEST, session="another", branch=None)
     world.burst()
-    assert world.one("branch", "distinct_sessions", "verified_runs") == ("", 2, 2)
+    # The two runs on no branch, from two sessions and two hosts, count together.
+    assert _scoped(world, "branch") == [("", "[]", 2, 2)]
+    assert _scoped(world, "project") == []
 
 
 def test_same_command_on_another_branch_or_project_does_not_combine(world: World) -> None:
@@ -66,7 +82,16 @@ def test_same_command_on_another_branch_or_project_does_not_combine(world: World
     world.post(TEST, branch="feature")
     world.post(TEST, project="/p/other")
     world.burst()
-    assert world.procedures() == []
+    # No branch has two runs; across the branches of /p/shop the workflow is project-wide
+    # (DESIGN.md §5), and the run in /p/other is not part of it.
+    assert _scoped(world, "branch") == []
+    assert _scoped(world, "project") == [("", '["feature", "main"]', 2, 1)]
+    assert json.loads(world.one("evidence_event_ids")[0]) == [1, 2]
+    with world.engine.connect() as connection:
+        roots = connection.execute(
+            text("SELECT pr.root FROM procedures p JOIN projects pr ON pr.id = p.project_id")
+        ).all()
+    assert [r[0] for r in roots] == ["/p/shop"]
 
 
 def test_runs_older_than_max_age_do_not_count(world: World) -> None:
@@ -144,10 +169,12 @@ def test_long_commands_sharing_a_prefix_give_two_procedures(world: World) -> Non
     for command in (first, second, first, second):
         world.post(command)
     world.burst()
-    topics = world.procedures("command", "topic_key", "workflow_key")
+    topics = world.procedures("command", "topic_key", "workflow", "scope")
     assert [t[0] for t in topics] == [first, second]
+    assert [t[2] for t in topics] == [first, second]  # the workflow is never cut
+    assert [t[3] for t in topics] == ["branch", "branch"]
     assert topics[0][1] != topics[1][1]
-    assert all(len(t[2]) <= 64 for t in topics)
+    assert all(len(t[1]) <= 64 for t in topics)
 
 
 def test_ignored_commands_never_become_procedures(world: World) -> None:

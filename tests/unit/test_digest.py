@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from remem.procedures.digest import (
     COMMAND_CHARS,
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_LINES,
     Entry,
+    KnownError,
     header_for,
     paginate,
 )
@@ -24,15 +27,33 @@ def entry(
     command: str,
     *,
     branch: str = "main",
+    scope: str = "branch",
+    directory: str = ".",
     confidence: float = 0.86,
     runs: int = 2,
     sessions: int = 1,
+    branches: list[str] | None = None,
     at: float = NOW,
     files: list[str] | None = None,
+    files_more: int = 0,
     pitfalls: list[str] | None = None,
     inherited: bool = False,
 ) -> Entry:
-    row = (id, command, branch, confidence, runs, sessions, at, json.dumps(files or []))
+    row = (
+        id,
+        command,
+        scope,
+        branch,
+        directory,
+        f"workflow-{id}",
+        confidence,
+        runs,
+        sessions,
+        json.dumps(branches or [branch]),
+        at,
+        json.dumps(files or []),
+        files_more,
+    )
     made = Entry(row, inherited)
     made.pitfalls = list(pitfalls or [])
     return made
@@ -118,13 +139,16 @@ def test_inherited_entries_are_marked() -> None:
     )
     (test_line,) = [line for line in page.splitlines() if "`make test`" in line]
     (lint_line,) = [line for line in page.splitlines() if "`make lint`" in line]
-    assert test_line.endswith(", inherited from main)")
+    assert test_line == (
+        "- `make test`  (2 runs in 1 session, inherited from main, last verified 2025-06-15, "
+        "confidence 0.86)"
+    )
     assert "inherited" not in lint_line
 
 
-def test_a_two_thousand_character_command_appears_whole_on_one_page() -> None:
-    long_command = "echo " + "x" * 1995
-    assert len(long_command) == 2000
+def test_a_command_of_the_limit_appears_whole_on_one_page_among_many() -> None:
+    long_command = "echo " + "x" * (COMMAND_CHARS - 5)
+    assert len(long_command) == COMMAND_CHARS
     entries = many(120)
     entries.insert(60, entry(9999, long_command))
     pages = paginate(entries, HEADER)
@@ -168,8 +192,8 @@ def test_multi_byte_commands_are_never_split() -> None:
 
 
 def test_budget_counts_characters_not_bytes() -> None:
-    # Each CJK character is three bytes in UTF-8: over 9,000 bytes, under 9,000 characters.
-    entries = [entry(index, f"/srv/项目/{'测试' * 30}/运行_{index}.sh") for index in range(1, 41)]
+    # Each CJK character is three bytes in UTF-8: over 4,000 bytes, under 4,000 characters.
+    entries = [entry(index, f"/srv/项目/{'测试' * 30}/运行_{index}.sh") for index in range(1, 21)]
     pages = paginate(entries, HEADER)
     assert len(pages) == 1
     (page,) = pages
@@ -199,12 +223,17 @@ def test_custom_budgets_are_honoured(max_chars: int, max_lines: int) -> None:
         assert page.splitlines()[-1] == f"Run: remem context --page {number + 1}"
 
 
-def test_a_block_too_big_for_any_page_is_shown_whole_alone() -> None:
+def test_a_block_too_big_for_any_page_is_cut_alone_with_an_order() -> None:
     big = entry(5, "w" * 600, files=[f"src/f{i}.py" for i in range(5)])
     pages = paginate([entry(1, "make test"), big, entry(2, "make lint")], HEADER, max_chars=500)
-    holding = [page for page in pages if "w" * 600 in page]
+    holding = [page for page in pages if "w" * 100 in page]
     assert len(holding) == 1
-    assert holding[0].count("`") == 2  # alone on its page
+    assert "w" * 600 not in holding[0]
+    assert "(cut to fit the page: remem procedures show 5)" in holding[0]
+    assert "make test" not in holding[0] and "make lint" not in holding[0]  # alone on its page
+    assert occurrences(pages, "`make test`") == occurrences(pages, "`make lint`") == 1
+    for page in pages:
+        assert len(page) <= 500
 
 
 def test_full_last_pages_past_a_hundred_stay_within_the_budget() -> None:
@@ -217,3 +246,194 @@ def test_full_last_pages_past_a_hundred_stay_within_the_budget() -> None:
         pages = paginate(entries, HEADER, max_chars=max_chars)
         assert len(pages) >= 100
         assert [len(page) for page in pages if len(page) > max_chars] == [], max_chars
+
+
+# --- wording of where a procedure holds, and of its files ------------------------------------
+
+
+def only_line(page: str, needle: str) -> str:
+    (line,) = [line for line in page.splitlines() if needle in line]
+    return line
+
+
+def test_a_project_wide_entry_names_how_many_branches_verified_it() -> None:
+    wide = entry(1, "make test", scope="project", branches=["feat/a", "fix/b", "main"])
+    (page,) = paginate([wide], HEADER)
+    assert only_line(page, "`make test`") == (
+        "- `make test`  (2 runs in 1 session, verified on 3 branches, last verified 2025-06-15, "
+        "confidence 0.86)"
+    )
+    assert wide.as_json()["branch"] is None
+
+
+@pytest.mark.parametrize(
+    ("directory", "expected"),
+    [
+        (".", "- `npm test`  (2 runs in 1 session, last verified"),
+        ("frontend", "- `npm test`  (in frontend/; 2 runs in 1 session, last verified"),
+        ("apps/web", "- `npm test`  (in apps/web/; 2 runs in 1 session, last verified"),
+    ],
+)
+def test_a_directory_other_than_the_root_is_named(directory: str, expected: str) -> None:
+    (page,) = paginate([entry(1, "npm test", directory=directory)], HEADER)
+    assert only_line(page, "`npm test`").startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("count", "files_more", "expected"),
+    [
+        (1, 0, "  files: f0.py"),
+        (5, 0, "  files: f0.py, f1.py, f2.py, f3.py, f4.py"),
+        (7, 0, "  files: f0.py, f1.py, f2.py, f3.py, f4.py +2 more"),
+        (3, 4, "  files: f0.py, f1.py, f2.py +4 more"),
+        (7, 10, "  files: f0.py, f1.py, f2.py, f3.py, f4.py +12 more"),
+    ],
+)
+def test_files_show_five_then_how_many_more(count: int, files_more: int, expected: str) -> None:
+    files = [f"f{index}.py" for index in range(count)]
+    (page,) = paginate([entry(1, "make test", files=files, files_more=files_more)], HEADER)
+    assert only_line(page, "  files: ") == expected
+
+
+# --- the hard budget: whatever the data, every page fits -------------------------------------
+
+
+def huge_entry(id: int) -> Entry:
+    return entry(
+        id,
+        "python -m pytest " + " ".join(f"tests/t{index:05d}.py" for index in range(1500)),
+        files=[f"src/package_{index:03d}/module_{index:03d}.py" for index in range(300)],
+        pitfalls=[f"failed {index} times; " + "e" * 3000 for index in range(1, 6)],
+    )
+
+
+def assert_within(pages: list[str], max_chars: int, max_lines: int) -> None:
+    assert pages
+    for page in pages:
+        assert len(page) <= max_chars, len(page)
+        assert lines_of(page) <= max_lines, lines_of(page)
+        assert page.startswith(HEADER + "\n")
+
+
+@pytest.mark.parametrize(("max_chars", "max_lines"), [(4000, 200), (1000, 200), (1000, 10)])
+def test_a_huge_entry_never_breaks_the_budget(max_chars: int, max_lines: int) -> None:
+    huge = huge_entry(77)
+    assert len(huge.command) >= 20_000 and len(huge.files) == 300
+    entries = [entry(1, "make test"), huge, entry(2, "make lint")]
+
+    pages = paginate(entries, HEADER, max_chars=max_chars, max_lines=max_lines)
+
+    assert_within(pages, max_chars, max_lines)
+    assert occurrences(pages, "remem procedures show 77") >= 1
+    assert occurrences(pages, huge.command) == 0
+    assert occurrences(pages, "`make test`") == occurrences(pages, "`make lint`") == 1
+
+
+def test_a_huge_entry_on_a_default_page_keeps_its_files_summary() -> None:
+    pages = paginate([huge_entry(77)], HEADER)
+
+    assert_within(pages, DEFAULT_MAX_CHARS, DEFAULT_MAX_LINES)
+    assert occurrences(pages, "  files: src/package_000/module_000.py, ") == 1
+    assert occurrences(pages, "module_004.py +295 more") == 1
+    assert occurrences(pages, "module_005.py") == 0
+
+
+@pytest.mark.parametrize("max_chars", [4000, 1000])
+def test_a_huge_known_error_block_never_breaks_the_budget(max_chars: int) -> None:
+    errors = [
+        KnownError("E" * 5000 + str(index), [f"src/{'d' * 200}/{n}.py" for n in range(300)], NOW)
+        for index in range(5)
+    ]
+
+    pages = paginate(many(3), HEADER, max_chars=max_chars, known_errors=errors)
+
+    assert_within(pages, max_chars, DEFAULT_MAX_LINES)
+    assert "Known errors in this project" in pages[-1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(
+        st.tuples(
+            st.integers(min_value=1, max_value=20_000),  # command characters
+            st.integers(min_value=0, max_value=300),  # files
+            st.integers(min_value=0, max_value=4),  # pitfalls
+            st.integers(min_value=1, max_value=4000),  # pitfall characters
+            st.sampled_from([".", "frontend", "d" * 500]),
+        ),
+        max_size=6,
+    ),
+    budget=st.tuples(
+        st.integers(min_value=1000, max_value=9000), st.integers(min_value=10, max_value=200)
+    ),
+)
+def test_pages_fit_the_budget_whatever_the_data(
+    sizes: list[tuple[int, int, int, int, str]], budget: tuple[int, int]
+) -> None:
+    max_chars, max_lines = budget
+    entries = [
+        entry(
+            id,
+            "c" * command_chars,
+            directory=directory,
+            files=[f"src/{'f' * 40}_{n}.py" for n in range(files)],
+            pitfalls=["p" * pitfall_chars] * pitfalls,
+        )
+        for id, (command_chars, files, pitfalls, pitfall_chars, directory) in enumerate(sizes)
+    ]
+
+    pages = paginate(entries, HEADER, max_chars=max_chars, max_lines=max_lines)
+
+    if entries:
+        assert_within(pages, max_chars, max_lines)
+    else:
+        assert pages == []
+
+
+# --- known errors: the project's, after every procedure --------------------------------------
+
+
+KNOWN = [
+    KnownError(
+        "** (RuntimeError) no :secret_key_base configuration found", ["config/dev.exs"], NOW
+    ),
+    KnownError("error[E0425]: cannot find value `x` in this scope", [], NOW - 86400),
+    KnownError("ModuleNotFoundError: No module named 'cart'", [f"m{n}.py" for n in range(8)], NOW),
+]
+
+
+def test_known_errors_come_last_with_what_fixed_them() -> None:
+    (page,) = paginate([entry(1, "make test"), entry(2, "make lint")], HEADER, known_errors=KNOWN)
+    lines = page.splitlines()
+    title = lines.index("Known errors in this project (recorded output, newest first):")
+    assert title > max(i for i, line in enumerate(lines) if "`make " in line)
+    assert lines[title + 1 :] == [
+        '- "** (RuntimeError) no :secret_key_base configuration found": fixed after editing '
+        "config/dev.exs",
+        '- "error[E0425]: cannot find value `x` in this scope": passed again with no edit',
+        "- \"ModuleNotFoundError: No module named 'cart'\": fixed after editing m0.py, m1.py, "
+        "m2.py, m3.py, m4.py +3 more",
+    ]
+
+
+def test_known_errors_are_on_the_last_page_only() -> None:
+    pages = paginate(many(200), HEADER, known_errors=KNOWN)
+    assert len(pages) > 1
+    holding = [
+        number for number, page in enumerate(pages) if "Known errors in this project" in page
+    ]
+    assert holding == [len(pages) - 1]
+    last = pages[-1].splitlines()
+    assert last[-1] == f"(page {len(pages)} of {len(pages)}: the last page)"
+    title = next(i for i, line in enumerate(last) if line.startswith("Known errors in"))
+    assert not any("`python -m pytest" in line for line in last[title:])
+    assert_within(pages, DEFAULT_MAX_CHARS, DEFAULT_MAX_LINES)
+
+
+def test_a_long_known_error_line_is_capped() -> None:
+    (page,) = paginate(
+        [entry(1, "make test")], HEADER, known_errors=[KnownError("x" * 500, [], NOW)]
+    )
+    line = only_line(page, '"xxx')
+    assert "x" * 160 not in line
+    assert "x" * 159 + "…" in line

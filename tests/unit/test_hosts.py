@@ -6,7 +6,14 @@ from typing import Any
 import pytest
 
 from remem.capture.event import CapturedEvent, Dropped
-from remem.capture.hosts import STORED_STRING_CHARS, build_event, detect_host
+from remem.capture.hosts import (
+    OUTPUT_FIELDS,
+    STORED_STRING_CHARS,
+    build_event,
+    detect_host,
+    output_excerpt,
+    output_text,
+)
 from remem.capture.redact import MASK
 from tests.conftest import fixtures_dir
 from tests.fixture_expectations import EXPECTED
@@ -20,8 +27,11 @@ REMOVE = object()
 FIXTURES = fixtures_dir()
 
 
-def locate(cwd: str) -> tuple[str, str | None]:
-    return ROOT, "main"
+Located = tuple[str, str | None, str, str]
+
+
+def locate(cwd: str) -> Located:
+    return ROOT, "main", ROOT, "."
 
 
 def load(name: str) -> dict[str, Any]:
@@ -74,7 +84,7 @@ def test_fixture_is_normalised(name: str, expected: tuple[Any, ...]) -> None:
     assert event.tool_use_id == tool_use_id
     assert event.files == files
     assert (event.change_hash is not None) == (kind == "edit")
-    assert (event.project_root, event.branch) == (ROOT, "main")
+    assert (event.project_root, event.branch, event.directory) == (ROOT, "main", ".")
     assert event.captured_at == NOW
 
 
@@ -177,9 +187,9 @@ def test_cursor_without_cwd_uses_the_first_workspace_root() -> None:
     payload = changed(payload, cwd=REMOVE, workspace_roots=["/home/dev/admin", "/home/dev/shop"])
     seen: list[str] = []
 
-    def recording_locate(cwd: str) -> tuple[str, str | None]:
+    def recording_locate(cwd: str) -> Located:
         seen.append(cwd)
-        return cwd, None
+        return cwd, None, cwd, "."
 
     event = build_event(payload, "cursor", NOW, recording_locate)
 
@@ -199,9 +209,38 @@ def test_generic_outcome_follows_exit_code(exit_code: Any, outcome: str, source:
 
 
 def test_generic_timestamp_sets_event_time() -> None:
-    event = build(load("generic/command.json"))
+    event = build(changed(load("generic/command.json"), timestamp="2026-09-01T10:00:00Z"))
 
-    assert event.event_at == 1795168800.0
+    assert (event.event_at, event.event_at_reported) == (1788256800.0, None)
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "reported"),
+    [
+        (float("nan"), "NaN"),
+        (float("inf"), "Infinity"),
+        (-float("inf"), "-Infinity"),
+        (1e12, "1000000000000.0"),
+        (10**400, "1" + "0" * 99),
+        (-5, "-5"),
+        (NOW + 301, repr(NOW + 301)),
+        ("2026-11-20T10:00:00Z", '"2026-11-20T10:00:00Z"'),  # after NOW: in the future
+    ],
+)
+def test_an_unusable_event_time_is_clamped_to_the_capture_time_and_recorded(
+    timestamp: Any, reported: str
+) -> None:
+    event = build(changed(load("generic/command.json"), timestamp=timestamp))
+
+    assert event.event_at == NOW
+    assert event.event_at_reported == reported
+
+
+@pytest.mark.parametrize("timestamp", [0, NOW - 86400, NOW, NOW + 299])
+def test_a_usable_event_time_is_kept(timestamp: float) -> None:
+    event = build(changed(load("generic/command.json"), timestamp=timestamp))
+
+    assert (event.event_at, event.event_at_reported) == (float(timestamp), None)
 
 
 def test_event_time_defaults_to_now() -> None:
@@ -304,6 +343,66 @@ def test_drop_names_host_and_event() -> None:
 
     assert (caught.value.host, caught.value.hook_event) == ("claude-code", "PostToolUse")
     assert "Read" in str(caught.value)
+
+
+CODEX_ARGV = ["/usr/bin/remem", "forget", "--match", "x"]
+
+
+def bash(command: Any) -> dict[str, Any]:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+    return changed(payload, tool_input={**payload["tool_input"], "command": command})
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "remem forget --match x --yes",
+        "cd /x && .venv/bin/remem forget --event 3",
+        "REMEM_HOME=/tmp/h remem  forget --dry-run",
+        "uv run remem forget --procedure 7",
+        'bash -lc "remem forget --match zq8Kp2"',
+        "ls; $(remem forget --event 1)",
+    ],
+)
+def test_a_remem_forget_command_is_never_recorded(command: str) -> None:
+    with pytest.raises(Dropped) as caught:
+        build(bash(command))
+
+    assert (caught.value.reason, caught.value.detail) == (
+        "own_command",
+        "remem forget is never recorded",
+    )
+    assert "zq8Kp2" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        changed(load("codex/post_tool_use_bash.json"), tool_input={"command": CODEX_ARGV}),
+        changed(load("cursor/after_shell_execution.json"), command="remem forget --event 2"),
+        changed(load("generic/command.json"), command="remem forget --match x --yes"),
+    ],
+)
+def test_no_host_records_remem_forget(payload: dict[str, Any]) -> None:
+    host = detect_host(payload)
+    assert host is not None
+
+    assert dropped_reason(payload, host) == "own_command"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'git commit -m "forget it"',
+        "remember forget",
+        "echo remem",
+        "remem forgetful",
+        "remem status && git forget",
+        "python -m myremem forget",
+    ],
+)
+def test_commands_that_do_not_run_remem_forget_are_kept(command: str) -> None:
+    assert build(bash(command)).command == command
 
 
 @pytest.mark.parametrize("payload", [{"foo": 1}, {}, {"session_id": "s", "cwd": "/tmp"}])
@@ -444,3 +543,245 @@ def test_dropped_carries_its_reason_and_detail() -> None:
         "PostToolUse",
     )
     assert str(drop) == "missing_field: cwd"
+
+
+# --- the command's output, as each host reports it -------------------------------------------
+
+CLAUDE_FAILURE_ERROR = (
+    "Exit code 1\nF...\nFAILED tests/test_cart.py::test_total - AssertionError: 9 != 10\n"
+    "1 failed, 3 passed in 0.44s"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "expected"),
+    [
+        ("claude-code/post_tool_use_bash_success.json", {}, "....\n4 passed in 0.41s"),
+        (
+            "claude-code/post_tool_use_bash_success.json",
+            {"tool_response": {"stdout": "collected 4 items", "stderr": "DeprecationWarning: x"}},
+            "collected 4 items\nDeprecationWarning: x",
+        ),
+        ("claude-code/post_tool_use_bash_interrupted.json", {}, "starting..."),
+        ("claude-code/post_tool_use_bash_backgrounded.json", {}, None),
+        ("claude-code/post_tool_use_failure_bash_exit_code.json", {}, CLAUDE_FAILURE_ERROR),
+        (
+            "claude-code/post_tool_use_failure_bash_status_code.json",
+            {},
+            "Command exited with non-zero status code 2",
+        ),
+        (
+            "codex/post_tool_use_bash.json",
+            {},
+            "running 12 tests\n............\ntest result: ok. 12 passed; 0 failed",
+        ),
+        ("codex/post_tool_use_bash.json", {"tool_response": {"output": "Finished"}}, "Finished"),
+        ("codex/post_tool_use_bash.json", {"tool_response": REMOVE}, None),
+        ("cursor/after_shell_execution.json", {}, "built in 2.31s"),
+        ("cursor/post_tool_use_shell.json", {}, "Test Files  8 passed (8)"),
+        ("cursor/post_tool_use_failure_shell.json", {}, "Command failed with exit code 1"),
+        ("generic/command.json", {}, None),
+        ("generic/command.json", {"output": "ok: 12 checks"}, "ok: 12 checks"),
+        (
+            "generic/command.json",
+            {"exit_code": 2, "output": "compiling", "error": "error: no rule"},
+            "compiling\nerror: no rule",
+        ),
+    ],
+)
+def test_output_excerpt_of_each_host(
+    name: str, changes: dict[str, Any], expected: str | None
+) -> None:
+    event = build(changed(load(name), **changes))
+
+    assert event.output_excerpt == expected
+
+
+def test_every_host_has_its_output_fields() -> None:
+    assert set(OUTPUT_FIELDS) == {"claude-code", "codex", "cursor", "generic"}
+
+
+def test_output_text_joins_the_fields_in_order_and_skips_empty_ones() -> None:
+    payload = {"tool_response": {"stdout": "", "stderr": "warning: x"}, "error": "Exit code 1"}
+
+    assert output_text("claude-code", payload) == "warning: x\nExit code 1"
+    assert output_text("claude-code", {"tool_response": "not a dict"}) is None
+    assert output_text("no-such-host", {"output": "x"}) is None
+
+
+def long_output() -> str:
+    lines = [f"tests/test_cart.py::test_case_{index:05d} PASSED" for index in range(400)]
+    return "\n".join([*lines, "=== 1 failed, 399 passed in 9.10s ==="])
+
+
+def test_a_long_output_keeps_its_head_and_its_tail() -> None:
+    text = long_output()
+    cut = len(text) - 1000 - 3000
+    assert cut > 0
+
+    excerpt = output_excerpt(text)
+
+    assert excerpt is not None
+    assert excerpt == f"{text[:1000]}\n…[{cut} characters cut]…\n{text[-3000:]}"
+    assert excerpt.splitlines()[-1] == "=== 1 failed, 399 passed in 9.10s ==="
+
+
+def test_a_long_output_in_an_event_keeps_its_last_line() -> None:
+    payload = changed(
+        load("claude-code/post_tool_use_bash_success.json"),
+        tool_response={"stdout": long_output(), "stderr": ""},
+    )
+
+    excerpt = build(payload).output_excerpt
+
+    assert excerpt is not None
+    assert excerpt.startswith("tests/test_cart.py::test_case_00000 PASSED\n")
+    assert "characters cut]…" in excerpt
+    assert excerpt.splitlines()[-1] == "=== 1 failed, 399 passed in 9.10s ==="
+
+
+@pytest.mark.parametrize(
+    ("length", "is_cut"), [(3999, False), (4000, False), (4001, True), (50_000, True)]
+)
+def test_an_output_is_cut_only_past_head_and_tail(length: int, is_cut: bool) -> None:
+    text = "x" * length
+
+    excerpt = output_excerpt(text)
+
+    assert excerpt is not None
+    assert (excerpt != text) is is_cut
+    if is_cut:
+        assert f"…[{length - 4000} characters cut]…" in excerpt
+
+
+@pytest.mark.parametrize("empty", [None, ""])
+def test_no_output_no_excerpt(empty: str | None) -> None:
+    assert output_excerpt(empty) is None
+
+
+def test_secrets_in_the_output_are_redacted() -> None:
+    payload = changed(
+        load("claude-code/post_tool_use_bash_success.json"),
+        tool_response={
+            "stdout": f"token {GITHUB_TOKEN} accepted\npushing to https://bob:s3cretpw@git.example",
+            "stderr": "curl: Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345",
+        },
+    )
+
+    excerpt = build(payload).output_excerpt
+
+    assert excerpt is not None
+    for secret in (GITHUB_TOKEN, "s3cretpw", "abcdefghijklmnopqrstuvwxyz012345"):
+        assert secret not in excerpt
+    assert MASK in excerpt
+    assert excerpt.startswith("token ")
+
+
+def test_a_secret_across_the_cut_is_not_partly_kept() -> None:
+    # The token straddles where the head is cut: redacting after cutting would keep its start.
+    head = "x" * 990 + " "
+    stdout = head + GITHUB_TOKEN + "\n" + long_output()
+    payload = changed(
+        load("claude-code/post_tool_use_bash_success.json"),
+        tool_response={"stdout": stdout, "stderr": ""},
+    )
+
+    excerpt = build(payload).output_excerpt
+
+    assert excerpt is not None
+    assert "characters cut]…" in excerpt
+    assert "ghp_" not in excerpt
+
+
+@pytest.mark.parametrize(
+    ("name", "changes"),
+    [
+        ("claude-code/post_tool_use_edit.json", {}),
+        ("claude-code/post_tool_use_write.json", {"error": "Exit code 1"}),
+        ("generic/command.json", {"command": REMOVE, "files": ["a.py"], "output": "hi"}),
+        ("claude-code/session_start.json", {"error": "boom"}),
+    ],
+)
+def test_events_that_are_not_commands_have_no_output_excerpt(
+    name: str, changes: dict[str, Any]
+) -> None:
+    event = build(changed(load(name), **changes))
+
+    assert event.kind != "command"
+    assert event.output_excerpt is None
+
+
+# --- where a command ran: project, work tree and directory from locate ------------------------
+
+
+def test_directory_comes_from_locate() -> None:
+    payload = changed(load("generic/command.json"), cwd=f"{ROOT}/src/cart")
+
+    event = build_event(payload, "generic", NOW, lambda cwd: (ROOT, "main", ROOT, "src/cart"))
+
+    assert (event.project_root, event.cwd, event.directory) == (
+        ROOT,
+        f"{ROOT}/src/cart",
+        "src/cart",
+    )
+
+
+def test_a_worktree_event_names_the_project_and_its_own_branch_and_directory() -> None:
+    worktree = "/home/dev/shop-wt"
+    payload = changed(
+        load("generic/command.json"),
+        cwd=f"{worktree}/web",
+        files=[f"{worktree}/web/a.ts", f"{ROOT}/web/b.ts"],
+    )
+
+    event = build_event(payload, "generic", NOW, lambda cwd: (ROOT, "feat", worktree, "web"))
+
+    assert (event.project_root, event.branch, event.directory) == (ROOT, "feat", "web")
+    # Files are relative to the worktree the agent edited; the main checkout is another tree.
+    assert event.files == [f"{ROOT}/web/b.ts", "web/a.ts"]
+
+
+LINK_ROOT = "/home/link/shop"
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (f"{LINK_ROOT}/src/x.py", "src/x.py"),  # the spelling the agent used
+        (f"{ROOT}/src/x.py", "src/x.py"),  # the real path
+        (f"{LINK_ROOT}/README.md", "README.md"),
+        ("/home/link/other.py", "/home/link/other.py"),
+        ("/etc/hosts", "/etc/hosts"),
+    ],
+)
+def test_files_named_through_a_symlinked_root_are_relative_to_the_work_tree(
+    path: str, expected: str
+) -> None:
+    payload = changed(load("generic/command.json"), cwd=f"{LINK_ROOT}/src", files=[path])
+
+    event = build_event(payload, "generic", NOW, lambda cwd: (ROOT, "main", ROOT, "src"))
+
+    assert event.files == [expected]
+
+
+MONO = "/home/dev/src/mono"
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (f"{MONO}/frontend/b.ts", "frontend/b.ts"),
+        ("/home/dev/proj-frontend/App.tsx", "frontend/App.tsx"),
+        ("/home/dev/notes.txt", "/home/dev/notes.txt"),
+    ],
+)
+def test_files_under_a_symlink_to_a_subdirectory_are_relative_to_the_work_tree(
+    path: str, expected: str
+) -> None:
+    # ~/proj-frontend -> ~/src/mono/frontend: the agent's cwd is not "<root>/frontend", so the
+    # root cannot be found by dropping the directory's components from it.
+    payload = changed(load("generic/command.json"), cwd="/home/dev/proj-frontend", files=[path])
+
+    event = build_event(payload, "generic", NOW, lambda cwd: (MONO, "main", MONO, "frontend"))
+
+    assert event.files == [expected]

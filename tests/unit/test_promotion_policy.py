@@ -8,17 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remem.config import DEFAULT_IGNORE_COMMANDS
 from remem.procedures.policy import (
     Decision,
     Rules,
     Run,
+    Where,
     command_hash,
     confidence,
     decide,
-    is_ignored,
     iso_date,
-    normalise_command,
+    qualified,
     render_body,
     slug,
     topic_key,
@@ -99,8 +98,45 @@ def test_min_distinct_sessions_is_met_by_two_sessions() -> None:
     assert decision.distinct_sessions == 2
 
 
-def test_a_run_older_than_max_age_does_not_count() -> None:
-    assert decide([ok(1, CUTOFF - 1), ok(2, NOW - 60)], None, RULES, NOW) is None
+def test_runs_further_apart_than_max_age_never_promote() -> None:
+    assert decide([ok(1, CUTOFF - 61), ok(2, NOW - 60)], None, RULES, NOW) is None
+
+
+def test_runs_that_qualified_once_stay_promoted_when_they_age_out() -> None:
+    """Promotion is a fact about the runs, not about when the worker looked: re-deriving a
+    procedure later (a rebuild) gives the same procedure, stale instead of gone."""
+    runs = [ok(1, CUTOFF - 3 * DAY), ok(2, CUTOFF - 2 * DAY)]
+
+    decision = decided(runs)
+
+    assert decision.status == "stale"
+    assert decision.verified_runs == 0
+
+
+def test_a_run_older_than_max_age_counts_toward_promotion_with_a_run_within_max_age_of_it() -> None:
+    decision = decided([ok(1, CUTOFF - 1), ok(2, NOW - 60)])
+
+    assert decision.verified_runs == 1
+    assert decision.evidence_event_ids == (2,)
+
+
+def test_a_project_group_needs_runs_on_two_branches() -> None:
+    one_branch = [Run(1, 1, NOW - 60, True, "a"), Run(2, 2, NOW - 30, True, "a")]
+    two_branches = [Run(1, 1, NOW - 60, True, "a"), Run(2, 2, NOW - 30, True, "b")]
+
+    assert decide(one_branch, None, RULES, NOW, min_branches=2) is None
+    decision = decide(two_branches, None, RULES, NOW, min_branches=2)
+    assert decision is not None
+    assert decision.branches == ("a", "b")
+
+
+@given(offsets=st.lists(st.integers(min_value=0, max_value=60), max_size=8))
+def test_qualified_is_a_window_of_max_age_holding_enough_runs(offsets: list[int]) -> None:
+    runs = [ok(i, NOW - offset * DAY) for i, offset in enumerate(offsets)]
+    times = sorted(NOW - offset * DAY for offset in offsets)
+    expected = any(sum(1 for t in times if end - RULES.max_age_s <= t <= end) >= 2 for end in times)
+
+    assert qualified(runs, RULES) is expected
 
 
 def test_a_run_exactly_at_the_cutoff_counts() -> None:
@@ -334,19 +370,6 @@ def test_long_commands_share_a_prefix() -> None:
     assert LONG_A[:200] == LONG_B[:200]
 
 
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("make   test", "make test"),
-        ("  make\ttest\n", "make test"),
-        ("pytest\n  -k\t\tfoo", "pytest -k foo"),
-        ("make test", "make test"),
-    ],
-)
-def test_normalise_command_collapses_whitespace(raw: str, expected: str) -> None:
-    assert normalise_command(raw) == expected
-
-
 def test_command_hash_tells_long_commands_with_a_common_start_apart() -> None:
     assert command_hash(LONG_A) != command_hash(LONG_B)
     assert command_hash(LONG_A) == command_hash(LONG_A)
@@ -355,6 +378,12 @@ def test_command_hash_tells_long_commands_with_a_common_start_apart() -> None:
 def test_topic_key_tells_long_commands_with_a_common_start_apart() -> None:
     assert topic_key(LONG_A) != topic_key(LONG_B)
     assert topic_key(LONG_A) == topic_key(LONG_A)
+
+
+def test_topic_key_tells_one_workflow_in_two_places_apart() -> None:
+    assert topic_key("npm test", ("branch", "main", ".")) != topic_key(
+        "npm test", ("branch", "main", "frontend")
+    )
 
 
 def test_slug_is_at_most_64_characters() -> None:
@@ -372,23 +401,6 @@ def test_slug_is_at_most_64_characters() -> None:
 )
 def test_slug_is_lowercase_words_joined_by_dashes(command: str, expected: str) -> None:
     assert slug(command) == expected
-
-
-@pytest.mark.parametrize(
-    ("command", "ignored"),
-    [
-        ("ls -la", True),
-        ("git status", True),
-        ("git status -s", True),
-        ("cd app && ls", True),
-        ("cd app && make test", False),
-        ("make test", False),
-        ("lsof -i", False),
-        ("pytest", False),
-    ],
-)
-def test_is_ignored_with_the_default_list(command: str, ignored: bool) -> None:
-    assert is_ignored(command, DEFAULT_IGNORE_COMMANDS) is ignored
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -433,7 +445,7 @@ def sample_decision() -> Decision:
 def test_render_body_says_what_where_when_and_how_sure() -> None:
     decision = sample_decision()
 
-    body = render_body("make test", "/src/shop", "main", decision, ["app.py", "tests/t.py"])
+    body = render_body("make test", Where("/src/shop", "main"), decision, ["app.py", "tests/t.py"])
 
     assert "make test" in body
     assert "/src/shop" in body
@@ -448,14 +460,14 @@ def test_render_body_says_what_where_when_and_how_sure() -> None:
 def test_render_body_shows_no_epoch_numbers() -> None:
     decision = sample_decision()
 
-    body = render_body("make test", "/src/shop", "main", decision, [])
+    body = render_body("make test", Where("/src/shop", "main"), decision, [])
 
     assert str(int(decision.first_verified_at)) not in body
     assert str(int(decision.last_verified_at)) not in body
 
 
 def test_render_body_without_a_branch_says_no_branch() -> None:
-    body = render_body("make test", "/src/shop", "", sample_decision(), [])
+    body = render_body("make test", Where("/src/shop", ""), sample_decision(), [])
 
     assert "no branch" in body
 
@@ -471,15 +483,30 @@ def test_render_body_shows_confidence_with_two_decimals() -> None:
         last_verified_at=NOW,
     )
 
-    body = render_body("make test", "/src/shop", "main", decision, [])
+    body = render_body("make test", Where("/src/shop", "main"), decision, [])
 
     assert "0.70" in body
 
 
 def test_render_body_without_files_names_none() -> None:
-    with_files = render_body("make test", "/src/shop", "main", sample_decision(), ["app.py"])
-    without = render_body("make test", "/src/shop", "main", sample_decision(), [])
+    with_files = render_body("make test", Where("/src/shop", "main"), sample_decision(), ["app.py"])
+    without = render_body("make test", Where("/src/shop", "main"), sample_decision(), [])
 
     assert "app.py" in with_files
     assert "app.py" not in without
     assert len(without) < len(with_files)
+
+
+def test_render_body_names_the_directory_and_every_branch_for_a_project_procedure() -> None:
+    decision = Decision("active", 0.86, 2, 2, (3, 7), NOW - DAY, NOW, ("a", "b"))
+
+    body = render_body("npm test", Where("/src/shop", "", "frontend", True), decision, [], 0)
+
+    assert "/src/shop/frontend (on every branch)" in body
+    assert "on 2 branches" in body
+
+
+def test_render_body_counts_the_files_it_does_not_name() -> None:
+    body = render_body("make", Where("/src/shop", "main"), sample_decision(), ["a.py"], 4)
+
+    assert "a.py +4 more" in body

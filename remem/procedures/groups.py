@@ -1,0 +1,239 @@
+"""A workflow group -> its procedure: the runs are read, the policy decides, the row is written
+only when something changed.
+
+A branch group is (project, branch, directory, workflow); its project group is the same
+workflow on every branch of the project, promoted when it was verified on at least two.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, text
+
+from remem.procedures import journal, policy
+
+BRANCH, PROJECT = "branch", "project"
+FILES_KEPT = 5
+VARIANTS_KEPT = 10
+FILES_FROM_LAST_RUNS = 10
+PROJECT_MIN_BRANCHES = 2
+
+
+@dataclass(frozen=True)
+class Group:
+    project_id: int
+    scope: str
+    branch: str  # '' for a project group
+    directory: str
+    workflow: str
+    workflow_hash: str
+    root: str = ""  # the project's root, for the body; not part of the key
+
+    def params(self) -> dict[str, Any]:
+        params = {
+            "project_id": self.project_id,
+            "directory": self.directory,
+            "workflow_hash": self.workflow_hash,
+        }
+        if self.scope == BRANCH:
+            params["branch"] = self.branch
+        return params
+
+    def where(self, alias: str = "") -> str:
+        prefix = f"{alias}." if alias else ""
+        names = ["project_id", "directory", "workflow_hash"]
+        if self.scope == BRANCH:
+            names.append("branch")
+        return " AND ".join(f"{prefix}{name} = :{name}" for name in names)
+
+    def project_wide(self) -> Group:
+        return replace(self, scope=PROJECT, branch="")
+
+    def sort_key(self) -> tuple[int, str, str, str, str]:
+        return (self.project_id, self.scope, self.branch, self.directory, self.workflow_hash)
+
+
+def load_runs(connection: Connection, group: Group) -> list[policy.Run]:
+    if group.scope == BRANCH:
+        return journal.load_history(connection, group.params()).runs()
+    where = group.where()
+    query = text(
+        f"SELECT event_id, session_id, verified_at, 1, branch FROM verifications WHERE {where} "
+        f"UNION ALL SELECT event_id, session_id, failed_at, 0, branch FROM attempts WHERE {where}"
+    )
+    found: dict[tuple[int, bool], policy.Run] = {}
+    for event_id, session_id, at, succeeded, branch in connection.execute(query, group.params()):
+        run = policy.Run(event_id, session_id, at, bool(succeeded), branch)
+        found[(event_id, run.succeeded)] = run
+    return list(found.values())
+
+
+def variants(connection: Connection, group: Group) -> list[tuple[str, bool, int, int]]:
+    """(command, masked, verified runs, all runs) of each way the workflow was written."""
+    where = group.where()
+    query = text(
+        "SELECT command, masked, sum(verified), count(*) FROM ("
+        f"SELECT command, masked, 1 AS verified FROM verifications WHERE {where} "
+        f"UNION ALL SELECT command, masked, 0 FROM attempts WHERE {where} "
+        f"UNION ALL SELECT command, masked, 0 FROM unverified_runs WHERE {where}"
+        ") AS runs GROUP BY command, masked"
+    )
+    return [
+        (command, bool(masked), int(verified), int(runs))
+        for command, masked, verified, runs in connection.execute(query, group.params())
+    ]
+
+
+def recommended(found: list[tuple[str, bool, int, int]], workflow: str) -> str:
+    """The unmasked variant verified most often; else the workflow itself, which is the masked
+    variants' command without the filter that hid its status."""
+    unmasked = [v for v in found if not v[1] and v[2] > 0]
+    if not unmasked:
+        return workflow
+    return min(unmasked, key=lambda v: (-v[2], -v[3], len(v[0]), v[0]))[0]
+
+
+def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, Any]]:
+    ordered = sorted(found, key=lambda v: (-v[3], v[0]))
+    return [{"command": command, "runs": runs} for command, _m, _v, runs in ordered][:VARIANTS_KEPT]
+
+
+def ranked_files(
+    connection: Connection, group: Group, evidence: tuple[int, ...]
+) -> tuple[list[str], int]:
+    """The files most often edited before the group's verified runs (in the run's session,
+    since that session's previous verified run of the workflow): at most 5, and how many more."""
+    if not evidence:
+        return [], 0
+    query = text(
+        "SELECT run.id, e.files FROM captured_events e, captured_events run "
+        "WHERE run.id IN :event_ids AND e.session_id = run.session_id "
+        "AND e.files IS NOT NULL AND e.id <= run.id AND e.id > COALESCE(("
+        "  SELECT max(v.event_id) FROM verifications v WHERE v.session_id = run.session_id"
+        f"  AND {group.where('v')} AND v.event_id < run.id), 0)"
+    ).bindparams(bindparam("event_ids", expanding=True))
+    params = {**group.params(), "event_ids": list(evidence[-FILES_FROM_LAST_RUNS:])}
+    before: dict[int, set[str]] = {}
+    for run_id, encoded in connection.execute(query, params):
+        before.setdefault(run_id, set()).update(json.loads(encoded))
+    counts: Counter[str] = Counter(name for names in before.values() for name in names)
+    ranked = sorted(counts, key=lambda name: (-counts[name], name))
+    return ranked[:FILES_KEPT], max(len(ranked) - FILES_KEPT, 0)
+
+
+SELECT_PROCEDURE = text(
+    "SELECT id, status, command, variants, confidence, verified_runs, distinct_sessions, "
+    "branches, evidence_event_ids, files, files_more, body FROM procedures "
+    "WHERE project_id = :project_id AND scope = :scope AND branch = :branch "
+    "AND directory = :directory AND workflow_hash = :workflow_hash"
+)
+SELECT_ROOT = text("SELECT root FROM projects WHERE id = :id")
+# What makes a stored procedure differ from a fresh decision (timestamps follow these).
+COMPARED = (
+    "status",
+    "command",
+    "variants",
+    "confidence",
+    "verified_runs",
+    "distinct_sessions",
+    "branches",
+    "evidence_event_ids",
+    "files",
+    "files_more",
+    "body",
+)
+UPDATE_PROCEDURE = text(
+    "UPDATE procedures SET "
+    + ", ".join(f"{name} = :{name}" for name in COMPARED)
+    + ", first_verified_at = :first_verified_at, last_verified_at = :last_verified_at, "
+    "updated_at = :now WHERE id = :id"
+)
+_INSERT_COLUMNS = (
+    "project_id, scope, branch, directory, workflow, workflow_hash, topic_key, "
+    "first_verified_at, last_verified_at, created_at, updated_at, " + ", ".join(COMPARED)
+)
+_INSERT_VALUES = (
+    ":project_id, :scope, :branch, :directory, :workflow, :workflow_hash, :topic_key, "
+    ":first_verified_at, :last_verified_at, :created_at, :now, "
+    + ", ".join(f":{name}" for name in COMPARED)
+)
+INSERT_PROCEDURE = text(f"INSERT INTO procedures ({_INSERT_COLUMNS}) VALUES ({_INSERT_VALUES})")
+INSERT_PROCEDURE_WITH_ID = text(
+    f"INSERT INTO procedures (id, {_INSERT_COLUMNS}) VALUES (:id, {_INSERT_VALUES})"
+)
+# The identity a rebuild kept for this group: taken once, by the procedure re-derived for it.
+TAKE_IDENTITY = text(
+    "DELETE FROM procedure_identities WHERE project_id = :project_id AND scope = :scope "
+    "AND branch = :branch AND directory = :directory AND workflow_hash = :workflow_hash "
+    "RETURNING procedure_id, created_at"
+)
+
+
+def _key(group: Group) -> dict[str, Any]:
+    return {**group.params(), "scope": group.scope, "branch": group.branch}
+
+
+def _values(
+    connection: Connection, group: Group, decision: policy.Decision, now: float
+) -> dict[str, Any]:
+    found = variants(connection, group)
+    command = recommended(found, group.workflow)
+    files, files_more = ranked_files(connection, group, decision.evidence_event_ids)
+    root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
+    where = policy.Where(root, group.branch, group.directory, group.scope == PROJECT)
+    return {
+        "status": decision.status,
+        "command": command,
+        "variants": json.dumps(variant_counts(found), ensure_ascii=False),
+        "confidence": decision.confidence,
+        "verified_runs": decision.verified_runs,
+        "distinct_sessions": decision.distinct_sessions,
+        "branches": json.dumps(list(decision.branches)),
+        "evidence_event_ids": json.dumps(list(decision.evidence_event_ids)),
+        "files": json.dumps(files),
+        "files_more": files_more,
+        "body": policy.render_body(command, where, decision, files, files_more),
+        "first_verified_at": decision.first_verified_at,
+        "last_verified_at": decision.last_verified_at,
+        "now": now,
+    }
+
+
+def evaluate(
+    connection: Connection,
+    group: Group,
+    rules: policy.Rules,
+    now: float,
+    runs: list[policy.Run] | None = None,
+) -> str:
+    """Re-decide one group's procedure and store it if anything changed. Returns what happened:
+    promoted, refreshed, broken, stale, unchanged or unpromoted."""
+    existing = connection.execute(SELECT_PROCEDURE, _key(group)).first()
+    status = existing.status if existing else None
+    if runs is None:
+        runs = load_runs(connection, group)
+    min_branches = PROJECT_MIN_BRANCHES if group.scope == PROJECT else 1
+    decision = policy.decide(runs, status, rules, now, min_branches)
+    if decision is None:
+        return "unpromoted" if existing is None else "unchanged"
+    values = _values(connection, group, decision, now)
+    if existing is None:
+        topic = policy.topic_key(group.workflow, (group.scope, group.branch, group.directory))
+        params = {**values, **_key(group), "workflow": group.workflow, "topic_key": topic}
+        identity = connection.execute(TAKE_IDENTITY, _key(group)).first()
+        if identity is None:
+            connection.execute(INSERT_PROCEDURE, {**params, "created_at": now})
+        else:
+            params.update(id=identity.procedure_id, created_at=identity.created_at)
+            connection.execute(INSERT_PROCEDURE_WITH_ID, params)
+        return "promoted"
+    if tuple(getattr(existing, key) for key in COMPARED) == tuple(values[k] for k in COMPARED):
+        return "unchanged"
+    connection.execute(UPDATE_PROCEDURE, {**values, "id": existing.id})
+    if decision.status != status and decision.status in (policy.BROKEN, policy.STALE):
+        return decision.status
+    return "refreshed"

@@ -1,0 +1,190 @@
+"""Re-deriving memory from the captured events, after a change in how it is derived.
+
+Everything below the events is derived: runs, the fix journal, lessons and procedures. A
+rebuild deletes it and rewinds every promote task to the session's first event, so the worker
+re-derives it through the ordinary queue, window by window, in short transactions. Archived
+procedures are the user's verdicts, not derived: they stay, re-keyed by workflow, so the
+re-derivation finds them and never revives them. A cleared procedure leaves its id and
+creation time behind, keyed by its group, so the one re-derived for that group keeps both.
+Running it twice changes nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from remem.capture.identity import locate
+from remem.commands.analysis import analyse, resolve_directory
+from remem.procedures.steps import work_tree_of, workflow_hash
+
+REBUILD_JOB = "rebuild_procedures"
+DERIVED_TABLES = ("lessons", "attempts", "verifications", "unverified_runs")
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    projects_merged: int
+    directories_filled: int
+    archived_kept: int
+    procedures_cleared: int
+    tasks_rewound: int
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def pending(engine: Engine) -> bool:
+    with engine.connect() as connection:
+        row = connection.execute(
+            text("SELECT 1 FROM pending_jobs WHERE name = :name"), {"name": REBUILD_JOB}
+        ).first()
+    return row is not None
+
+
+def rebuild(engine: Engine, now: float, ignore_commands: tuple[str, ...] = ()) -> RebuildReport:
+    """Clear derived memory and queue its re-derivation, in one transaction."""
+    with engine.begin() as connection:
+        filled = _fill_directories(connection)
+        connection.execute(_CLAMP_TIMES)
+        for table in DERIVED_TABLES:
+            connection.execute(text(f"DELETE FROM {table}"))
+        merged = _merge_worktrees(connection, now)
+        kept = _rekey(connection, ignore_commands)
+        connection.execute(_KEEP_IDENTITIES)
+        cleared = connection.execute(
+            text("DELETE FROM procedures WHERE status != 'archived'")
+        ).rowcount
+        rewound = connection.execute(
+            text(
+                "UPDATE extraction_tasks SET cursor_event_id = 0, status = 'pending', "
+                "attempts = 0, run_after = :now, lease_owner = NULL, lease_expires_at = NULL, "
+                "last_error = NULL, updated_at = :now WHERE kind = 'promote'"
+            ),
+            {"now": now},
+        ).rowcount
+        connection.execute(
+            text("DELETE FROM pending_jobs WHERE name = :name"), {"name": REBUILD_JOB}
+        )
+    return RebuildReport(merged, filled, kept, cleared, rewound)
+
+
+# Events stored before their times were clamped (DESIGN.md §5): a time in the future or before
+# the epoch becomes the capture time, and what was claimed is kept.
+_CLAMP_TIMES = text(
+    "UPDATE captured_events SET event_at_reported = CAST(event_at AS TEXT), "
+    "event_at = captured_at WHERE event_at > captured_at + 300 OR event_at < 0"
+)
+
+
+def _fill_directories(connection: Connection) -> int:
+    """Events captured before directories were recorded: cwd relative to the project root,
+    which was then the work tree's own root."""
+    rows = connection.execute(
+        text(
+            "SELECT e.id, e.cwd, p.root FROM captured_events e JOIN projects p "
+            "ON p.id = e.project_id WHERE e.directory IS NULL"
+        )
+    ).all()
+    for event_id, cwd, root in rows:
+        relative = os.path.relpath(cwd, root) if cwd.startswith(root) else "."
+        connection.execute(
+            text("UPDATE captured_events SET directory = :directory WHERE id = :id"),
+            {"directory": "." if relative.startswith("..") else relative, "id": event_id},
+        )
+    return len(rows)
+
+
+# An archived verdict moves to the merged project unless that project has one for the same
+# workflow already.
+_MOVE_ARCHIVED = text(
+    "UPDATE procedures SET project_id = :target WHERE project_id = :source AND NOT EXISTS ("
+    "SELECT 1 FROM procedures t WHERE t.project_id = :target AND t.scope = procedures.scope "
+    "AND t.branch = procedures.branch AND t.directory = procedures.directory "
+    "AND t.workflow_hash = procedures.workflow_hash)"
+)
+
+
+def _merge_worktrees(connection: Connection, now: float) -> int:
+    """Projects that are worktrees of one repository become that repository's project (for the
+    roots still on disk: the others cannot be told apart and stay as they are)."""
+    merged = 0
+    for project_id, root in connection.execute(text("SELECT id, root FROM projects")).all():
+        if not os.path.isdir(root):
+            continue
+        canonical = locate(root)[0]
+        if canonical == root:
+            continue
+        target = connection.execute(
+            text(
+                "INSERT INTO projects (root, created_at) VALUES (:root, :now) "
+                "ON CONFLICT (root) DO UPDATE SET root = excluded.root RETURNING id"
+            ),
+            {"root": canonical, "now": now},
+        ).scalar_one()
+        moved = {"target": target, "source": project_id}
+        for table in ("captured_events", "sessions"):
+            connection.execute(
+                text(f"UPDATE {table} SET project_id = :target WHERE project_id = :source"), moved
+            )
+        connection.execute(_MOVE_ARCHIVED, moved)
+        connection.execute(text("DELETE FROM procedures WHERE project_id = :source"), moved)
+        connection.execute(text("DELETE FROM projects WHERE id = :id"), {"id": project_id})
+        merged += 1
+    return merged
+
+
+_KEEP_IDENTITIES = text(
+    "INSERT INTO procedure_identities (project_id, scope, branch, directory, workflow_hash, "
+    "procedure_id, created_at) SELECT project_id, scope, branch, directory, workflow_hash, id, "
+    "created_at FROM procedures WHERE status != 'archived' ON CONFLICT DO NOTHING"
+)
+
+
+def _rekey(connection: Connection, ignore_commands: tuple[str, ...]) -> int:
+    """Procedures keyed by their first workflow step, as the current rules derive it: an
+    archived one so the user's verdict holds for the workflow, the others so their ids go to
+    the procedures re-derived for their workflows. Two that now name one workflow keep one
+    row, an archived one first. Returns how many archived procedures were kept."""
+    rows = connection.execute(
+        text(
+            "SELECT a.id, a.project_id, a.scope, a.branch, a.directory, a.command, a.status, "
+            "p.root FROM procedures a JOIN projects p ON p.id = a.project_id "
+            "ORDER BY a.status != 'archived', a.id"
+        )
+    ).all()
+    keepers: dict[tuple[Any, ...], tuple[Any, tuple[str, str, str]]] = {}
+    for row in rows:
+        key = _workflow_key(row, ignore_commands)
+        group = (row.project_id, row.scope, row.branch, key[0], key[2])
+        if group in keepers:
+            connection.execute(text("DELETE FROM procedures WHERE id = :id"), {"id": row.id})
+        else:
+            keepers[group] = (row, key)
+    # In two passes: a keeper's new key may be another keeper's old one.
+    for row, _key in keepers.values():
+        connection.execute(
+            text("UPDATE procedures SET workflow_hash = :hash WHERE id = :id"),
+            {"hash": f"rekey:{row.id}", "id": row.id},
+        )
+    for row, (directory, workflow, digest) in keepers.values():
+        connection.execute(
+            text(
+                "UPDATE procedures SET directory = :directory, workflow = :workflow, "
+                "workflow_hash = :workflow_hash WHERE id = :id"
+            ),
+            {"directory": directory, "workflow": workflow, "workflow_hash": digest, "id": row.id},
+        )
+    return sum(1 for row, _key in keepers.values() if row.status == "archived")
+
+
+def _workflow_key(row: Any, ignore_commands: tuple[str, ...]) -> tuple[str, str, str]:
+    work_tree = work_tree_of(row.root, ".")
+    for step in analyse(row.command, ignore_commands).workflow_steps():
+        directory = resolve_directory(row.directory, work_tree, step.chdir)
+        if directory is not None:
+            return directory, step.workflow, workflow_hash(step.workflow)
+    return row.directory, row.command, workflow_hash(row.command)

@@ -1,0 +1,110 @@
+"""A captured run -> the runs of its steps, each verified, failed or unverified (DESIGN.md §5).
+
+Pure: the command's analysis and its output decide. A step whose exit status the command's
+status entails is verified by exit 0; a step whose status is hidden (a masked pipeline, a step
+before `;`) counts only by what its output shows: a recognised success summary verifies it, a
+recognised failure summary makes it a failure whatever the exit code, anything else leaves it
+unverified (kept, never counted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from remem.commands import recognisers
+from remem.commands.analysis import Step, analyse, resolve_directory
+
+VERIFIED, FAILED, UNVERIFIED = "verified", "failed", "unverified"
+
+
+@dataclass(frozen=True)
+class StepRun:
+    step: int
+    directory: str
+    workflow: str
+    workflow_hash: str
+    command: str  # the step as it was run: a variant of its workflow
+    masked: bool
+    verdict: str
+    salient_error: str | None
+
+
+def workflow_hash(workflow: str) -> str:
+    return hashlib.sha256(workflow.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def work_tree_of(cwd: str, directory: str) -> str:
+    """The work tree's root as the command saw it: cwd less its directory's components; ""
+    when cwd does not end with them (a symlink into the work tree names it otherwise)."""
+    root = posixpath.normpath(cwd)
+    if directory in (".", ""):
+        return root
+    if not root.endswith("/" + directory):
+        return ""
+    return root[: -len(directory) - 1] or "/"
+
+
+def classify(
+    command: str,
+    succeeded: bool,
+    output: str | None,
+    cwd: str,
+    directory: str,
+    ignore_commands: Sequence[str] = (),
+) -> list[StepRun]:
+    """The runs a command's workflow steps stand for; read-only steps and steps whose
+    directory cannot be known are left out."""
+    steps = analyse(command, ignore_commands).steps
+    verdicts = _verdicts(steps, succeeded, output)
+    work_tree = work_tree_of(cwd, directory)
+    runs = []
+    for index, (step, verdict) in enumerate(zip(steps, verdicts, strict=True)):
+        if step.read_only:
+            continue
+        where = resolve_directory(directory, work_tree, step.chdir)
+        if where is None:
+            continue
+        salient = recognisers.salient_line(step.workflow, output) if verdict == FAILED else None
+        runs.append(
+            StepRun(
+                step=index,
+                directory=where,
+                workflow=step.workflow,
+                workflow_hash=workflow_hash(step.workflow),
+                command=step.text,
+                masked=step.masked,
+                verdict=verdict,
+                salient_error=salient,
+            )
+        )
+    return runs
+
+
+def _by_output(step: Step, output: str | None) -> str:
+    judged = recognisers.judge(step.workflow, output)
+    return {"success": VERIFIED, "failure": FAILED}.get(judged or "", UNVERIFIED)
+
+
+def _verdicts(steps: Sequence[Step], succeeded: bool, output: str | None) -> list[str]:
+    verdicts = [
+        (VERIFIED if succeeded else UNVERIFIED) if step.decisive else _by_output(step, output)
+        for step in steps
+    ]
+    if succeeded:
+        return verdicts
+    # The command failed: one of its decisive steps did. With one candidate it is that one;
+    # with several, the one whose own tool's failure summary the output shows, if exactly one
+    # does (a runner such as `make` is judged by any tool's summary: it comes second).
+    candidates = [i for i, step in enumerate(steps) if step.decisive and not step.read_only]
+    if len(candidates) == 1:
+        verdicts[candidates[0]] = FAILED
+        return verdicts
+    failing = [i for i in candidates if _by_output(steps[i], output) == FAILED]
+    own = [i for i in failing if recognisers.family_of(steps[i].workflow) is not None]
+    culprit = own if own else failing
+    for i in candidates:
+        verdicts[i] = FAILED if len(culprit) == 1 and i == culprit[0] else UNVERIFIED
+    return verdicts

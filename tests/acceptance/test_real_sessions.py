@@ -1,0 +1,249 @@
+"""Workflows, not strings (DESIGN.md §5), as real processes: real sessions replayed through the
+real `remem-hook`, real git worktrees, a burst, and what the agent is then told."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remem.transcripts import read_claude, read_codex
+from tests.conftest import REPO, Home
+
+TRANSCRIPTS = REPO / "tests" / "fixtures" / "transcripts"
+# Written independently of the recognisers table: a summary that counts failures.
+FAILURE_SUMMARY = re.compile(
+    r"\b[1-9]\d* (?:failures?|failed|errors?)\b|\btest result: FAILED\b|^FAILED\b", re.M
+)
+_ids = itertools.count(1)
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+def make_repository(path: Path) -> Path:
+    path.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=path)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=path)
+    return path
+
+
+def add_worktree(repository: Path, path: Path, branch: str) -> Path:
+    git("worktree", "add", "-q", str(path), "-b", branch, cwd=repository)
+    return path
+
+
+def bash_payload(
+    cwd: Path | str, command: str, session: str, stdout: str = "", failed: bool = False
+) -> dict[str, Any]:
+    base = {
+        "session_id": session,
+        "transcript_path": f"/home/dev/.claude/projects/x/{session}.jsonl",
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_use_id": f"toolu_{next(_ids):06d}",
+        "tool_input": {"command": command},
+    }
+    if failed:
+        return {**base, "hook_event_name": "PostToolUseFailure", "error": f"Exit code 1\n{stdout}"}
+    return {
+        **base,
+        "hook_event_name": "PostToolUse",
+        "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False},
+    }
+
+
+def session_start(cwd: Path, session: str) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "transcript_path": f"/home/dev/.claude/projects/x/{session}.jsonl",
+        "cwd": str(cwd),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+
+
+def hook(home: Home, payload: dict[str, Any], host: str = "claude-code") -> str:
+    result = home.hook(payload, "--host", host)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.decode()
+
+
+def procedures(home: Home) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = json.loads(
+        home.remem("procedures", "list", "--all", "--json").stdout
+    )
+    return found
+
+
+# --- real sessions --------------------------------------------------------------------------
+
+
+def replay_claude(home: Home, transcript: Path, user_root: str, workspace: Path) -> int:
+    """Every call of the session through the real hook, its paths moved into `workspace`."""
+    count = 0
+    for call in read_claude(str(transcript)):
+        text = json.dumps(call.payload).replace(user_root, str(workspace))
+        result = home.hook(text.encode(), "--host", "claude-code")
+        assert result.returncode == 0, result.stderr
+        count += 1
+    return count
+
+
+def assert_truthful(home: Home) -> None:
+    """No procedure's evidence holds a masked run whose output counts failures, and no two
+    procedures share a group."""
+    rows = home.query(
+        "SELECT p.id, v.event_id, v.masked, e.output_excerpt FROM procedures p "
+        "JOIN verifications v ON v.project_id = p.project_id AND v.directory = p.directory "
+        "AND v.workflow_hash = p.workflow_hash AND (p.scope = 'project' OR v.branch = p.branch) "
+        "JOIN captured_events e ON e.id = v.event_id"
+    )
+    for procedure_id, event_id, masked, output in rows:
+        evidence = json.loads(
+            home.scalar("SELECT evidence_event_ids FROM procedures WHERE id = ?", (procedure_id,))
+        )
+        if masked and event_id in evidence:
+            assert not FAILURE_SUMMARY.search(output or ""), (procedure_id, event_id, output)
+    groups = home.query(
+        "SELECT project_id, scope, branch, directory, workflow_hash, count(*) FROM procedures "
+        "GROUP BY project_id, scope, branch, directory, workflow_hash HAVING count(*) > 1"
+    )
+    assert groups == []
+
+
+def test_a_real_elixir_session_in_a_worktree_learns_workflows_not_strings(
+    home: Home, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "projects"
+    repository = make_repository(workspace / "spotter")
+    (workspace / "spotter-worktrees").mkdir()
+    add_worktree(repository, workspace / "spotter-worktrees" / "spotter-fum", "spotter-fum")
+    (workspace / "spotter-worktrees" / "spotter-fum" / "assets").mkdir()
+
+    calls = replay_claude(
+        home, TRANSCRIPTS / "claude" / "spotter-fum.jsonl", "/home/USER/projects", workspace
+    )
+    home.remem("worker", "--burst")
+
+    assert calls > 90
+    assert_truthful(home)
+    found = procedures(home)
+    workflows = {(p["directory"], p["workflow"]) for p in found}
+    assert all("| tail" not in w and "2>&1" not in w for _d, w in workflows), workflows
+    # One project: the worktree belongs to the repository it was added from.
+    assert home.scalar("SELECT count(DISTINCT project_id) FROM captured_events") == 1
+    assert home.scalar("SELECT root FROM projects") == str(repository.resolve())
+    # Every `mix test 2>&1 …` spelling of the session is one workflow, not one per string.
+    mix_test = [p for p in found if p["workflow"] == "mix test"]
+    assert len(mix_test) == 1, found
+    assert mix_test[0]["branch"] == "spotter-fum"
+    assert {v["command"] for v in mix_test[0]["variants"]} >= {"mix test 2>&1"}
+    # Lessons quote the error that mattered, never an exit status line.
+    errors = [row[0] for row in home.query("SELECT last_error FROM lessons") if row[0]]
+    assert errors and not any(e.startswith("Exit code") for e in errors), errors
+    assert any("secret_key_base" in e or "lazy_html" in e for e in errors), errors
+
+
+@pytest.mark.parametrize("name", ["01.jsonl", "02.jsonl", "03.jsonl"])
+def test_other_real_claude_sessions_stay_truthful(home: Home, tmp_path: Path, name: str) -> None:
+    workspace = tmp_path / "tmp"
+    workspace.mkdir()
+    replay_claude(home, TRANSCRIPTS / "claude" / name, "/tmp", workspace)
+    home.remem("worker", "--burst")
+
+    assert_truthful(home)
+    for procedure in procedures(home):
+        assert "2>&1" not in procedure["workflow"]
+
+
+def test_a_real_codex_rollout_resolves_outcomes_and_stays_truthful(home: Home) -> None:
+    rollout = TRANSCRIPTS / "codex" / "01.jsonl"
+    calls = list(read_codex(str(rollout)))
+    for call in calls:
+        hook(home, call.payload, "codex")
+    home.remem("worker", "--burst")
+
+    outcomes = {
+        row[0]: row[1] for row in home.query("SELECT tool_use_id, outcome FROM captured_events")
+    }
+    for call in calls:
+        if call.payload["tool_name"] == "Bash":
+            expected = "success" if call.exit_code == 0 else "failure"
+            assert outcomes[call.payload["tool_use_id"]] == expected
+    assert_truthful(home)
+
+
+# --- project-wide memory --------------------------------------------------------------------
+
+
+def test_a_fresh_worktree_gets_the_workflows_verified_on_two_other_branches(
+    home: Home, tmp_path: Path
+) -> None:
+    repository = make_repository(tmp_path / "shop")
+    first = add_worktree(repository, tmp_path / "shop-a", "feature-a")
+    second = add_worktree(repository, tmp_path / "shop-b", "feature-b")
+    for worktree, session in ((first, "s-a"), (second, "s-b")):
+        hook(home, bash_payload(worktree, "make test 2>&1", session, "ok"))
+        hook(home, bash_payload(worktree, "cargo clippy -- -D warnings", session, "ok"))
+    hook(home, bash_payload(first, "make docs", "s-a", "ok"))  # one branch, once: not shared
+    home.remem("worker", "--burst")
+
+    fresh = add_worktree(repository, tmp_path / "shop-c", "feature-c")
+    digest = hook(home, session_start(fresh, "s-c"))
+
+    assert "`make test 2>&1`" in digest  # the unmasked variant, as it was run
+    assert "`cargo clippy -- -D warnings`" in digest
+    assert "verified on 2 branches" in digest
+    assert "make docs" not in digest
+    assert f"{repository.resolve()} on branch feature-c" in digest
+
+
+def test_cd_into_a_directory_and_running_there_are_one_procedure(
+    home: Home, tmp_path: Path
+) -> None:
+    repository = make_repository(tmp_path / "shop")
+    (repository / "frontend").mkdir()
+    hook(home, bash_payload(repository, "cd frontend && npm test", "s1"))
+    hook(home, bash_payload(repository / "frontend", "npm test", "s1"))
+    hook(home, bash_payload(repository, "npm test", "s2"))
+    hook(home, bash_payload(repository, "npm test", "s2"))
+    home.remem("worker", "--burst")
+
+    found = {(p["directory"], p["workflow"]): p for p in procedures(home)}
+
+    assert set(found) == {("frontend", "npm test"), (".", "npm test")}
+    assert found[("frontend", "npm test")]["verified_runs"] == 2
+    assert found[(".", "npm test")]["verified_runs"] == 2
+    digest = home.remem("context", "--cwd", str(repository)).stdout
+    assert "(in frontend/; 2 runs" in digest
+
+
+def test_a_promoted_heredoc_runs_as_it_was_run(home: Home, tmp_path: Path) -> None:
+    repository = make_repository(tmp_path / "shop")
+    command = "python3 - <<'EOF'\nimport sys\nprint('a  b', file=sys.stdout)\nEOF"
+    hook(home, bash_payload(repository, command, "s1", "a  b"))
+    hook(home, bash_payload(repository, command, "s2", "a  b"))
+    home.remem("worker", "--burst")
+
+    (procedure,) = procedures(home)
+    shown = json.loads(home.remem("procedures", "show", str(procedure["id"]), "--json").stdout)
+    ran = subprocess.run(
+        ["bash", "-c", shown["command"]], cwd=repository, capture_output=True, text=True
+    )
+
+    assert shown["command"] == command
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "a  b\n"
