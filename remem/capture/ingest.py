@@ -17,20 +17,27 @@ if TYPE_CHECKING:
 
 
 def ingest_spool(engine: Engine, spool_dir: str) -> spool.IngestReport:
+    from sqlalchemy.exc import DataError, IntegrityError
+
     from remem.db.engine import executor
 
     def store(records: list[dict[str, Any]]) -> tuple[int, int, int]:
         stored = already = drops = 0
-        with engine.begin() as connection:
-            execute = executor(connection)
-            for record in records:
-                if record["type"] == "drop":
-                    store_drop(execute, record["drop"])
-                    drops += 1
-                elif store_event(execute, CapturedEvent(**record["event"])) is None:
-                    already += 1
-                else:
-                    stored += 1
+        try:
+            with engine.begin() as connection:
+                execute = executor(connection)
+                for record in records:
+                    if record["type"] == "drop":
+                        store_drop(execute, record["drop"])
+                        drops += 1
+                    elif store_event(execute, CapturedEvent(**record["event"])) is None:
+                        already += 1
+                    else:
+                        stored += 1
+        # What the records hold was refused; any other error (locked, disk full, gone) leaves
+        # the spool file for the next ingest.
+        except (IntegrityError, DataError) as exc:
+            raise spool.Rejected(str(exc.orig)) from exc
         return stored, already, drops
 
     return spool.ingest(spool_dir, store)

@@ -1,7 +1,7 @@
 """Secret redaction, applied before anything is stored, spooled, logged or printed.
 
 Stdlib only and cheap on the hot path: each rule names the substrings without which it cannot
-match, and its regular expression is compiled only when one of them is present. A command with
+match, and its regular expressions are compiled only when one of them is present. A command with
 no secret in it compiles nothing and comes back unchanged, byte for byte (paths and git SHAs
 included: a command's identity must not change).
 """
@@ -10,161 +10,342 @@ from __future__ import annotations
 
 import re
 
-TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+from remem.capture.password_flags import PASSWORD_FLAGS, WORD
+
+TYPE_CHECKING = False  # `typing` is not imported on the hot path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    Rule = Callable[[str, str], str]
 
 MASK = "[REDACTED]"
 
-_SECRET_WORD = (
-    r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
-    r"|private[_-]?key|client[_-]?secret|credentials?|auth[_-]?token|session[_-]?key)"
+# A name (a variable, an option, a JSON key) names a secret when one of its segments, split on
+# `_`, `-` and `.`, is one of these words (DB_PASS, MYSQL_PWD, REDIS_AUTH, x-api-key), or ends with
+# one of the glued compounds (PGPASSWORD, dbPassword, AccountKey). Whole segments only: MONKEY,
+# AUTHOR and PASSTHROUGH merely contain a word, and plurals are counts (max_tokens).
+_SECRET_SEGMENTS = frozenset(
+    {"pass", "passwd", "password", "passphrase", "pwd", "secret", "token", "key", "auth"}
+    | {"credential", "credentials", "signature", "apikey"}
 )
-# A key that names a secret: the secret word may be prefixed (AWS_SECRET_ACCESS_KEY, db_password)
-# and suffixed after a separator (token_value), but not pluralised (max_tokens is not a secret).
-_SECRET_KEY = rf"[A-Za-z0-9_.-]*{_SECRET_WORD}(?:[_.-][A-Za-z0-9_.-]*)?"
-# Every literal spelling _SECRET_WORD can match, lowercased ("pass" alone would fire on every
-# "4 passed" in test output and pay for compiling the rule).
-_KEY_TRIGGERS = (
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "token",
-    "api_key",
-    "api-key",
-    "apikey",
-    "access_key",
-    "access-key",
-    "accesskey",
-    "private_key",
-    "private-key",
-    "privatekey",
-    "credential",
-    "session_key",
-    "session-key",
-    "sessionkey",
+_SECRET_ENDINGS = (
+    *("password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey"),
+    *("accountkey", "privatekey", "secretkey", "sessionkey", "signature", "credential"),
+    "credentials",
 )
-_NOT_SECRET_KEYS = frozenset({"tool_use_id", "session_id", "transcript_path", "input_tokens"})
+# A last segment that makes the name point at a secret rather than hold it (SSH_AUTH_SOCK,
+# PASSWORD_FILE, TOKEN_TYPE, credential.helper).
+_REFERENCE_SEGMENTS = frozenset(
+    {"file", "path", "dir", "sock", "socket", "type", "url", "helper", "cmd", "command"}
+    | {"method", "length", "env", "prompt", "stdin"}
+)
+# Whole names only: Azure's SAS signature.
+_SECRET_NAMES = frozenset({"sig"})
+# The shell's working directories; the ids and counts of the hosts' payloads.
+_NOT_SECRET_NAMES = frozenset(
+    {"pwd", "oldpwd", "tool_use_id", "session_id", "transcript_path", "input_tokens"}
+)
+# As an option, a bare `--key` is a sort field (sort --key=2) or a key file (curl, openssl).
+_NOT_SECRET_OPTIONS = frozenset({"key"})
+# Substrings without which no secret name can occur, lowercased. A rule runs when one of these
+# stems is present, then looks closer: a short word only counts with what may follow it in a
+# name ("pass" alone fires on every "4 passed"); glued compounds end in one (APIKEY=).
+_NAME_STEMS = ("pass", "pwd", "key", "auth", "sig", "token", "secret", "credential")
+_NAME_ENDS = ("=", ":", '"', "'", "_", "-", ".", "\\", " =")
+# (stem, the spellings to look for when it is present) of a secret name, and of a
+# `--password VALUE` style option.
+_NAME_GATE = (
+    *((word, (word,)) for word in ("token", "secret", "credential", "signature")),
+    ("pass", ("password", "passwd", "passphrase", *(f"pass{end}" for end in _NAME_ENDS))),
+    *((word, tuple(word + end for end in _NAME_ENDS)) for word in ("pwd", "key", "auth", "sig")),
+)
+_OPTION_GATE = (
+    *((word, (word,)) for word in ("token", "secret", "credential")),
+    ("pass", ("password", "passwd", "passphrase")),
+    ("key", ("key ", "key\t")),
+)
 
-# (triggers, pattern, replacement, flags). Triggers are matched against the lowercased text.
-_RULES: list[tuple[tuple[str, ...], str, str, int]] = [
+
+def _mentions(lowered: str, gate: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    return any(word in lowered for stem, words in gate if stem in lowered for word in words)
+
+
+def is_secret_key(key: str, option: bool = False) -> bool:
+    """Whether a name (a JSON key, a variable, or an option when `option`) names a secret."""
+    lowered = key.lower()
+    if lowered in _NOT_SECRET_NAMES or (option and lowered in _NOT_SECRET_OPTIONS):
+        return False
+    if lowered in _SECRET_NAMES:
+        return True
+    segments = lowered.replace("-", "_").replace(".", "_").split("_")
+    if len(segments) > 1 and segments[-1] in _REFERENCE_SEGMENTS:
+        return False
+    return any(
+        segment in _SECRET_SEGMENTS or segment.endswith(_SECRET_ENDINGS) for segment in segments
+    )
+
+
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(text: str, flags: int = 0) -> re.Pattern[str]:
+    compiled = _compiled.get(text)
+    if compiled is None:
+        compiled = _compiled[text] = re.compile(text, flags)
+    return compiled
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    parts, last = [], 0
+    for start, end in spans:
+        parts += [text[last:start], MASK]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def _unquoted_span(match: re.Match[str], group: str) -> tuple[int, int]:
+    """The span of a matched shell word without its quotes (closed or cut off)."""
+    start, end = match.span(group)
+    if start < end and match.string[start] in "'\"":
+        quote = match.string[start]
+        start += 1
+        if end > start and match.string[end - 1] == quote:
+            end -= 1
+    return start, end
+
+
+# Any program: `--password VALUE`, `--token VALUE`, `--api-key VALUE`, `--db-secret VALUE`.
+_SECRET_OPTION = (
+    r"(?i:(?<![\w-])--?(?:[\w-]*[_-])?(?:password|passwd|passphrase|secret|token|api[_-]?key"
+    r"|access[_-]?key|private[_-]?key|credentials?|auth[_-]?token|session[_-]?key))"
+    rf"[ \t]+(?!-)(?P<secret>{WORD})"
+)
+
+
+# The value of a secret-named setting: `aws configure set aws_secret_access_key VALUE`.
+_SETTING_COMMAND = r"\b(?:aws\s+configure|(?:npm|yarn|pnpm)\s+config)\s+set\s"
+_SETTING = rf"(?<=\sset[ \t])[ \t]*(?P<name>[^\s=]+)[ \t]+(?P<secret>{WORD})"
+
+
+def _mask_options(text: str, command: str, option: str) -> str:
+    spans: list[tuple[int, int]] = []
+    step = looked = 0  # where the simple command of the last option starts; how far back we looked
+    program_ends: dict[int, int] = {}  # a step: where the program's name ends in it, if it does
+    for match in _pattern(option).finditer(text):
+        start = match.start()
+        if command:
+            step = max(step, *(text.rfind(separator, looked, start) + 1 for separator in "\n|;&"))
+            looked = start
+            if step not in program_ends:
+                program = _pattern(command).search(text, step)
+                program_ends[step] = program.end() if program else len(text) + 1
+            if program_ends[step] > start:
+                continue
+        if "name" in match.re.groupindex and not is_secret_key(match["name"], option=True):
+            continue
+        secret = _unquoted_span(match, "secret")
+        if secret[0] < secret[1] and text[secret[0] : secret[1]] != MASK:
+            spans.append(secret)
+    return _masked(text, spans)
+
+
+def _option_rule(
+    command: str, option: str, gate: tuple[tuple[str, tuple[str, ...]], ...] = ()
+) -> Rule:
+    def rule(text: str, lowered: str) -> str:
+        if gate and not _mentions(lowered, gate):
+            return text
+        return _mask_options(text, command, option)
+
+    return rule
+
+
+# A name followed by its value: `NAME=value`, `--name=value`, `name: value`, `"name": "value"`
+# (in JSON, or in JSON inside a JSON string).
+_NAME = (
+    r"(?P<quote>\\?[\"'])(?P<key>[A-Za-z_][\w.-]{0,80})(?P=quote)[ \t]*:[ \t]*"
+    r"|(?<![\w.-])(?P<dashes>-{0,2})(?P<name>[A-Za-z_][\w.-]*+)"
+    r"(?:[ \t]*(?:=>|=(?![=~]))[ \t]*|:[ \t]+)"
+)
+_VALUE = (
+    r"\\\"(?P<escaped>(?:[^\"\\]|\\[^\"])*)(?:\\\")?"
+    r"|\$?'(?P<single>[^'\n]*)'?"
+    r"|\"(?P<double>(?:[^\"\\\n]|\\.)*)\"?"
+    r"|(?![\[{])(?P<bare>[^\s'\"&;,]+)"
+)
+
+
+def _mask_named_values(text: str, lowered: str) -> str:
+    if not _mentions(lowered, _NAME_GATE):
+        return text
+    spans: list[tuple[int, int]] = []
+    masked_until = 0
+    for match in _pattern(_NAME).finditer(text):
+        if match.start() < masked_until:  # a name inside a value already masked
+            continue
+        name = match["key"] or match["name"]
+        if not is_secret_key(name, option=bool(match["dashes"])):
+            continue
+        value = _pattern(_VALUE).match(text, match.end())
+        if value is None:
+            continue
+        group = next(g for g in ("escaped", "single", "double", "bare") if value[g] is not None)
+        start, end = value.span(group)
+        if start < end and text[start:end] != MASK:
+            spans.append((start, end))
+            masked_until = end
+    return _masked(text, spans)
+
+
+_DIGESTS = ("sha256:", "sha512:", "sha384:", "sha1:")
+
+
+def _url_userinfo(match: re.Match[str]) -> str:
+    """A URL with the password of its userinfo, or a token standing alone as the userinfo, masked.
+    A password may hold `/`, `:` and `@`: the userinfo ends at the last `@` before the host, one
+    not right after a `/` (an npm scope) nor followed by a digest (image@sha256:...)."""
+    scheme, rest = match.group(1), match.group(2)
+    ats = [
+        i
+        for i, char in enumerate(rest)
+        if char == "@" and i > 0 and rest[i - 1] != "/" and not rest.startswith(_DIGESTS, i + 1)
+    ]
+    for at in reversed(ats):
+        user, colon, password = rest[:at].partition(":")
+        if colon:
+            if password and not _is_host_and_port(user, password):
+                return f"{scheme}{user}:{MASK}{rest[at:]}"
+        elif _looks_like_token(user):
+            return f"{scheme}{MASK}{rest[at:]}"
+    return match.group(0)
+
+
+def _is_host_and_port(user: str, password: str) -> bool:
+    """`host:8080/path?q=a@b`: what came before the `@` was no userinfo at all."""
+    if any(char in user for char in "/?#@"):
+        return True
+    port = password
+    for separator in "/?#":
+        port = port.split(separator, 1)[0]
+    return bool(user) and port.isdigit() and len(port) < len(password)
+
+
+def _looks_like_token(text: str) -> bool:
+    # `git@`, `alice@` and `x-access-token@` name a user; a long run of letters and digits is a key.
+    return (
+        len(text) >= 16
+        and any(char.isdigit() for char in text)
+        and any(char.isalpha() for char in text)
+        and all(char.isalnum() or char in "._~%+=-" for char in text)
+    )
+
+
+def _mask_url_userinfo(text: str, _lowered: str) -> str:
+    if "@" not in text:
+        return text
+    pattern = _pattern(r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://)([^\s'\"<>`]*@[^\s'\"<>`]*)")
+    return pattern.sub(_url_userinfo, text)
+
+
+def _sub(pattern: str, replacement: str, flags: int = 0) -> Rule:
+    return lambda text, _lowered: _pattern(pattern, flags).sub(replacement, text)
+
+
+# (triggers, rule), in order. Triggers are matched against the lowercased text; a rule gets the
+# text and the lowercased text it was given (masking adds no trigger, so it stays good enough).
+_RULES: list[tuple[tuple[str, ...], Rule]] = [
     (
-        ("private key",),
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)",
-        "[REDACTED PRIVATE KEY]",
-        re.DOTALL,
+        ("private key",),  # PEM (RSA, EC, OPENSSH, ENCRYPTED) and PGP key blocks
+        _sub(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
+            "[REDACTED PRIVATE KEY]",
+            re.DOTALL,
+        ),
     ),
     (
         ("authorization", "cookie", "api-key", "x-auth"),
-        r"\b((?:proxy-)?authorization|set-cookie|cookie|x-api-key|api-key|x-auth-token)"
-        r"(\s*:\s*)([^\r\n'\"]+)",
-        rf"\1\2{MASK}",
-        re.IGNORECASE,
-    ),
-    (("bearer",), r"\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*", rf"\1{MASK}", re.IGNORECASE),
-    (
-        ("://",),
-        r"\b([a-z][a-z0-9+.-]*://)([^\s/:@'\"]+):([^\s/@'\"]+)@",
-        rf"\1\2:{MASK}@",
-        re.IGNORECASE,
+        _sub(
+            r"\b((?:proxy-)?authorization|set-cookie|cookie|x-api-key|api-key|x-auth-token)"
+            r"(\s*:\s*)([^\r\n'\"]+)",
+            rf"\1\2{MASK}",
+            re.IGNORECASE,
+        ),
     ),
     (
-        # curl's credentials; docker's `-u 1000:1000` is a uid:gid and must survive.
-        ("curl", "wget", "http"),
-        r"((?:^|\s)(?:-u\s*|--user(?:\s+|=)))(['\"]?)([^\s:'\"]+):([^\s'\"]+)",
-        rf"\1\2\3:{MASK}",
-        0,
+        ("bearer",),
+        _sub(r"\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*", rf"\1{MASK}", re.IGNORECASE),
     ),
+    (("://",), _mask_url_userinfo),
+    (
+        ("pass", "secret", "token", "key", "credential"),
+        _option_rule("", _SECRET_OPTION, _OPTION_GATE),
+    ),
+    (("config",), _option_rule(_SETTING_COMMAND, _SETTING)),
     (
         (
-            "sk-",
-            "sk_",
-            "rk_",
-            "ghp_",
-            "gho_",
-            "ghu_",
-            "ghs_",
-            "ghr_",
-            "github_pat_",
-            "xox",
-            "akia",
-            "asia",
-            "aiza",
-            "eyj",
-            "glpat-",
-            "npm_",
-            "hooks.slack.com",
-            "whsec_",
+            *("sk-", "sk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox"),
+            *("akia", "asia", "aiza", "eyj", "glpat-", "npm_", "hooks.slack.com", "whsec_"),
+            *("hf_", "pypi-", "dckr_pat_", "hvs."),
         ),
         # Distinctive prefixes match even glued to other text; short ones need a word boundary.
-        r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
-        r"|\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
-        r"|whsec_[A-Za-z0-9]{16,}"
-        r"|gh[pousr]_[A-Za-z0-9]{20,}"
-        r"|github_pat_[A-Za-z0-9_]{20,}"
-        r"|glpat-[A-Za-z0-9_-]{20,}"
-        r"|\bnpm_[A-Za-z0-9]{30,}"
-        r"|xox[abposr]-[A-Za-z0-9-]{10,}"
-        r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-        r"|\bAIza[0-9A-Za-z_-]{35}"
-        r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"
-        r"|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+)",
-        MASK,
-        0,
+        _sub(
+            r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
+            r"|\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+            r"|whsec_[A-Za-z0-9]{16,}"
+            r"|gh[pousr]_[A-Za-z0-9]{20,}"
+            r"|github_pat_[A-Za-z0-9_]{20,}"
+            r"|glpat-[A-Za-z0-9_-]{20,}"
+            r"|\bnpm_[A-Za-z0-9]{30,}"
+            r"|xox[abposr]-[A-Za-z0-9-]{10,}"
+            r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+            r"|\bAIza[0-9A-Za-z_-]{35}"
+            r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"
+            r"|hf_[A-Za-z0-9]{30,}"
+            r"|pypi-AgE[A-Za-z0-9_-]{50,}"
+            r"|dckr_pat_[A-Za-z0-9_-]{20,}"
+            r"|\bhvs\.[A-Za-z0-9_-]{24,}"
+            r"|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+)",
+            MASK,
+        ),
     ),
-    (
-        _KEY_TRIGGERS,
-        # key=value and key: value (the colon must be followed by a space, so that pytest node
-        # ids such as tests/test_auth.py::test_token survive), quoted JSON pairs, and
-        # --password VALUE flags.
-        rf"(\"{_SECRET_KEY}\"\s*:\s*\")([^\"]*)(\")"
-        rf"|\b({_SECRET_KEY})(\s*=\s*|:\s+)(['\"]?)([^\s'\"&;,]+)"
-        rf"|(--?{_SECRET_WORD}\s+)(['\"]?)(?!-)([^\s'\"]+)",
-        "",
-        re.IGNORECASE,
-    ),
+    (_NAME_STEMS, _mask_named_values),
 ]
-_KEY_RULE = len(_RULES)
-_RULES.append(((), _SECRET_KEY, "", re.IGNORECASE))  # matched by is_secret_key only
-_compiled: dict[int, re.Pattern[str]] = {}
 
 
-def _key_value_replacement(match: re.Match[str]) -> str:
-    if match.group(1) is not None:
-        return f"{match.group(1)}{MASK}{match.group(3)}"
-    if match.group(4) is not None:
-        return f"{match.group(4)}{match.group(5)}{match.group(6)}{MASK}"
-    return f"{match.group(8)}{match.group(9)}{MASK}"
+# The password options run last, and only in a text with an option in it (" -").
+_FIRST_OPTION_RULE = len(_RULES)
+_RULES += [
+    (triggers, _option_rule(command, option))
+    for _family, triggers, command, option, _example, _secret in PASSWORD_FLAGS
+]
+# Each trigger once, with the rules it calls for: one pass over them tells which rules to run.
+_TRIGGERS: dict[str, list[int]] = {}
+_OPTION_TRIGGERS: dict[str, list[int]] = {}
+for _position, (_triggers, _rule) in enumerate(_RULES):
+    for _trigger in _triggers:
+        _index = _TRIGGERS if _position < _FIRST_OPTION_RULE else _OPTION_TRIGGERS
+        _index.setdefault(_trigger, []).append(_position)
+
+
+def _due(lowered: str, index: dict[str, list[int]]) -> list[int]:
+    return [
+        position for trigger, rules in index.items() if trigger in lowered for position in rules
+    ]
 
 
 def redact_text(text: str) -> str:
     lowered = text.lower()
-    for index, (triggers, _pattern_text, replacement, _flags) in enumerate(_RULES):
-        if not any(trigger in lowered for trigger in triggers):
-            continue
-        compiled = _pattern(index)
-        if replacement:
-            text = compiled.sub(replacement, text)
-        else:
-            text = compiled.sub(_key_value_replacement, text)
-        lowered = text.lower()
+    due = _due(lowered, _TRIGGERS)
+    if " -" in lowered or "\t-" in lowered:
+        due += _due(lowered, _OPTION_TRIGGERS)
+    for position in sorted(set(due)):
+        text = _RULES[position][1](text, lowered)
     return text
-
-
-def _pattern(index: int) -> re.Pattern[str]:
-    compiled = _compiled.get(index)
-    if compiled is None:
-        _triggers, pattern, _replacement, flags = _RULES[index]
-        compiled = _compiled[index] = re.compile(pattern, flags)
-    return compiled
-
-
-def is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    if key in _NOT_SECRET_KEYS or not any(trigger in lowered for trigger in _KEY_TRIGGERS):
-        return False
-    return _pattern(_KEY_RULE).fullmatch(key) is not None
 
 
 def redact_json(value: Any) -> Any:

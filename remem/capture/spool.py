@@ -13,17 +13,25 @@ import json
 import os
 import time
 
+from remem import files
 from remem.capture.event import EVENT_FIELDS
 from remem.capture.redact import redact_text
 
+# Event fields newer than the first spool format; a record without them is still an event.
+ADDED_EVENT_FIELDS = ("directory", "output_excerpt", "event_at_reported")
+
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
+
+    Store = Callable[[list[dict[str, Any]]], tuple[int, int, int]]
+    Matches = Callable[[bytes], bool]
 
 ACTIVE_FILE = "events.jsonl"
 INGESTING_PREFIX = "ingesting-"
 DEAD_LETTER_FILE = "dead-letter.jsonl"
+INGEST_LOCK = ".ingest.lock"
 RECORD_TYPES = ("event", "drop")
 DROP_FIELDS = frozenset(
     {
@@ -47,6 +55,24 @@ _REQUIRED_STRINGS = (
     "project_root",
     "payload",
 )
+_OPTIONAL_STRINGS = (
+    "tool_name",
+    "tool_use_id",
+    "command",
+    "outcome",
+    "exit_code_source",
+    "error_excerpt",
+    "output_excerpt",
+    "branch",
+    "directory",
+    "change_hash",
+    "transcript_path",
+    "event_at_reported",
+)
+# A batch of records is stored in one transaction; a batch the database refuses is stored again
+# one record at a time, so that only the records it refuses are set aside.
+BATCH_RECORDS = 500
+_INTEGER_BOUND = 1 << 63  # SQLite and PostgreSQL BIGINT
 
 
 def _open_locked_active(spool_dir: str) -> int:
@@ -149,29 +175,55 @@ def _rotate_active(spool_dir: str) -> None:
         os.close(descriptor)
 
 
-def _parse(line: bytes) -> tuple[dict[str, Any] | None, str]:
+def _load(line: bytes | str) -> dict[str, Any] | str:
+    """A line's JSON object, or why it holds none."""
     try:
-        record = json.loads(line)
+        value = json.loads(line)
     except (ValueError, RecursionError):
-        return None, "unparsable line"
-    if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
+        return "unparsable line"
+    return value if isinstance(value, dict) else "not a spool record"
+
+
+def _parse(line: bytes) -> tuple[dict[str, Any] | None, str]:
+    record = _load(line)
+    if isinstance(record, str):
+        return None, record
+    if record.get("type") not in RECORD_TYPES:
         return None, "not a spool record"
     body = record.get(record["type"])
     if not isinstance(body, dict):
         return None, "spool record without a body"
     if record["type"] == "drop":
         return (record, "") if set(body) == DROP_FIELDS else (None, "drop with wrong fields")
+    for name in ADDED_EVENT_FIELDS:  # spooled by an older remem
+        body.setdefault(name, None)
     if set(body) != set(EVENT_FIELDS):
         return None, "event with wrong fields"
-    if not all(isinstance(body[name], str) for name in _REQUIRED_STRINGS) or not all(
-        isinstance(body[name], int | float) for name in ("event_at", "captured_at")
-    ):
+    if not _has_field_types(body):
         return None, "event with wrong field types"
     return record, ""
 
 
+def _has_field_types(body: dict[str, Any]) -> bool:
+    exit_code, files = body["exit_code"], body["files"]
+    return (
+        all(isinstance(body[name], str) for name in _REQUIRED_STRINGS)
+        and all(body[name] is None or isinstance(body[name], str) for name in _OPTIONAL_STRINGS)
+        and all(isinstance(body[name], int | float) for name in ("event_at", "captured_at"))
+        and (exit_code is None or (isinstance(exit_code, int) and abs(exit_code) < _INTEGER_BOUND))
+        and (files is None or (isinstance(files, list) and all(isinstance(f, str) for f in files)))
+    )
+
+
+class Rejected(Exception):
+    """The database refused a record for what it holds (a constraint, a value it cannot take):
+    storing it again would fail again. Raised by the `store` callable given to ingest()."""
+
+
 def _dead_letter(spool_dir: str, source: str, number: int, line: bytes, reason: str) -> None:
     text = redact_text(line.decode("utf-8", "replace"))[:10_000]
+    # A database's message may quote the row it refused.
+    reason = redact_text(reason)[:500]
     entry = {"reason": reason, "source": source, "line_number": number, "line": text}
     path = os.path.join(spool_dir, DEAD_LETTER_FILE)
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -181,32 +233,50 @@ def _dead_letter(spool_dir: str, source: str, number: int, line: bytes, reason: 
         os.close(descriptor)
 
 
-def ingest(
-    spool_dir: str, store: Callable[[list[dict[str, Any]]], tuple[int, int, int]]
-) -> IngestReport:
+def ingest(spool_dir: str, store: Store) -> IngestReport:
     """Store every spooled record. `store(records)` writes them in one transaction and returns
-    (events stored, events already present, drops stored). Safe to run twice or concurrently."""
+    (events stored, events already present, drops stored); it raises Rejected when the database
+    refuses the records' contents, and anything else when the database cannot be used now (the
+    file then stays for the next ingest). Safe to run twice or concurrently."""
     report = IngestReport()
     if not os.path.isdir(spool_dir):
         return report
-    lock = os.open(os.path.join(spool_dir, ".ingest.lock"), os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with IngestLock(spool_dir):
         _rotate_active(spool_dir)
         for name in sorted(os.listdir(spool_dir)):
             if name.startswith(INGESTING_PREFIX) and name.endswith(".jsonl"):
                 _ingest_file(spool_dir, name, store, report)
-    finally:
-        os.close(lock)
     return report
 
 
-def _ingest_file(
-    spool_dir: str,
-    name: str,
-    store: Callable[[list[dict[str, Any]]], tuple[int, int, int]],
-    report: IngestReport,
-) -> None:
+class IngestLock:
+    """Held, no other process ingests the spool: `with IngestLock(spool_dir): ...`. A spool
+    directory that does not exist has nothing to ingest, and is not created.
+
+    A class, not a contextlib generator: `contextlib` is not imported on the hook's path."""
+
+    def __init__(self, spool_dir: str) -> None:
+        self.path = os.path.join(spool_dir, INGEST_LOCK)
+        self.descriptor: int | None = None
+
+    def __enter__(self) -> IngestLock:
+        if os.path.isdir(os.path.dirname(self.path)):
+            self.descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(self.descriptor, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(self.descriptor)
+                self.descriptor = None
+                raise
+        return self
+
+    def __exit__(self, *_exc_info: object) -> None:
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
+
+
+def _ingest_file(spool_dir: str, name: str, store: Store, report: IngestReport) -> None:
     path = os.path.join(spool_dir, name)
     with open(path, "rb") as handle:
         data = handle.read()
@@ -214,7 +284,8 @@ def _ingest_file(
     # The file was rotated under the writers' lock, so an unterminated last line can only be
     # a writer that died mid-append.
     torn = lines.pop()
-    records, rejected = [], []
+    records: list[tuple[int, bytes, dict[str, Any]]] = []
+    rejected: list[tuple[int, bytes, str]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -222,15 +293,94 @@ def _ingest_file(
         if record is None:
             rejected.append((number, line, reason))
         else:
-            records.append(record)
+            records.append((number, line, record))
     if torn.strip():
         rejected.append((len(lines) + 1, torn, "torn line (writer stopped mid-append)"))
-    stored, already, drops = store(records) if records else (0, 0, 0)
-    for number, line, reason in rejected:
+    totals = [0, 0, 0]
+    for start in range(0, len(records), BATCH_RECORDS):
+        _store_batch(records[start : start + BATCH_RECORDS], store, totals, rejected)
+    # Dead letters are written only once every batch is stored: a file left for the next
+    # ingest by an unavailable database must not set its lines aside twice.
+    for number, line, reason in sorted(rejected, key=lambda item: item[0]):
         _dead_letter(spool_dir, name, number, line, reason)
         report.dead_lettered[reason] = report.dead_lettered.get(reason, 0) + 1
     os.unlink(path)
     report.files += 1
-    report.events_stored += stored
-    report.events_already_stored += already
-    report.drops_stored += drops
+    report.events_stored += totals[0]
+    report.events_already_stored += totals[1]
+    report.drops_stored += totals[2]
+
+
+def _store_batch(
+    batch: list[tuple[int, bytes, dict[str, Any]]],
+    store: Store,
+    totals: list[int],
+    rejected: list[tuple[int, bytes, str]],
+) -> None:
+    try:
+        counts = [store([record for _number, _line, record in batch])]
+    except Rejected:
+        # One refused record rolled back its whole batch: take the batch one record at a time.
+        counts = []
+        for number, line, record in batch:
+            try:
+                counts.append(store([record]))
+            except Rejected as exc:
+                rejected.append((number, line, f"refused by the database: {exc}"))
+    for stored, already, drops in counts:
+        totals[0] += stored
+        totals[1] += already
+        totals[2] += drops
+
+
+# Reading the spool for a search, and taking lines out of it: what `remem forget` does.
+
+
+def spool_files(spool_dir: str) -> list[str]:
+    """The active file, files an ingestion left behind, and the dead letters."""
+    return [path for path in files.visible_files(spool_dir) if path.endswith(".jsonl")]
+
+
+def search_line(line: bytes) -> tuple[list[dict[str, Any]], list[str]]:
+    """(events, strings) of a spool or dead-letter line. The events are the bodies of the
+    record it holds, or of the one a dead letter quotes while that still parses; unchecked,
+    unlike ingestion's, since what is searched for may sit in a line ingestion refused. The
+    strings are the line itself and every string in its JSON, decoded: a regular expression
+    sees `"` and `\\` as they were typed."""
+    decoded = line.decode("utf-8", "surrogateescape")
+    records = _quoted_records(decoded)
+    events = [record["event"] for record in records if isinstance(record.get("event"), dict)]
+    return events, [decoded, *(text for record in records for text in _strings(record))]
+
+
+def _quoted_records(line: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for _ in range(2):  # a record, or a dead letter and the record it quotes
+        value = _load(line)
+        if isinstance(value, str):
+            break
+        found.append(value)
+        if not isinstance(value.get("line"), str):
+            break
+        line = value["line"]
+    return found
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def rewrite_without(path: str, matches: Matches) -> None:
+    """Take the matching lines out of a spool file. The active file is rewritten under its
+    writers' lock; a writer waiting on it finds the file replaced and appends to the new one
+    (append checks the inode). The caller holds the IngestLock, so no ingestion renames or
+    removes the file meanwhile."""
+    files.rewrite_without(path, matches, lock=os.path.basename(path) == ACTIVE_FILE)

@@ -1,8 +1,11 @@
-"""make_engine(): the only place an SQLAlchemy engine is created."""
+"""make_engine(): the only place an SQLAlchemy engine is created, and where its connections
+are told how to behave (PRAGMAs, transactions, compaction)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -11,12 +14,13 @@ from remem.db import sqlite as sqlite_settings
 from remem.paths import sqlite_path
 
 READ_ONLY = "remem_read_only"
+AUTOCOMMIT = "AUTOCOMMIT"  # SQLAlchemy's isolation level: no transaction at all
 
 
 def make_engine(url: str, busy_timeout_s: float = sqlite_settings.DEFAULT_BUSY_TIMEOUT_S) -> Engine:
     """An engine whose SQLite connections use WAL, busy_timeout, foreign keys, synchronous=NORMAL
     and begin every transaction with BEGIN IMMEDIATE, so that writers queue instead of failing
-    on a lock upgrade."""
+    on a lock upgrade; a connection asked for AUTOCOMMIT (as `compact` does) begins none."""
     if sqlite_path(url) is None and not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     engine = create_engine(url, connect_args={"timeout": busy_timeout_s})
@@ -31,10 +35,22 @@ def make_engine(url: str, busy_timeout_s: float = sqlite_settings.DEFAULT_BUSY_T
     def _on_begin(connection: Any) -> None:
         # Readers say so and take no write lock; everything else is a writer from its first
         # statement, which turns contention into a wait instead of SQLITE_BUSY on upgrade.
-        if connection.get_execution_options().get(READ_ONLY):
-            connection.exec_driver_sql("BEGIN")
-        else:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # An AUTOCOMMIT connection gets no transaction: VACUUM refuses to run inside one.
+        options = connection.get_execution_options()
+        if options.get("isolation_level") == AUTOCOMMIT:
+            return
+        connection.exec_driver_sql("BEGIN" if options.get(READ_ONLY) else "BEGIN IMMEDIATE")
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(dbapi_connection: Any, _record: Any) -> None:
+        # Leaving AUTOCOMMIT, SQLAlchemy hands transaction control back to the driver: take it
+        # again. Changing it mid-transaction would commit, hence the check.
+        if (
+            dbapi_connection is not None
+            and dbapi_connection.isolation_level is not None
+            and not dbapi_connection.in_transaction
+        ):
+            dbapi_connection.isolation_level = None
 
     return engine
 
@@ -49,6 +65,39 @@ def integrity_check(engine: Engine) -> str:
         return "ok"
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         return str(connection.exec_driver_sql("PRAGMA integrity_check").scalar())
+
+
+@contextlib.contextmanager
+def begin_secure_delete(engine: Engine) -> Iterator[Connection]:
+    """A write transaction, as engine.begin(), whose deletes overwrite what they delete with
+    zeros instead of leaving it in free pages, where it would stay readable until a VACUUM.
+    The setting stays on the pooled connection: later deletes there cost a little more."""
+    with engine.begin() as connection:
+        if is_sqlite(engine):
+            connection.exec_driver_sql("PRAGMA secure_delete = ON")
+        yield connection
+
+
+@dataclass(frozen=True)
+class Compacted:
+    vacuumed: bool
+    wal_truncated: bool
+
+    def as_json(self) -> dict[str, bool]:
+        return {"vacuumed": self.vacuumed, "wal_truncated": self.wal_truncated}
+
+
+def compact(engine: Engine) -> Compacted:
+    """Move the WAL into the file, rebuild the file without its free pages and empty the WAL:
+    deleted rows otherwise stay readable in both. The WAL stays when another process is
+    reading (wal_truncated is then False); other databases are left alone."""
+    if not is_sqlite(engine):
+        return Compacted(vacuumed=False, wal_truncated=False)
+    with engine.connect().execution_options(isolation_level=AUTOCOMMIT) as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").all()
+        connection.exec_driver_sql("VACUUM")
+        busy = connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").scalar()
+    return Compacted(vacuumed=True, wal_truncated=busy == 0)
 
 
 def executor(connection: Connection) -> Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]:

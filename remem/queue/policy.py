@@ -24,3 +24,25 @@ def is_exhausted(failures: int, max_attempts: int) -> bool:
 
 def is_lease_expired(lease_expires_at: float | None, now: float) -> bool:
     return lease_expires_at is not None and lease_expires_at <= now
+
+
+def after_lease_expiry(
+    attempts: int, lease_expiries: int, max_attempts: int
+) -> tuple[str, int, int]:
+    """What the reaper makes of a task whose lease ran out: (status, attempts, lease_expiries).
+
+    The first expiry costs no attempt, since a worker may die for reasons of its own; every
+    later one does, so a task that kills each worker that takes it ends `failed` once its
+    budget is spent instead of returning to pending for ever.
+    """
+    lease_expiries += 1
+    if lease_expiries > 1:
+        attempts += 1
+    status = "failed" if is_exhausted(attempts, max_attempts) else "pending"
+    return status, attempts, lease_expiries
+
+
+def lease_expiry_error(owner: str, status: str, lease_expiries: int) -> str:
+    if status == "failed":
+        return f"worker died while processing (lease expired {lease_expiries} times)"
+    return f"lease of {owner} expired; returned to pending"

@@ -25,6 +25,8 @@ ON CONFLICT (idempotency_key) DO UPDATE SET
         THEN 'pending' ELSE extraction_tasks.status END,
     attempts = CASE WHEN extraction_tasks.status IN ('done', 'failed')
         THEN 0 ELSE extraction_tasks.attempts END,
+    lease_expiries = CASE WHEN extraction_tasks.status IN ('done', 'failed')
+        THEN 0 ELSE extraction_tasks.lease_expiries END,
     run_after = CASE WHEN extraction_tasks.status IN ('done', 'failed')
         THEN excluded.run_after ELSE extraction_tasks.run_after END,
     last_error = CASE WHEN extraction_tasks.status IN ('done', 'failed')
@@ -94,19 +96,28 @@ UPDATE extraction_tasks SET
 WHERE id = :id AND status = 'processing' AND lease_owner = :owner
 """
 
-# An expired lease is the worker's failure, not the task's: no attempt is consumed.
-REAP_EXPIRED_LEASES = """
-UPDATE extraction_tasks SET
-    status = 'pending',
-    last_error = 'lease of ' || lease_owner || ' expired; returned to pending',
-    lease_owner = NULL, lease_expires_at = NULL, run_after = :now, updated_at = :now
+# Tasks whose lease ran out, with what policy.after_lease_expiry needs to decide their fate.
+# Read and updated in one transaction: BEGIN IMMEDIATE on SQLite; on PostgreSQL row locks, and
+# rows another reaper holds are skipped.
+SELECT_EXPIRED_LEASES = """
+SELECT id, lease_owner, attempts, lease_expiries FROM extraction_tasks
 WHERE status = 'processing' AND lease_expires_at <= :now
-RETURNING id
+ORDER BY id {lock_clause}
+"""
+
+# Guarded like COMPLETE: a lease renewed or a task completed since the read is left alone.
+REAP_EXPIRED_LEASE = """
+UPDATE extraction_tasks SET
+    status = :status, attempts = :attempts, lease_expiries = :lease_expiries,
+    last_error = :error, lease_owner = NULL, lease_expires_at = NULL, run_after = :now,
+    updated_at = :now
+WHERE id = :id AND status = 'processing' AND lease_owner = :owner AND lease_expires_at <= :now
 """
 
 RETRY_NOW = """
 UPDATE extraction_tasks SET
-    status = 'pending', attempts = 0, run_after = :now, last_error = NULL, updated_at = :now
+    status = 'pending', attempts = 0, lease_expiries = 0, run_after = :now, last_error = NULL,
+    updated_at = :now
 WHERE id = :id AND status IN ('failed', 'pending')
 RETURNING id
 """

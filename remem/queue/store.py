@@ -40,6 +40,7 @@ class TaskRow:
     kind: str
     status: str
     attempts: int
+    lease_expiries: int
     cursor_event_id: int
     high_watermark_event_id: int
     run_after: float
@@ -49,9 +50,12 @@ class TaskRow:
     updated_at: float
 
 
+def _lock_clause(engine: Engine) -> str:
+    return "FOR UPDATE SKIP LOCKED" if engine.dialect.name == "postgresql" else ""
+
+
 def _claim_sql(engine: Engine) -> str:
-    lock_clause = "FOR UPDATE SKIP LOCKED" if engine.dialect.name == "postgresql" else ""
-    return sql.CLAIM_NEXT.format(lock_clause=lock_clause)
+    return sql.CLAIM_NEXT.format(lock_clause=_lock_clause(engine))
 
 
 def has_due_task(engine: Engine, now: float) -> bool:
@@ -147,16 +151,40 @@ def release(engine: Engine, task: ClaimedTask, now: float) -> bool:
     return bool(released == 1)
 
 
-def reap_expired_leases(engine: Engine, now: float) -> list[int]:
+def reap_expired_leases(engine: Engine, now: float, max_attempts: int) -> list[int]:
+    """Return tasks whose lease ran out to pending, or fail those whose workers keep dying
+    (policy.after_lease_expiry); the ids of all of them."""
+    select_sql = sql.SELECT_EXPIRED_LEASES.format(lock_clause=_lock_clause(engine))
+    reaped: dict[str, list[int]] = {"pending": [], "failed": []}
     with engine.begin() as connection:
-        reaped = [row.id for row in connection.execute(text(sql.REAP_EXPIRED_LEASES), {"now": now})]
-    if reaped:
+        for row in connection.execute(text(select_sql), {"now": now}).all():
+            status, attempts, expiries = policy.after_lease_expiry(
+                row.attempts, row.lease_expiries, max_attempts
+            )
+            params = {
+                "id": row.id,
+                "owner": row.lease_owner,
+                "now": now,
+                "status": status,
+                "attempts": attempts,
+                "lease_expiries": expiries,
+                "error": policy.lease_expiry_error(row.lease_owner, status, expiries),
+            }
+            if connection.execute(text(sql.REAP_EXPIRED_LEASE), params).rowcount == 1:
+                reaped[status].append(row.id)
+    if reaped["pending"]:
         log.warning(
             "returned %d task(s) with expired leases to pending",
-            len(reaped),
-            extra={"action": "reap_expired_leases", "task_ids": reaped},
+            len(reaped["pending"]),
+            extra={"action": "reap_expired_leases", "task_ids": reaped["pending"]},
         )
-    return reaped
+    for task_id in reaped["failed"]:
+        log.error(
+            "task %s failed: its workers kept dying while processing it",
+            task_id,
+            extra={"action": "reap_expired_leases", "task_id": task_id},
+        )
+    return sorted(reaped["pending"] + reaped["failed"])
 
 
 def retry_task(engine: Engine, task_id: int, now: float) -> bool:

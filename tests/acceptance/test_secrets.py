@@ -1,94 +1,260 @@
-"""Secrets never reach the database, the spool or the logs; identities survive unchanged."""
+"""Secrets never reach the database, the spool, the logs or the digest; identities survive.
+
+Every family of the corpus (secrets_corpus.py) goes through the real `remem-hook` in each place a
+secret rides: a Claude Code command, its output, the error of a failure, and a generic event.
+Then `remem worker --burst`, `remem context` and the SessionStart hook. detect-secrets, an oracle
+that knows nothing of remem's rules, scans all that remem keeps and must find nothing; a bytes
+search for each secret's literal value, in every file under the home, is stronger still.
+"""
 
 from __future__ import annotations
 
+import re
+import shutil
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
+from detect_secrets import SecretsCollection
+from detect_secrets.settings import default_settings
 
+from tests.acceptance.secrets_corpus import CORPUS, RSA_BODY
 from tests.conftest import Home, load_fixture
 
-SECRETS = {
-    "aws": "AKIAIOSFODNN7EXAMPLE",
-    "ghp": "ghp_R2d2C3poBb8Yoda1Luke2Leia3Han4Solo5",
-    "github_pat": "github_pat_11AAAAAAA0abcdefghijklmnop_qrstuvwxyz0123456789ABCDEF",
-    "openai": "sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1H",
-    "slack": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp",
-    "bearer": "eyBearerTok3nValue0123456789",
-    "password": "hunter2-Correct-Horse",
-    "api_key": "kv8X2mQ9pL4rT7wZ",
-    "basic": "s3cr3tPa55",
-    "userinfo": "dbPa55w0rd",
-    "header": "Basic dXNlcjpwYXNzd29yZA==",
-    "pem": "MIIEowIBAAKCAQEA7bq2Secret0PemBody",
+SQLITE_FILES = ("remem.db", "remem.db-wal", "remem.db-shm")
+# The whole corpus in one text.
+ALL_TEXTS = "\n".join(text for _family, text, _secret in CORPUS)
+
+
+def make_project(tmp_path: Path) -> Path:
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    return project
+
+
+# Ids are numbers: a family's name in an id ("password", "secret") is what a keyword scanner flags.
+def claude_payloads(number: int, text: str, project: Path) -> list[dict[str, Any]]:
+    """A failure of the command, then two successes (a procedure with a lesson), the second
+    printing the text; one session, in this order."""
+    session = {"session_id": f"session-{number:02d}", "cwd": str(project)}
+    failure = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
+    failure.update(session, tool_use_id=f"toolu_{number:02d}_0", tool_input={"command": text})
+    failure["error"] = f"Exit code 1\n{text}"
+    payloads = [failure]
+    for run, stdout in enumerate(["ok", text], start=1):
+        success = load_fixture("claude-code/post_tool_use_bash_success.json")
+        success.update(session, tool_use_id=f"toolu_{number:02d}_{run}")
+        success["tool_input"] = {"command": text}
+        success["tool_response"] = {"stdout": stdout, "stderr": "", "interrupted": False}
+        payloads.append(success)
+    return payloads
+
+
+def generic_payload(number: int, text: str, project: Path) -> dict[str, Any]:
+    payload = load_fixture("generic/command.json")
+    payload.update(session_id=f"term-{number:02d}", cwd=str(project), command=text)
+    payload["event_id"] = f"term-{number:02d}-1"
+    return payload
+
+
+def send(home: Home, number: int, text: str, project: Path) -> None:
+    for payload in [
+        *claude_payloads(number, text, project),
+        generic_payload(number, text, project),
+    ]:
+        result = home.hook(payload)
+        assert result.returncode == 0, (number, result.stderr)
+
+
+# Digests remem computes from what it already redacted: an entropy scanner flags every one, so they
+# are checked for their shape and shown as it; the rest of each row is scanned as it is.
+DIGEST_COLUMNS = {
+    "workflow_hash": r"[0-9a-f]{64}",
+    "change_hash": r"[0-9a-f]{32}",
+    "payload_sha256": r"[0-9a-f]{64}",
+    "topic_key": r"(?P<slug>[a-z0-9-]*)-[0-9a-f]{12}",
 }
 
-COMMAND = (
-    f"aws configure set aws_access_key_id {SECRETS['aws']} && "
-    f"git clone https://x-access-token:{SECRETS['ghp']}@github.com/acme/shop && "
-    f"GH_TOKEN={SECRETS['github_pat']} gh pr list && "
-    f"OPENAI_API_KEY={SECRETS['openai']} python eval.py && "
-    f"SLACK={SECRETS['slack']} notify && "
-    f"curl -H 'Authorization: Bearer {SECRETS['bearer']}' https://api.example.com && "
-    f"mysql password={SECRETS['password']} && "
-    f"deploy --api_key={SECRETS['api_key']} && "
-    f"curl -u admin:{SECRETS['basic']} https://example.com && "
-    f"psql postgres://app:{SECRETS['userinfo']}@db.internal:5432/shop && "
-    f"curl -H 'Authorization: {SECRETS['header']}' https://example.com"
-)
-PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{SECRETS['pem']}\n-----END RSA PRIVATE KEY-----"
+
+def sql_literal(column: str, value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if column in DIGEST_COLUMNS:
+        shape = re.fullmatch(DIGEST_COLUMNS[column], value)
+        assert shape is not None, f"{column} is no digest: {value!r}"
+        value = f"{shape.groupdict().get('slug') or ''}-<digest>"
+    return "'" + str(value).replace("'", "''") + "'"
 
 
-def _secret_payloads() -> list[dict[str, object]]:
-    success = load_fixture("claude-code/post_tool_use_bash_success.json")
-    success["tool_input"] = {"command": COMMAND}
-    success["tool_response"] = {"stdout": PEM, "stderr": "", "interrupted": False}
-    failure = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
-    failure["tool_input"] = {"command": COMMAND}
-    failure["error"] = f"Exit code 1\n{PEM}\npassword={SECRETS['password']}"
-    return [success, failure]
+def dump_database(home: Home, into: Path) -> Path:
+    """The database as SQL text, like sqlite3's `.dump` (detect-secrets skips binary files)."""
+    connection = sqlite3.connect(home.db, timeout=10)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        lines = []
+        for (table,) in tables.fetchall():
+            rows = connection.execute(f'SELECT * FROM "{table}"')
+            columns = [column[0] for column in rows.description]
+            for row in rows:
+                values = ", ".join(map(sql_literal, columns, row))
+                lines.append(f'INSERT INTO "{table}" VALUES({values});')
+    finally:
+        connection.close()
+    path = into / "remem-db-dump.sql"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
 
 
-def _all_bytes(root: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+def digest_pages(home: Home, project: Path, into: Path) -> list[Path]:
+    """Every page of `remem context`, and what the SessionStart hook prints."""
+    pages = []
+    for number in range(1, 100):
+        result = home.remem("context", "--cwd", str(project), "--page", str(number), check=False)
+        if result.returncode != 0 or not result.stdout:
+            break
+        pages.append(into / f"digest-page-{number}.md")
+        pages[-1].write_text(result.stdout, encoding="utf-8")
+    start = {**load_fixture("claude-code/session_start.json"), "cwd": str(project)}
+    start["session_id"] = "secrets-session-start"
+    result = home.hook(start)
+    assert result.returncode == 0, result.stderr
+    pages.append(into / "session-start.out")
+    pages[-1].write_bytes(result.stdout)
+    return pages
 
 
-def _assert_no_secret(data: bytes) -> None:
-    leaked = [name for name, value in SECRETS.items() if value.encode() in data]
-    assert leaked == []
+def text_files(root: Path) -> list[Path]:
+    return [p for p in sorted(root.rglob("*")) if p.is_file() and p.name not in SQLITE_FILES]
 
 
-def test_secrets_never_reach_the_database(home: Home) -> None:
-    for payload in _secret_payloads():
-        assert home.hook(payload).returncode == 0
-    assert home.scalar("SELECT count(*) FROM captured_events") == 2
-    _assert_no_secret(_all_bytes(home.path))
-    command = home.scalar("SELECT command FROM captured_events LIMIT 1")
-    assert "[REDACTED]" in command
-    assert "github.com/acme/shop" in command
+def oracle_findings(paths: list[Path]) -> list[str]:
+    """What detect-secrets flags in the files, each scanned as it is and as a config file (its
+    keyword rules are widest there: `password = value` needs no quotes)."""
+    scanned = []
+    for path in paths:
+        scanned.append(path)
+        as_config = path.with_name(f"{path.name}.oracle.conf")
+        shutil.copyfile(path, as_config)
+        scanned.append(as_config)
+    try:
+        with default_settings():
+            secrets = SecretsCollection()
+            for path in scanned:
+                secrets.scan_file(str(path))
+        return [f"{Path(name).name}:{s.line_number}: {s.type}" for name, s in secrets]
+    finally:
+        for path in scanned[1::2]:
+            path.unlink()
 
 
-def test_secrets_never_reach_the_spool_or_dead_letters(home: Home) -> None:
+def leaked_secrets(root: Path) -> list[str]:
+    """Families whose secret's literal bytes are in some file under root (SQLite files too)."""
+    data = b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+    return [family for family, _text, secret in CORPUS if secret.encode() in data]
+
+
+@pytest.fixture
+def evidence(tmp_path: Path) -> Path:
+    path = tmp_path / "evidence"
+    path.mkdir()
+    return path
+
+
+def test_the_corpus_covers_at_least_thirty_families() -> None:
+    families = [family for family, _text, _secret in CORPUS]
+    assert len(families) == len(set(families)) >= 30
+    assert all(secret in text for _family, text, secret in CORPUS)
+
+
+def test_the_oracle_flags_a_secret_left_in_a_file(evidence: Path) -> None:
+    # Without this, an oracle that flagged nothing (a renamed API, a skipped file) would pass.
+    leak = evidence / "leak.log"
+    leak.write_text(f"-----BEGIN RSA PRIVATE KEY-----\n{RSA_BODY}\n", encoding="utf-8")
+
+    assert any(finding.endswith("Private Key") for finding in oracle_findings([leak]))
+
+
+def test_the_oracle_recognises_most_families_unredacted(evidence: Path) -> None:
+    for number, (_family, text, _secret) in enumerate(CORPUS):
+        (evidence / f"{number:02d}.txt").write_text(text, encoding="utf-8")
+
+    findings = oracle_findings(sorted(evidence.iterdir()))
+
+    assert len({finding.split(".", 1)[0] for finding in findings}) >= 20
+
+
+def test_no_secret_of_the_corpus_is_kept_anywhere(
+    home: Home, tmp_path: Path, evidence: Path
+) -> None:
+    project = make_project(tmp_path)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        sent = [
+            pool.submit(send, home, n, text, project) for n, (_f, text, _s) in enumerate(CORPUS)
+        ]
+    for future in sent:
+        future.result()
+    home.remem("worker", "--burst")
+    pages = digest_pages(home, project, evidence)
+
+    assert home.scalar("SELECT count(*) FROM captured_events") == 4 * len(CORPUS) + 1
+    assert "[REDACTED" in pages[0].read_text(encoding="utf-8")
+    kept = [dump_database(home, evidence), *pages, *text_files(home.path)]
+    assert [path.name for path in kept if path.parent.name == "logs"] != []
+    assert oracle_findings(kept) == []
+    assert leaked_secrets(home.path) == []
+    assert leaked_secrets(evidence) == []
+
+
+def test_no_secret_reaches_the_spool(home: Home, tmp_path: Path, evidence: Path) -> None:
+    project = make_project(tmp_path)
+    payloads = [
+        *claude_payloads(0, ALL_TEXTS, project)[:1],
+        generic_payload(0, ALL_TEXTS, project),
+    ]
     locker = sqlite3.connect(home.db, isolation_level=None)
     locker.execute("BEGIN IMMEDIATE")
     try:
-        for payload in _secret_payloads():
-            assert home.hook(payload).returncode == 0
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(home.hook, payloads))
     finally:
         locker.execute("ROLLBACK")
         locker.close()
-    spooled = (home.spool / "events.jsonl").read_bytes()
-    assert spooled.count(b"\n") == 2
-    _assert_no_secret(spooled)
-    home.remem("spool", "ingest")
-    _assert_no_secret(_all_bytes(home.path))
+    assert [result.returncode for result in results] == [0, 0]
+    spooled = text_files(home.spool)
+    assert spooled != []
+    assert oracle_findings(spooled) == []
+    assert leaked_secrets(home.spool) == []
+
+    home.remem("worker", "--burst")
+
+    assert home.scalar("SELECT count(*) FROM captured_events") == 2
+    assert oracle_findings([dump_database(home, evidence), *text_files(home.path)]) == []
+    assert leaked_secrets(home.path) == []
 
 
 def test_dropped_payload_keeps_no_secret(home: Home) -> None:
-    assert home.hook(f"not json {SECRETS['ghp']} {SECRETS['password']}").returncode == 0
+    assert home.hook(f"not json {ALL_TEXTS}").returncode == 0
     assert home.scalar("SELECT reason FROM dropped_payloads") == "not_json"
-    _assert_no_secret(_all_bytes(home.path))
+    assert leaked_secrets(home.path) == []
+
+
+def test_a_redacted_command_keeps_everything_but_the_secret(home: Home) -> None:
+    payload = load_fixture("claude-code/post_tool_use_bash_success.json")
+    payload["tool_input"] = {
+        "command": "git clone https://x-access-token:ghp_R2d2C3poBb8Yoda1Luke2Leia3Han4Solo5"
+        "@github.com/acme/shop && MYSQL_PWD=My5qlPwdValue mysql -u root shop"
+    }
+    assert home.hook(payload).returncode == 0
+    assert home.scalar("SELECT command FROM captured_events") == (
+        "git clone https://x-access-token:[REDACTED]@github.com/acme/shop"
+        " && MYSQL_PWD=[REDACTED] mysql -u root shop"
+    )
 
 
 @pytest.mark.parametrize(
@@ -99,8 +265,11 @@ def test_dropped_payload_keeps_no_secret(home: Home) -> None:
         + "/srv/workspaces/acme-platform/services/checkout/" * 2
         + "tests/integration/test_payment_flow.py",
         "pytest tests/test_auth.py::test_token_refresh -k 'token and not slow'",
+        "MONKEY=1 AUTHOR=bob PASSTHROUGH=1 KEYBOARD_LAYOUT=us make test",
+        "mysql -u root -p shop_development_database_name",
+        "git log --author=alice --format='%H %s' -- src/auth/tokens.py",
     ],
-    ids=["git-sha", "long-path", "test-node-id"],
+    ids=["git-sha", "long-path", "test-node-id", "look-alike-names", "mysql-prompt", "git-log"],
 )
 def test_commands_without_secrets_survive_byte_for_byte(home: Home, command: str) -> None:
     payload = load_fixture("claude-code/post_tool_use_bash_success.json")

@@ -34,9 +34,9 @@ class _ArrivesDuringProcessing(PromoteHandler):
     def __init__(self, world: World) -> None:
         self.world = world
 
-    def prepare(self, engine: Engine, task: queue.ClaimedTask) -> Any:
+    def prepare(self, engine: Engine, task: queue.ClaimedTask, settings: Settings) -> Any:
         self.world.post(TEST)  # a hook fires while the worker is busy
-        return super().prepare(engine, task)
+        return super().prepare(engine, task, settings)
 
 
 def test_event_arriving_during_processing_leaves_the_task_pending(world: World) -> None:
@@ -64,8 +64,9 @@ def test_expired_lease_returns_to_pending_without_consuming_an_attempt(world: Wo
     world.post(TEST)
     task = queue.claim_next(world.engine, "crashed-worker", world.now, 60)
     assert task is not None
-    assert queue.reap_expired_leases(world.engine, world.now + 59) == []
-    assert queue.reap_expired_leases(world.engine, world.now + 60) == [task.id]
+    budget = world.settings.max_attempts
+    assert queue.reap_expired_leases(world.engine, world.now + 59, budget) == []
+    assert queue.reap_expired_leases(world.engine, world.now + 60, budget) == [task.id]
     status, attempts, *_rest, last_error, _run_after = world.tasks()[0][1:]
     assert (status, attempts) == ("pending", 0)
     assert "crashed-worker" in last_error and "expired" in last_error
@@ -76,9 +77,9 @@ def test_completing_after_losing_the_lease_rolls_the_window_back(world: World) -
     world.post(TEST)
     task = queue.claim_next(world.engine, "slow", world.now, 60)
     assert task is not None
-    queue.reap_expired_leases(world.engine, world.now + 61)
+    queue.reap_expired_leases(world.engine, world.now + 61, world.settings.max_attempts)
     handler = PromoteHandler()
-    prepared = handler.prepare(world.engine, task)
+    prepared = handler.prepare(world.engine, task, world.settings)
     with pytest.raises(queue.LeaseLost), world.engine.begin() as connection:
         handler.apply(connection, task, prepared, world.settings, world.now)
         queue.complete(connection, task, world.now)
@@ -193,7 +194,7 @@ def test_every_queue_operation_logs_its_stable_action(
     world.burst()
     world.post(TEST, session="third")
     assert queue.claim_next(world.engine, "doomed", world.now, 1) is not None
-    assert queue.reap_expired_leases(world.engine, world.now + 2)
+    assert queue.reap_expired_leases(world.engine, world.now + 2, world.settings.max_attempts)
     spool.append(world.settings.spool_dir, _event_record("spooled"))
     world.worker.ingest()
     actions = {getattr(record, "action", None) for record in caplog.records}
@@ -206,3 +207,91 @@ def test_every_queue_operation_logs_its_stable_action(
         "promote_procedure",
         "ingest_spool",
     } <= actions
+
+
+def _lease_state(world: World) -> tuple[Any, ...]:
+    with world.engine.connect() as connection:
+        row = connection.execute(
+            text("SELECT status, attempts, lease_expiries, last_error FROM extraction_tasks")
+        ).one()
+    return tuple(row)
+
+
+def _claim_and_die(world: World, budget: int) -> list[int]:
+    """A worker claims the task and dies holding it; a minute later its lease is reaped."""
+    assert queue.claim_next(world.engine, "doomed", world.now, 60) is not None
+    world.now += 60
+    return queue.reap_expired_leases(world.engine, world.now, budget)
+
+
+def test_a_task_whose_workers_keep_dying_fails_once_its_budget_is_spent(world: World) -> None:
+    world.post(TEST)
+    assert _claim_and_die(world, 3) == [1]
+    assert _lease_state(world)[:3] == ("pending", 0, 1)  # the first death is forgiven
+    assert _claim_and_die(world, 3) == [1]
+    assert _claim_and_die(world, 3) == [1]
+    assert _lease_state(world)[:3] == ("pending", 2, 3)
+    assert _claim_and_die(world, 3) == [1]
+    assert _lease_state(world) == (
+        "failed",
+        3,
+        4,
+        "worker died while processing (lease expired 4 times)",
+    )
+    assert queue.claim_next(world.engine, "next", world.now, 60) is None
+
+
+def test_a_dead_worker_after_a_handler_error_spends_the_same_budget(world: World) -> None:
+    world.post(TEST)
+    with world.engine.begin() as connection:
+        connection.execute(text("UPDATE extraction_tasks SET attempts = 2, lease_expiries = 1"))
+    assert _claim_and_die(world, 3) == [1]
+    assert _lease_state(world)[:3] == ("failed", 3, 2)
+
+
+def test_a_revived_task_starts_with_no_lease_expiries(world: World) -> None:
+    world.post(TEST)
+    for _ in range(3):
+        _claim_and_die(world, 2)
+    assert _lease_state(world)[:3] == ("failed", 2, 3)
+    world.post(TEST)  # a new event revives it with a fresh budget
+    assert _lease_state(world) == ("pending", 0, 0, None)
+
+    for _ in range(3):
+        _claim_and_die(world, 2)
+    assert _lease_state(world)[:3] == ("failed", 2, 3)
+    subprocess.run(
+        [REMEM, "tasks", "retry", "1"], env=world.home.env, check=True, capture_output=True
+    )
+    assert _lease_state(world) == ("pending", 0, 0, None)
+
+
+def test_a_renewed_lease_is_not_reaped(world: World) -> None:
+    world.post(TEST)
+    task = queue.claim_next(world.engine, "alive", world.now, 60)
+    assert task is not None
+    assert queue.renew_lease(world.engine, task, world.now + 50, 60)
+    assert queue.reap_expired_leases(world.engine, world.now + 61, 1) == []
+    assert _lease_state(world)[:3] == ("processing", 0, 0)
+
+
+def test_the_failed_reaped_task_shows_in_tasks_and_doctor(world: World) -> None:
+    world.post(TEST)
+    for _ in range(2):
+        _claim_and_die(world, 1)
+    listed = subprocess.run(
+        [REMEM, "tasks", "--status", "failed", "--json"],
+        env=world.home.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (task,) = json.loads(listed)
+    reason = "worker died while processing (lease expired 2 times)"
+    assert (task["status"], task["lease_expiries"], task["last_error"]) == ("failed", 2, reason)
+    doctor = subprocess.run(
+        [REMEM, "doctor", "--json"], env=world.home.env, capture_output=True, text=True
+    )
+    checks = {check["name"]: check for check in json.loads(doctor.stdout)}
+    assert checks["tasks"]["status"] == "fail"
+    assert reason in checks["tasks"]["detail"] and "task 1" in checks["tasks"]["detail"]

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 from pathlib import Path
+from typing import cast
+
+import pytest
+from sqlalchemy.exc import OperationalError
 
 from remem.capture import spool
 from remem.capture.hosts import build_event
@@ -17,7 +22,7 @@ from tests.conftest import Home, load_fixture
 def _event_record(tool_use_id: str) -> dict[str, object]:
     payload = load_fixture("claude-code/post_tool_use_bash_success.json")
     payload["tool_use_id"] = tool_use_id
-    event = build_event(payload, "claude-code", 1000.0, lambda cwd: (cwd, "main"))
+    event = build_event(payload, "claude-code", 1000.0, lambda cwd: (cwd, "main", cwd, "."))
     return {"type": "event", "event": event.as_dict(), "spooled_at": 1.0, "spool_reason": "test"}
 
 
@@ -126,3 +131,110 @@ def test_appends_during_ingestion_are_never_lost(home: Home) -> None:
 def test_no_spool_directory_is_an_empty_report(tmp_path: Path) -> None:
     report = spool.ingest(str(tmp_path / "none"), lambda records: (0, 0, 0))
     assert report.as_dict()["files"] == 0
+
+
+def test_event_spooled_by_an_older_remem_is_ingested_without_the_new_fields(home: Home) -> None:
+    record = _event_record("old")
+    event = cast(dict[str, object], record["event"])
+    old = {name: value for name, value in event.items() if name not in spool.ADDED_EVENT_FIELDS}
+    assert len(old) == len(event) - len(spool.ADDED_EVENT_FIELDS)
+    spool.append(str(home.spool), {**record, "event": old})
+    report = _ingest(home)
+    assert (report.events_stored, report.dead_lettered) == (1, {})
+    assert home.query("SELECT tool_use_id, directory, output_excerpt FROM captured_events") == [
+        ("old", None, None)
+    ]
+
+
+def _poison(tool_use_id: str, **fields: object) -> dict[str, object]:
+    """A spooled event that passes the spool's own checks but that the database refuses."""
+    record = _event_record(tool_use_id)
+    record["event"] = {**cast(dict[str, object], record["event"]), **fields}
+    return record
+
+
+def _write_spool(home: Home, records: list[dict[str, object]]) -> None:
+    home.spool.mkdir(exist_ok=True)
+    lines = [json.dumps(record).encode() for record in records]
+    (home.spool / spool.ACTIVE_FILE).write_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_lines_the_database_refuses_are_dead_lettered_and_the_others_stored(home: Home) -> None:
+    _write_spool(
+        home,
+        [
+            _event_record("good"),
+            _poison("bogus-kind", kind="bogus"),  # CHECK constraint
+            _poison("nan-time", event_at=float("nan")),  # binds as NULL: NOT NULL constraint
+            _event_record("also-good"),
+        ],
+    )
+    report = _ingest(home)
+    assert (report.files, report.events_stored) == (1, 2)
+    stored = sorted(r[0] for r in home.query("SELECT tool_use_id FROM captured_events"))
+    assert stored == ["also-good", "good"]
+    letters = _dead_letters(home)
+    assert [d["line_number"] for d in letters] == [2, 3]
+    assert "CHECK constraint failed" in str(letters[0]["reason"])
+    assert "NOT NULL constraint failed" in str(letters[1]["reason"])
+    assert all(str(d["reason"]).startswith("refused by the database") for d in letters)
+    assert '"bogus"' in str(letters[0]["line"])
+    assert not list(home.spool.glob("ingesting-*"))
+    assert _ingest(home).files == 0
+
+
+def test_one_poison_line_among_two_hundred_leaves_the_other_199_stored(home: Home) -> None:
+    records = [_event_record(f"e{i}") for i in range(200)]
+    records[100] = _poison("poison", kind="bogus")
+    _write_spool(home, records)
+    report = _ingest(home)
+    assert report.events_stored == 199
+    assert home.scalar("SELECT count(*) FROM captured_events") == 199
+    assert [d["line_number"] for d in _dead_letters(home)] == [101]
+
+
+def test_poison_lines_in_several_batches_spoil_only_themselves(home: Home) -> None:
+    count = spool.BATCH_RECORDS * 2 + 10
+    records = [_event_record(f"e{i}") for i in range(count)]
+    for index in (3, spool.BATCH_RECORDS + 7, count - 1):
+        records[index] = _poison(f"p{index}", kind="bogus")
+    _write_spool(home, records)
+    assert _ingest(home).events_stored == count - 3
+    assert [d["line_number"] for d in _dead_letters(home)] == [4, spool.BATCH_RECORDS + 8, count]
+
+
+def test_a_locked_database_dead_letters_nothing_and_leaves_the_file(home: Home) -> None:
+    _write_spool(home, [_event_record("good"), _poison("bogus-kind", kind="bogus")])
+    locker = sqlite3.connect(home.db, isolation_level=None)
+    engine = make_engine(f"sqlite:///{home.db}", busy_timeout_s=0.05)
+    try:
+        locker.execute("BEGIN IMMEDIATE")
+        with pytest.raises(OperationalError, match="locked"):
+            ingest_spool(engine, str(home.spool))
+        locker.execute("ROLLBACK")
+        assert _dead_letters(home) == []
+        assert len(list(home.spool.glob("ingesting-*"))) == 1
+
+        report = ingest_spool(engine, str(home.spool))
+    finally:
+        locker.close()
+        engine.dispose()
+    assert report.events_stored == 1
+    assert [d["line_number"] for d in _dead_letters(home)] == [2]
+
+
+def test_field_types_the_database_cannot_hold_are_dead_lettered_before_storing(
+    home: Home,
+) -> None:
+    _write_spool(
+        home,
+        [
+            _poison("huge", exit_code=10**30),
+            _poison("dict", command={"a": 1}),
+            _poison("files", files=[1, 2]),
+            _event_record("good"),
+        ],
+    )
+    report = _ingest(home)
+    assert report.events_stored == 1
+    assert report.dead_lettered == {"event with wrong field types": 3}

@@ -3,10 +3,12 @@ from __future__ import annotations
 import pytest
 
 from remem.queue.policy import (
+    after_lease_expiry,
     backoff_s,
     is_exhausted,
     is_lease_expired,
     lease_expires_at,
+    lease_expiry_error,
     next_run_at,
 )
 
@@ -61,3 +63,40 @@ def test_a_fresh_lease_expires_exactly_after_its_length() -> None:
 
     assert not is_lease_expired(expires, NOW + 299.0)
     assert is_lease_expired(expires, NOW + 300.0)
+
+
+@pytest.mark.parametrize(
+    ("attempts", "lease_expiries", "max_attempts", "expected"),
+    [
+        (0, 0, 5, ("pending", 0, 1)),  # the first death is the worker's, not the task's
+        (0, 1, 5, ("pending", 1, 2)),
+        (3, 4, 5, ("pending", 4, 5)),
+        (4, 5, 5, ("failed", 5, 6)),
+        (2, 3, 3, ("failed", 3, 4)),
+        (0, 0, 1, ("pending", 0, 1)),
+        (0, 1, 1, ("failed", 1, 2)),
+        (4, 0, 5, ("pending", 4, 1)),  # handler errors spent the budget, a first death does not
+        (4, 1, 5, ("failed", 5, 2)),
+    ],
+)
+def test_after_lease_expiry(
+    attempts: int, lease_expiries: int, max_attempts: int, expected: tuple[str, int, int]
+) -> None:
+    assert after_lease_expiry(attempts, lease_expiries, max_attempts) == expected
+
+
+def test_a_task_killing_every_worker_fails_after_one_forgiven_death_and_its_budget() -> None:
+    attempts, expiries, deaths, status = 0, 0, 0, "pending"
+    while status == "pending":
+        status, attempts, expiries = after_lease_expiry(attempts, expiries, 5)
+        deaths += 1
+        assert deaths <= 6
+    assert (status, attempts, deaths) == ("failed", 5, 6)
+
+
+def test_lease_expiry_error_names_the_cause() -> None:
+    assert lease_expiry_error("w1", "pending", 1) == "lease of w1 expired; returned to pending"
+    assert (
+        lease_expiry_error("w1", "failed", 6)
+        == "worker died while processing (lease expired 6 times)"
+    )

@@ -4,7 +4,9 @@ import copy
 
 import pytest
 
+from remem.capture.password_flags import PASSWORD_FLAGS
 from remem.capture.redact import MASK, is_secret_key, redact_json, redact_text
+from tests.acceptance.secrets_corpus import CORPUS
 
 GITHUB_TOKEN = "ghp_4fK9sLm2Qx7Rt8Vw1Yz3Bc5Nd6Hj0PqAeUi"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
@@ -220,9 +222,15 @@ def test_redact_json_masks_secret_named_keys() -> None:
 
 
 def test_redact_json_masks_secret_keys_in_nested_dicts_and_lists() -> None:
-    payload = {"services": [{"name": "db", "auth": {"password": "hunter2hunter2"}}]}
+    payload = {"services": [{"name": "db", "connection": {"password": "hunter2hunter2"}}]}
 
-    assert redact_json(payload) == {"services": [{"name": "db", "auth": {"password": MASK}}]}
+    assert redact_json(payload) == {"services": [{"name": "db", "connection": {"password": MASK}}]}
+
+
+def test_redact_json_masks_a_whole_object_under_a_secret_key() -> None:
+    payload = {"auth": {"user": "bob", "pin": "4096"}, "name": "db"}
+
+    assert redact_json(payload) == {"auth": MASK, "name": "db"}
 
 
 def test_redact_json_masks_non_string_values_under_secret_keys() -> None:
@@ -272,3 +280,163 @@ def test_redact_json_masks_a_list_under_a_secret_key() -> None:
     redacted = redact_json({"password": ["hunter2hunter2"]})
 
     assert "hunter2hunter2" not in repr(redacted)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [(text, secret) for _family, text, secret in CORPUS],
+    ids=[family for family, _text, _secret in CORPUS],
+)
+def test_every_family_of_the_corpus_is_masked(text: str, secret: str) -> None:
+    redacted = redact_text(text)
+
+    assert secret not in redacted
+    assert "[REDACTED" in redacted
+    assert redact_text(redacted) == redacted
+
+
+@pytest.mark.parametrize(
+    ("example", "secret"),
+    [(example, secret) for *_row, example, secret in PASSWORD_FLAGS],
+    ids=[row[0] for row in PASSWORD_FLAGS],
+)
+def test_each_password_option_masks_its_value_and_nothing_else(example: str, secret: str) -> None:
+    redacted = redact_text(example)
+
+    assert secret not in redacted
+    assert redacted.replace(MASK, secret) == example
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("MYSQL_PWD=s3cr3t mysql -u root", "MYSQL_PWD=[REDACTED] mysql -u root"),
+        ("mysql -u root -pSECRET99 shop", "mysql -u root -p[REDACTED] shop"),
+        ("mysql -u root --password=SECRET99 shop", "mysql -u root --password=[REDACTED] shop"),
+        ("sshpass -p hunter22 ssh web1", "sshpass -p [REDACTED] ssh web1"),
+        ("docker login -u ci -p dockpw1 reg.io", "docker login -u ci -p [REDACTED] reg.io"),
+        (
+            "docker login -u ci --password dockpw1 reg.io",
+            "docker login -u ci --password [REDACTED] reg.io",
+        ),
+        ("docker login --password=dockpw1 reg.io", "docker login --password=[REDACTED] reg.io"),
+        ("htpasswd -b .htpasswd bob pw1 2>&1", "htpasswd -b .htpasswd bob [REDACTED] 2>&1"),
+        ("htpasswd -nbB bob 'p w1' | tee x", "htpasswd -nbB bob '[REDACTED]' | tee x"),
+        ("redis-cli -a R3dis ping", "redis-cli -a [REDACTED] ping"),
+        ("deploy --token tok1 --api-key k2", "deploy --token [REDACTED] --api-key [REDACTED]"),
+        ("deploy --token=tok1 --secret s3", "deploy --token=[REDACTED] --secret [REDACTED]"),
+        (
+            "aws configure set aws_secret_access_key wJalr/K7MD",
+            "aws configure set aws_secret_access_key [REDACTED]",
+        ),
+        (
+            "Endpoint=x;AccountName=a;AccountKey=Zm9v+/YmFy==;EndpointSuffix=y",
+            "Endpoint=x;AccountName=a;AccountKey=[REDACTED];EndpointSuffix=y",
+        ),
+        ("token:hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789", "token:[REDACTED]"),
+        (
+            "git clone https://9f8e7d6c5b4a39281706f5e4@github.com/a/b.git",
+            "git clone https://[REDACTED]@github.com/a/b.git",
+        ),
+        (
+            "git clone https://u:p@ss/w0rd@git.acme.test/shop.git",
+            "git clone https://u:[REDACTED]@git.acme.test/shop.git",
+        ),
+        ("redis-cli -u redis://:s3cret@cache:6379", "redis-cli -u redis://:[REDACTED]@cache:6379"),
+        (
+            "npm i https://u:pw1@registry.test/@scope/pkg",
+            "npm i https://u:[REDACTED]@registry.test/@scope/pkg",
+        ),
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGZx\n"
+            "-----END PGP PRIVATE KEY BLOCK-----\nok",
+            "[REDACTED PRIVATE KEY]\nok",
+        ),
+        ('{"user": "bob", "db_pass": "a b c"}', '{"user": "bob", "db_pass": "[REDACTED]"}'),
+        ('echo "{\\"password\\": \\"pw1\\"}"', 'echo "{\\"password\\": \\"[REDACTED]\\"}"'),
+        ("docker run --env=DB_PASS=pw1 app", "docker run --env=DB_PASS=[REDACTED] app"),
+    ],
+)
+def test_secret_is_masked_exactly(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "API_KEY",
+        "DB_PASS",
+        "MYSQL_PWD",
+        "GITHUB_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "REDIS_AUTH",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "PASSWORD",
+        "SECRET_KEY_BASE",
+        "PGPASSWORD",
+        "x-api-key",
+        "spring.datasource.password",
+        "AccountKey",
+        "X-Amz-Signature",
+        "sig",
+        "authToken",
+        "NPM_CONFIG__AUTH",
+    ],
+)
+def test_secret_names_are_recognised_by_segment(name: str) -> None:
+    assert is_secret_key(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "MONKEY",
+        "TURKEY",
+        "AUTHOR",
+        "PASSTHROUGH",
+        "KEYBOARD_LAYOUT",
+        "max_tokens",
+        "PWD",
+        "OLDPWD",
+        "SSH_AUTH_SOCK",
+        "PASSWORD_FILE",
+        "TOKEN_TYPE",
+        "credential.helper",
+        "PasswordAuthentication",
+        "SSH_ASKPASS",
+    ],
+)
+def test_names_that_only_contain_a_word_are_not_secret(name: str) -> None:
+    assert not is_secret_key(name)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mix test",
+        "make test",
+        'pytest -k "key_error"',
+        "git log --author=x",
+        "grep -r token src/",
+        "npm run build",
+        "MONKEY=1 TURKEY=1 AUTHOR=bob PASSTHROUGH=1 KEYBOARD_LAYOUT=us make",
+        "mysql -u root -p shop",
+        "ssh -o PasswordAuthentication=no -o StrictHostKeyChecking=no deploy@web1",
+        "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1 PWD=/home/dev OLDPWD=/srv ssh web1",
+        "sort --key=2,2 data.tsv",
+        "git config --global credential.helper store",
+        "echo $T | docker login -u ci --password-stdin reg.io",
+        "sshpass -f pw.txt ssh -p 2222 web1",
+        'ssh-keygen -t ed25519 -N "" -f deploy_key',
+        "htpasswd -c .htpasswd bob",
+        "git clone ssh://git@github.com/acme/shop.git",
+        "pip install git+ssh://git@github.com/acme/lib.git@v1.0",
+        "skopeo copy docker://localhost:5000/app@sha256:4f2a docker://b.test/app",
+        "curl 'https://api.test/users?email=bob@acme.test'",
+        "docker run -u 1000:1000 app curl http://localhost:8080",
+        "if [[ $TOKEN == x ]]; then make; fi",
+        "tests/test_cart.py::test_total PASSED [ 42%]\n4 passed in 0.41s",
+    ],
+)
+def test_ordinary_commands_survive_byte_for_byte(command: str) -> None:
+    assert redact_text(command) == command

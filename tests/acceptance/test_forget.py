@@ -1,0 +1,232 @@
+"""`remem forget` as a user runs it: a secret the redactor missed goes into the real hook, the
+worker, the spool and the logs, and `remem forget` takes every byte of it out of the home."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import REMEM, Home
+
+# Random, in no key=value and after no secret-named flag: nothing for the redactor to see.
+SECRET = "zq8Kp2Vx7Lm4Rt9Wb3Nc6Yh1Jd5Fg0Qs8Ue2Ia7Ox"
+DEPLOY = f"./deploy.sh --mode {SECRET}"
+_ids = itertools.count(1)
+
+
+def repository(path: Path, branch: str = "main") -> Path:
+    (path / ".git").mkdir(parents=True)
+    (path / ".git" / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    return path
+
+
+def bash(
+    cwd: Path, command: str, *, session: str = "s1", output: str = "", failed: bool = False
+) -> dict[str, Any]:
+    base = {
+        "session_id": session,
+        "transcript_path": f"/home/dev/.claude/projects/x/{session}.jsonl",
+        "cwd": str(cwd),
+        "tool_name": "Bash",
+        "tool_use_id": f"toolu_{next(_ids):06d}",
+        "tool_input": {"command": command},
+    }
+    if failed:
+        return {**base, "hook_event_name": "PostToolUseFailure", "error": f"Exit code 1\n{output}"}
+    return {
+        **base,
+        "hook_event_name": "PostToolUse",
+        "tool_response": {"stdout": output, "stderr": "", "interrupted": False},
+    }
+
+
+def hook(home: Home, payload: dict[str, Any]) -> None:
+    result = home.hook(payload, "--host", "claude-code")
+    assert result.returncode == 0, result.stderr
+
+
+def files_holding(root: Path, needle: bytes) -> list[str]:
+    return sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() and needle in path.read_bytes()
+    )
+
+
+def procedures(home: Home) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = json.loads(
+        home.remem("procedures", "list", "--all", "--json").stdout
+    )
+    return found
+
+
+def forget(home: Home, *args: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(home.remem("forget", *args, "--yes", "--json").stdout)
+    return found
+
+
+def fingerprint(home: Home) -> dict[str, str]:
+    return {
+        str(path.relative_to(home.path)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(home.path.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_forget_takes_a_secret_out_of_every_file_of_the_home(home: Home, tmp_path: Path) -> None:
+    shop = repository(tmp_path / "shop")
+    error = f"deploy: mode {SECRET} is not configured"
+    hook(home, bash(shop, DEPLOY, output=error, failed=True))
+    hook(home, bash(shop, DEPLOY, output="deployed"))
+    hook(home, bash(shop, DEPLOY, output="deployed"))
+    hook(home, bash(shop, "make test", output="12 passed"))
+    hook(home, bash(shop, "make test", output="12 passed"))
+    home.remem("worker", "--burst")
+    # A writer killed mid-line: ingestion dead-letters the torn line, secret and all.
+    (home.spool / "events.jsonl").write_text('{"type": "event", "event": {"command": "' + DEPLOY)
+    home.remem("spool", "ingest")
+    # The database unavailable: the next event waits in the spool.
+    home.db.rename(home.path / "away.db")
+    hook(home, bash(shop, DEPLOY, session="s2", output="deployed"))
+    (home.path / "away.db").rename(home.db)
+    logs = home.path / "logs"
+    with (logs / "worker.log").open("a") as log:
+        log.write(f"2026-01-01 ERROR analyse_command could not analyse {DEPLOY}\n")
+        log.write("2026-01-01 INFO complete completed task 1\n")
+    (logs / "worker.log.1").write_text(f"Traceback: {DEPLOY}\n")
+
+    text = "SELECT count(*) FROM {} WHERE {} LIKE '%' || ? || '%'"
+    assert home.scalar(text.format("captured_events", "command"), (SECRET,)) == 3  # un-redacted
+    assert home.scalar(text.format("lessons", "last_error"), (SECRET,)) == 1
+    assert home.scalar(text.format("attempts", "error_excerpt"), (SECRET,)) == 1
+    assert SECRET in home.remem("context", "--cwd", str(shop)).stdout
+    holding = files_holding(home.path, SECRET.encode())
+    assert {"logs/worker.log", "logs/worker.log.1", "spool/dead-letter.jsonl"} < set(holding)
+    assert {"remem.db", "spool/events.jsonl"} < set(holding)
+
+    result = home.remem("forget", "--match", SECRET, "--yes")
+
+    assert "Forgot 3 event(s) and 1 procedure(s)" in result.stdout
+    assert SECRET not in result.stdout
+    assert files_holding(home.path, SECRET.encode()) == []
+    assert [(p["command"], p["verified_runs"]) for p in procedures(home)] == [("make test", 2)]
+    assert home.scalar("SELECT count(*) FROM captured_events") == 2
+    assert "make test" in home.remem("context", "--cwd", str(shop)).stdout
+    assert (logs / "worker.log").read_text().endswith("completed task 1\n")
+    assert (logs / "worker.log").stat().st_mode & 0o777 == 0o600
+    assert home.scalar("PRAGMA integrity_check") == "ok"
+    home.remem("worker", "--burst")  # the spool holds nothing that brings it back
+    assert files_holding(home.path, SECRET.encode()) == []
+
+
+def test_forgetting_events_re_derives_the_procedure_from_the_rest(
+    home: Home, tmp_path: Path
+) -> None:
+    shop = repository(tmp_path / "shop")
+    for _ in range(3):
+        hook(home, bash(shop, "make build"))
+    home.remem("worker", "--burst")
+    (before,) = procedures(home)
+    first, second, third = before["evidence_event_ids"]
+
+    forgotten = forget(home, "--event", str(first))
+
+    (after,) = procedures(home)
+    assert [e["id"] for e in forgotten["events"]] == [first]
+    assert forgotten["rederived_procedures"] == [before["id"]]
+    assert (after["id"], after["verified_runs"]) == (before["id"], 2)
+    assert after["evidence_event_ids"] == [second, third]
+
+    forget(home, "--event", str(second))
+
+    assert procedures(home) == []  # one verified run is not a procedure
+    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+
+
+def test_forgetting_a_procedure_takes_its_evidence_and_keeps_the_rest(
+    home: Home, tmp_path: Path
+) -> None:
+    shop = repository(tmp_path / "shop")
+    for command in ("make build", "make build", "make lint", "make lint"):
+        hook(home, bash(shop, command))
+    home.remem("worker", "--burst")
+    build, lint = sorted(procedures(home), key=lambda p: p["command"])
+
+    forgotten = forget(home, "--procedure", str(build["id"]))
+
+    assert forgotten["procedures_deleted"] == 1 and forgotten["events_deleted"] == 2
+    assert [p["id"] for p in procedures(home)] == [lint["id"]]
+    commands = home.query("SELECT command FROM captured_events ORDER BY id")
+    assert commands == [("make lint",), ("make lint",)]
+    assert home.scalar("SELECT count(*) FROM verifications") == 2
+
+
+def test_a_dry_run_lists_what_would_go_and_changes_nothing(home: Home, tmp_path: Path) -> None:
+    shop = repository(tmp_path / "shop")
+    hook(home, bash(shop, DEPLOY))
+    hook(home, bash(shop, DEPLOY))
+    home.remem("worker", "--burst")
+    with (home.path / "logs" / "worker.log").open("a") as log:
+        log.write(f"{DEPLOY}\n")
+    before = fingerprint(home)
+
+    listed = json.loads(home.remem("forget", "--match", SECRET, "--dry-run", "--json").stdout)
+    text = home.remem("forget", "--match", "zq8Kp2", "--dry-run").stdout
+
+    assert fingerprint(home) == before
+    assert listed["dry_run"] is True
+    assert [e["command"] for e in listed["events"]] == ["./deploy.sh --mode [forgotten]"] * 2
+    assert [(p["id"], p["status"]) for p in listed["procedures"]] == [(1, "active")]
+    assert listed["log_lines"] == {"worker.log": 1}
+    assert "2 event(s)" in text and "procedure 1 (active)" in text
+    assert "1 line(s) in worker.log" in text
+    assert SECRET not in text
+
+
+def test_an_archived_procedure_that_matches_is_deleted_too(home: Home, tmp_path: Path) -> None:
+    shop = repository(tmp_path / "shop")
+    hook(home, bash(shop, DEPLOY))
+    hook(home, bash(shop, DEPLOY))
+    home.remem("worker", "--burst")
+    home.remem("procedures", "archive", "1")
+
+    forgotten = forget(home, "--match", "--mode zq8")
+
+    assert [(p["id"], p["status"]) for p in forgotten["procedures"]] == [(1, "archived")]
+    assert procedures(home) == []
+    assert files_holding(home.path, SECRET.encode()) == []
+
+
+def test_what_cannot_be_forgotten_is_said_in_one_line(home: Home, tmp_path: Path) -> None:
+    hook(home, bash(repository(tmp_path / "shop"), "make build"))
+
+    bad = home.remem("forget", "--match", "([a-z", "--yes", check=False)
+    unknown = home.remem("forget", "--event", "99", "--yes", check=False)
+    nothing = home.remem("forget", "--match", "no such text", "--yes")
+    unconfirmed = subprocess.run(  # stdin is not a terminal, and --yes was not given
+        [REMEM, "forget", "--event", "1"], input="", env=home.env, capture_output=True, text=True
+    )
+
+    assert bad.returncode != 0 and bad.stdout == ""
+    assert bad.stderr.count("\n") == 1 and "not a Python regular expression" in bad.stderr
+    assert unknown.returncode != 0 and "No event 99" in unknown.stderr
+    assert "Nothing to forget" in nothing.stdout
+    assert unconfirmed.returncode != 0 and "--yes" in unconfirmed.stderr
+    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+
+
+def test_the_hook_never_records_remem_forget_itself(home: Home, tmp_path: Path) -> None:
+    shop = repository(tmp_path / "shop")
+    command = f"cd {shop} && .venv/bin/remem forget --match {SECRET} --yes"
+
+    hook(home, bash(shop, command, output="Forgot 1 event(s)"))
+
+    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    assert home.query("SELECT reason, detail FROM dropped_payloads") == [
+        ("own_command", "remem forget is never recorded")
+    ]
+    assert files_holding(home.path, SECRET.encode()) == []
