@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection, text
 
 from remem.procedures import journal, policy
 
@@ -72,19 +72,46 @@ def load_runs(connection: Connection, group: Group) -> list[policy.Run]:
     return list(found.values())
 
 
-def variants(connection: Connection, group: Group) -> list[tuple[str, bool, int, int]]:
-    """(command, masked, verified runs, all runs) of each way the workflow was written."""
-    where = group.where()
+def _on_two_branches(connection: Connection, group: Group) -> bool:
     query = text(
-        "SELECT command, masked, sum(verified), count(*) FROM ("
-        f"SELECT command, masked, 1 AS verified FROM verifications WHERE {where} "
-        f"UNION ALL SELECT command, masked, 0 FROM attempts WHERE {where} "
-        f"UNION ALL SELECT command, masked, 0 FROM unverified_runs WHERE {where}"
-        ") AS runs GROUP BY command, masked"
+        "SELECT count(*) FROM (SELECT DISTINCT branch FROM verifications "
+        f"WHERE {group.where()} AND branch != '' LIMIT 2) AS named"
     )
+    return int(connection.execute(query, group.params()).scalar_one()) >= PROJECT_MIN_BRANCHES
+
+
+def variants(
+    connection: Connection, group: Group, history: journal.History | None = None
+) -> list[tuple[str, bool, int, int]]:
+    """(command, masked, verified runs, all runs) of each way the workflow was written; from
+    the group's history when the caller has read it, else from the tables."""
+    where = group.where()
+    if history is None:
+        query = text(
+            "SELECT command, masked, sum(verified), count(*) FROM ("
+            f"SELECT command, masked, 1 AS verified FROM verifications WHERE {where} "
+            f"UNION ALL SELECT command, masked, 0 FROM attempts WHERE {where} "
+            f"UNION ALL SELECT command, masked, 0 FROM unverified_runs WHERE {where}"
+            ") AS runs GROUP BY command, masked"
+        )
+        return [
+            (command, bool(masked), int(verified), int(runs))
+            for command, masked, verified, runs in connection.execute(query, group.params())
+        ]
+    runs: Counter[tuple[str, bool]] = Counter()
+    verified: Counter[tuple[str, bool]] = Counter()
+    for row in history.successes.values():
+        verified[(row.command, bool(row.masked))] += 1
+    runs.update(verified)
+    runs.update((row.command, bool(row.masked)) for row in history.attempts.values())
+    query = text(
+        f"SELECT command, masked, count(*) FROM unverified_runs WHERE {where} "
+        "GROUP BY command, masked"
+    )
+    for command, masked, count in connection.execute(query, group.params()):
+        runs[(command, bool(masked))] += int(count)
     return [
-        (command, bool(masked), int(verified), int(runs))
-        for command, masked, verified, runs in connection.execute(query, group.params())
+        (command, masked, verified[(command, masked)], n) for (command, masked), n in runs.items()
     ]
 
 
@@ -102,24 +129,43 @@ def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, An
     return [{"command": command, "runs": runs} for command, _m, _v, runs in ordered][:VARIANTS_KEPT]
 
 
+def edit_windows(runs: list[policy.Run], evidence: tuple[int, ...]) -> list[tuple[int, int, int]]:
+    """(session, after, up to) of each of the latest evidence runs: the events of its session
+    since that session's previous verified run of the workflow, the run itself included."""
+    verified = sorted((run.session_id, run.event_id) for run in runs if run.succeeded)
+    previous: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for session_id, event_id in verified:
+        previous[event_id] = last.get(session_id, 0)
+        last[session_id] = event_id
+    sessions = {run.event_id: run.session_id for run in runs if run.succeeded}
+    return [
+        (sessions[event_id], previous[event_id], event_id)
+        for event_id in evidence[-FILES_FROM_LAST_RUNS:]
+        if event_id in sessions
+    ]
+
+
 def ranked_files(
-    connection: Connection, group: Group, evidence: tuple[int, ...]
+    connection: Connection, runs: list[policy.Run], evidence: tuple[int, ...]
 ) -> tuple[list[str], int]:
     """The files most often edited before the group's verified runs (in the run's session,
     since that session's previous verified run of the workflow): at most 5, and how many more."""
-    if not evidence:
+    windows = edit_windows(runs, evidence)
+    if not windows:
         return [], 0
-    query = text(
-        "SELECT run.id, e.files FROM captured_events e, captured_events run "
-        "WHERE run.id IN :event_ids AND e.session_id = run.session_id "
-        "AND e.files IS NOT NULL AND e.id <= run.id AND e.id > COALESCE(("
-        "  SELECT max(v.event_id) FROM verifications v WHERE v.session_id = run.session_id"
-        f"  AND {group.where('v')} AND v.event_id < run.id), 0)"
-    ).bindparams(bindparam("event_ids", expanding=True))
-    params = {**group.params(), "event_ids": list(evidence[-FILES_FROM_LAST_RUNS:])}
+    # One statement, one index range per run.
+    query = " UNION ALL ".join(
+        f"SELECT {i} AS run, files FROM captured_events WHERE session_id = :s{i} "
+        f"AND id > :after{i} AND id <= :upto{i} AND files IS NOT NULL"
+        for i in range(len(windows))
+    )
+    params: dict[str, Any] = {}
+    for i, (session_id, after, upto) in enumerate(windows):
+        params.update({f"s{i}": session_id, f"after{i}": after, f"upto{i}": upto})
     before: dict[int, set[str]] = {}
-    for run_id, encoded in connection.execute(query, params):
-        before.setdefault(run_id, set()).update(json.loads(encoded))
+    for run, encoded in connection.execute(text(query), params):
+        before.setdefault(run, set()).update(json.loads(encoded))
     counts: Counter[str] = Counter(name for names in before.values() for name in names)
     ranked = sorted(counts, key=lambda name: (-counts[name], name))
     return ranked[:FILES_KEPT], max(len(ranked) - FILES_KEPT, 0)
@@ -178,11 +224,22 @@ def _key(group: Group) -> dict[str, Any]:
 
 
 def _values(
-    connection: Connection, group: Group, decision: policy.Decision, now: float
+    connection: Connection,
+    group: Group,
+    decision: policy.Decision,
+    now: float,
+    runs: list[policy.Run],
+    existing: Any = None,
+    history: journal.History | None = None,
 ) -> dict[str, Any]:
-    found = variants(connection, group)
+    found = variants(connection, group, history)
     command = recommended(found, group.workflow)
-    files, files_more = ranked_files(connection, group, decision.evidence_event_ids)
+    evidence = json.dumps(list(decision.evidence_event_ids))
+    if existing is not None and existing.evidence_event_ids == evidence:
+        # Files come from the edits before the evidence runs: same runs, same files.
+        files, files_more = json.loads(existing.files), existing.files_more
+    else:
+        files, files_more = ranked_files(connection, runs, decision.evidence_event_ids)
     root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
     where = policy.Where(root, group.branch, group.directory, group.scope == PROJECT)
     return {
@@ -193,7 +250,7 @@ def _values(
         "verified_runs": decision.verified_runs,
         "distinct_sessions": decision.distinct_sessions,
         "branches": json.dumps(list(decision.branches)),
-        "evidence_event_ids": json.dumps(list(decision.evidence_event_ids)),
+        "evidence_event_ids": evidence,
         "files": json.dumps(files),
         "files_more": files_more,
         "body": policy.render_body(command, where, decision, files, files_more),
@@ -208,19 +265,21 @@ def evaluate(
     group: Group,
     rules: policy.Rules,
     now: float,
-    runs: list[policy.Run] | None = None,
+    history: journal.History | None = None,
 ) -> str:
     """Re-decide one group's procedure and store it if anything changed. Returns what happened:
-    promoted, refreshed, broken, stale, unchanged or unpromoted."""
+    promoted, refreshed, broken, stale, unchanged or unpromoted. A caller that has read a
+    branch group's history passes it."""
     existing = connection.execute(SELECT_PROCEDURE, _key(group)).first()
     status = existing.status if existing else None
-    if runs is None:
-        runs = load_runs(connection, group)
+    if existing is None and group.scope == PROJECT and not _on_two_branches(connection, group):
+        return "unpromoted"  # the common case, answered without reading the history
+    runs = history.runs() if history is not None else load_runs(connection, group)
     min_branches = PROJECT_MIN_BRANCHES if group.scope == PROJECT else 1
     decision = policy.decide(runs, status, rules, now, min_branches)
     if decision is None:
         return "unpromoted" if existing is None else "unchanged"
-    values = _values(connection, group, decision, now)
+    values = _values(connection, group, decision, now, runs, existing, history)
     if existing is None:
         topic = policy.topic_key(group.workflow, (group.scope, group.branch, group.directory))
         params = {**values, **_key(group), "workflow": group.workflow, "topic_key": topic}

@@ -30,11 +30,12 @@ EDITS_SINCE_PREVIOUS_RUN = text(
 )
 SELECT_ATTEMPTS = text(
     "SELECT id, event_id, failed_at, change_hash, attempt_number, duplicate_of, "
-    "resolved_by_event_id, exit_code, error_excerpt, salient_error, session_id, branch "
-    f"FROM attempts WHERE {_GROUP}"
+    "resolved_by_event_id, exit_code, error_excerpt, salient_error, session_id, branch, "
+    f"command, masked FROM attempts WHERE {_GROUP}"
 )
 SELECT_SUCCESSES = text(
-    f"SELECT event_id, verified_at, session_id, branch FROM verifications WHERE {_GROUP}"
+    "SELECT event_id, verified_at, session_id, branch, command, masked FROM verifications "
+    f"WHERE {_GROUP}"
 )
 UPDATE_ATTEMPT = text(
     "UPDATE attempts SET attempt_number = :attempt_number, duplicate_of = :duplicate_of, "
@@ -63,14 +64,27 @@ DELETE_LESSON = text(
 SESSION_OF = text("SELECT session_id FROM captured_events WHERE id = :id")
 
 
+EDITS_BETWEEN = text(
+    "SELECT files, change_hash FROM captured_events WHERE session_id = :session_id "
+    "AND kind = 'edit' AND id < :before AND id > :after ORDER BY id"
+)
+
+
 def edits_before(
-    connection: Connection, group: dict[str, Any], session_id: int, event_id: int
+    connection: Connection,
+    group: dict[str, Any],
+    session_id: int,
+    event_id: int,
+    previous_run: int | None = None,
 ) -> tuple[list[str], str | None]:
     """Files edited in the session since its previous run of this command, and one
-    whitespace-insensitive hash of those edits (None when there were none)."""
-    rows = connection.execute(
-        EDITS_SINCE_PREVIOUS_RUN, {**group, "session_id": session_id, "before": event_id}
-    ).all()
+    whitespace-insensitive hash of those edits (None when there were none). A caller that
+    knows that previous run (`previous_run`) spares the look-up."""
+    params = {**group, "session_id": session_id, "before": event_id}
+    if previous_run is None:
+        rows = connection.execute(EDITS_SINCE_PREVIOUS_RUN, params).all()
+    else:
+        rows = connection.execute(EDITS_BETWEEN, {**params, "after": previous_run}).all()
     files = sorted({name for encoded, _hash in rows if encoded for name in json.loads(encoded)})
     hashes = sorted(change for _files, change in rows if change)
     if not hashes:
@@ -115,16 +129,19 @@ def rebuild(connection: Connection, group: dict[str, Any], history: History, now
     runs += [lessons.JournalRun(row.event_id, row.verified_at, True) for row in successes.values()]
     found = lessons.streaks(runs)
     changed: set[int | None] = set()  # resolvers whose streak changed in this rebuild
+    updates = []
     for streak in found:
         for numbered in lessons.number(streak):
             row = attempts[numbered.event_id]
             stored = (row.attempt_number, row.duplicate_of, row.resolved_by_event_id)
             fresh = (numbered.attempt_number, numbered.duplicate_of, numbered.resolved_by_event_id)
             if stored != fresh:
-                connection.execute(UPDATE_ATTEMPT, {"id": row.id, **numbered.__dict__})
+                updates.append({"id": row.id, **numbered.__dict__})
                 changed.add(numbered.resolved_by_event_id)
-    if not changed:
-        return  # no attempt moved to another streak or number: every lesson stands
+    if updates:
+        connection.execute(UPDATE_ATTEMPT, updates)
+    if not changed - {None}:
+        return  # only the open streak (which has no lesson yet) moved: every lesson stands
     closed = [streak for streak in found if streak.resolved_by is not None]
     closed.sort(key=lambda s: (s.resolved_by.at, s.resolved_by.event_id))  # type: ignore[union-attr]
     kept = closed[-lessons.LESSONS_KEPT :]

@@ -22,7 +22,7 @@ from remem.db.engine import READ_ONLY
 from remem.procedures import journal, policy
 from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.rollout import Resolution, resolve_exit_codes
-from remem.procedures.steps import FAILED, VERIFIED, StepRun, classify
+from remem.procedures.steps import UNVERIFIED, VERIFIED, StepRun, classify
 from remem.queue.store import ClaimedTask
 
 log = logging.getLogger("remem.worker")
@@ -230,7 +230,7 @@ def apply(connection: Connection, window: Window, settings: Settings, now: float
     for group in sorted(groups, key=Group.sort_key):
         history = journal.load_history(connection, group.params())
         journal.rebuild(connection, group.params(), history, now)
-        stats[evaluate(connection, group, rules, now, history.runs())] += 1
+        stats[evaluate(connection, group, rules, now, history)] += 1
     for group in sorted({g.project_wide() for g in groups}, key=Group.sort_key):
         outcome = evaluate(connection, group, rules, now)
         if outcome != "unpromoted":
@@ -239,15 +239,18 @@ def apply(connection: Connection, window: Window, settings: Settings, now: float
 
 
 class _Batch:
-    """Verified and unverified runs are written many rows to a statement. An attempt reads the
-    runs before it (for the edits since the previous run), so the batch is written first."""
+    """Runs are written many rows to a statement. An attempt's journal needs the edits since
+    the session's previous run of its workflow: a run earlier in this window is remembered
+    here, one before it is looked up in what is already stored."""
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.rows: dict[Any, list[dict[str, Any]]] = {
             INSERT_VERIFICATION: [],
+            INSERT_ATTEMPT: [],
             INSERT_UNVERIFIED: [],
         }
+        self.last_run: dict[tuple[Group, int], int] = {}
 
     def add(self, statement: Any, params: dict[str, Any]) -> None:
         self.rows[statement].append(params)
@@ -282,26 +285,25 @@ def _record(
         "host": event.host,
         "at": event.event_at,
     }
+    if run.verdict == UNVERIFIED:
+        batch.add(INSERT_UNVERIFIED, params)
+        return group
+    previous = batch.last_run.get((group, event.session_id))
+    batch.last_run[(group, event.session_id)] = event.id
     if run.verdict == VERIFIED:
         batch.add(INSERT_VERIFICATION, params)
-    elif run.verdict == FAILED:
-        batch.flush()
-        connection = batch.connection
-        files, change_hash = journal.edits_before(
-            connection, group.params(), event.session_id, event.id
-        )
-        exit_code = resolution.exit_code if resolution else event.exit_code
-        excerpt = event.error_excerpt or (resolution.excerpt if resolution else None)
-        params.update(
-            exit_code=exit_code,
-            error_excerpt=excerpt,
-            salient_error=run.salient_error,
-            files=json.dumps(files) if files else None,
-            change_hash=change_hash,
-        )
-        connection.execute(INSERT_ATTEMPT, params)
-    else:
-        batch.add(INSERT_UNVERIFIED, params)
+        return group
+    files, change_hash = journal.edits_before(
+        batch.connection, group.params(), event.session_id, event.id, previous
+    )
+    params.update(
+        exit_code=resolution.exit_code if resolution else event.exit_code,
+        error_excerpt=event.error_excerpt or (resolution.excerpt if resolution else None),
+        salient_error=run.salient_error,
+        files=json.dumps(files) if files else None,
+        change_hash=change_hash,
+    )
+    batch.add(INSERT_ATTEMPT, params)
     return group
 
 
