@@ -231,6 +231,17 @@ def total_memory() -> str:
     return "unknown"
 
 
+# Figures of earlier versions that a change is measured against: what it cost shows here.
+EARLIER = (
+    "burst pipeline before workflows (promotion keyed by the command string, no command "
+    "analysis, schema 0003; commit d5baf3b): 6,449 events/s (6,372–6,670), 52.4× raw inserts "
+    "in its own `make bench`; run back to back with this version's on 2026-11-30 "
+    "(`bench/pipeline.py --runs 2` in a checkout of each): 5,922 events/s against 5,421",
+    "hook before the wider redaction: 1.10× a bare interpreter on an empty DB, 1.11× on a "
+    "1M-event DB; SessionStart 1.15×",
+)
+
+
 def render(outcomes: list[Outcome], quick: bool) -> str:
     command = (
         "`.venv/bin/python bench/report.py --quick` (a smoke test with small run counts; "
@@ -257,6 +268,8 @@ def render(outcomes: list[Outcome], quick: bool) -> str:
         "Figures are medians of repeated runs on a shared machine (the daemon's, of one idle "
         "window); ratios are measured against a baseline in the same run.",
     ]
+    lines += ["", "Earlier figures, for comparison (same machine kind, `make bench`):", ""]
+    lines += [f"- {figure}" for figure in EARLIER]
     failures = [outcome.failure for outcome in outcomes if outcome.failure]
     if failures:
         lines += ["", "**Failed benchmarks:**", ""]

@@ -66,7 +66,9 @@ def load_runs(connection: Connection, group: Group) -> list[policy.Run]:
         f"UNION ALL SELECT event_id, session_id, failed_at, 0, branch FROM attempts WHERE {where}"
     )
     found: dict[tuple[int, bool], policy.Run] = {}
-    for event_id, session_id, at, succeeded, branch in connection.execute(query, group.params()):
+    for event_id, session_id, at, succeeded, branch in connection.execute(
+        query, group.params()
+    ).all():
         run = policy.Run(event_id, session_id, at, bool(succeeded), branch)
         found[(event_id, run.succeeded)] = run
     return list(found.values())
@@ -96,7 +98,7 @@ def variants(
         )
         return [
             (command, bool(masked), int(verified), int(runs))
-            for command, masked, verified, runs in connection.execute(query, group.params())
+            for command, masked, verified, runs in connection.execute(query, group.params()).all()
         ]
     runs: Counter[tuple[str, bool]] = Counter()
     verified: Counter[tuple[str, bool]] = Counter()
@@ -108,7 +110,7 @@ def variants(
         f"SELECT command, masked, count(*) FROM unverified_runs WHERE {where} "
         "GROUP BY command, masked"
     )
-    for command, masked, count in connection.execute(query, group.params()):
+    for command, masked, count in connection.execute(query, group.params()).all():
         runs[(command, bool(masked))] += int(count)
     return [
         (command, masked, verified[(command, masked)], n) for (command, masked), n in runs.items()
@@ -164,7 +166,7 @@ def ranked_files(
     for i, (session_id, after, upto) in enumerate(windows):
         params.update({f"s{i}": session_id, f"after{i}": after, f"upto{i}": upto})
     before: dict[int, set[str]] = {}
-    for run, encoded in connection.execute(text(query), params):
+    for run, encoded in connection.execute(text(query), params).all():
         before.setdefault(run, set()).update(json.loads(encoded))
     counts: Counter[str] = Counter(name for names in before.values() for name in names)
     ranked = sorted(counts, key=lambda name: (-counts[name], name))

@@ -111,8 +111,8 @@ class History:
 
 def load_history(connection: Connection, group: dict[str, Any]) -> History:
     """A run is an event: the same workflow twice in one command (`make && make`) is one."""
-    attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group)}
-    successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group)}
+    attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group).all()}
+    successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group).all()}
     return History(attempts, successes)
 
 

@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from remem.procedures.digest import inert_command, inert_path
 
@@ -19,8 +20,10 @@ FAILURES_TO_BREAK = 2
 WORKFLOW_KEY_CHARS = 64
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
+    """One verified or failed run of a group. A named tuple: a group's whole history is made of
+    them for every decision, and a tuple is the cheapest immutable record to build."""
+
     event_id: int
     session_id: int
     at: float

@@ -93,7 +93,7 @@ def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
         "watermark": task.watermark_event_id,
     }
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        events = tuple(_event(row) for row in connection.execute(SELECT_WINDOW, params))
+        events = tuple(_event(row) for row in connection.execute(SELECT_WINDOW, params).all())
         late: tuple[WindowEvent, ...] = ()
         if any(event.host == "codex" for event in events):
             params["since"] = max(event.captured_at for event in events) - LATE_RESOLUTION_S
