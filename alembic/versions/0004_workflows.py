@@ -189,5 +189,139 @@ def upgrade() -> None:
     )
 
 
+def _run_table_0003(name: str, at: str, *extra: sa.Column) -> None:  # type: ignore[type-arg]
+    op.create_table(
+        name,
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column(
+            "event_id", sa.Integer, sa.ForeignKey("captured_events.id"), nullable=False, unique=True
+        ),
+        sa.Column("project_id", sa.Integer, sa.ForeignKey("projects.id"), nullable=False),
+        sa.Column("branch", sa.Text, nullable=False),
+        sa.Column("command", sa.Text, nullable=False),
+        sa.Column("command_hash", sa.Text, nullable=False),
+        sa.Column("session_id", sa.Integer, sa.ForeignKey("sessions.id"), nullable=False),
+        sa.Column("host", sa.Text, nullable=False),
+        *extra,
+        sa.Column(at, sa.Float, nullable=False),
+    )
+    op.create_index(f"ix_{name}_group", name, ["project_id", "branch", "command_hash", at])
+
+
 def downgrade() -> None:
-    raise NotImplementedError("0004 re-derives memory; restore a backup to go back to 0003")
+    """Back to 0003's shape. Events stay; the runs and lessons of 0004 have no place in it and
+    go (0003 derives runs only from windows it has not processed yet); branch procedures stay
+    under their command, project-wide ones go."""
+    for table in ("pending_jobs", "procedure_identities", "unverified_runs", "lessons"):
+        op.drop_table(table)
+    op.drop_table("attempts")
+    op.drop_table("verifications")
+    _run_table_0003("verifications", "verified_at")
+    _run_table_0003(
+        "attempts",
+        "failed_at",
+        sa.Column("exit_code", sa.Integer),
+        sa.Column("error_excerpt", sa.Text),
+        sa.Column("attempt_number", sa.Integer, nullable=False, server_default=sa.text("1")),
+        sa.Column("files", sa.Text),
+        sa.Column("change_hash", sa.Text),
+        sa.Column("duplicate_of", sa.Integer),
+        sa.Column(
+            "resolved_by_event_id",
+            sa.Integer,
+            sa.ForeignKey("captured_events.id", name="fk_attempts_resolved_by"),
+        ),
+    )
+    op.create_table(
+        "lessons",
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("project_id", sa.Integer, sa.ForeignKey("projects.id"), nullable=False),
+        sa.Column("branch", sa.Text, nullable=False),
+        sa.Column("command_hash", sa.Text, nullable=False),
+        sa.Column(
+            "resolved_by_event_id",
+            sa.Integer,
+            sa.ForeignKey("captured_events.id"),
+            nullable=False,
+            unique=True,
+        ),
+        sa.Column("failed_attempts", sa.Integer, nullable=False),
+        sa.Column("first_error", sa.Text),
+        sa.Column("last_error", sa.Text),
+        sa.Column("fix_files", sa.Text, nullable=False),
+        sa.Column("repeats", sa.Text, nullable=False),
+        sa.Column("body", sa.Text, nullable=False),
+        sa.Column("pitfall", sa.Text, nullable=False),
+        sa.Column("resolved_at", sa.Float, nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+    )
+    op.create_index(
+        "ix_lessons_group", "lessons", ["project_id", "branch", "command_hash", "resolved_at"]
+    )
+    _procedures_0003()
+    with op.batch_alter_table("extraction_tasks") as batch:
+        batch.drop_column("lease_expiries")
+    with op.batch_alter_table("captured_events") as batch:
+        for column in ("event_at_reported", "output_excerpt", "directory"):
+            batch.drop_column(column)
+
+
+def _procedures_0003() -> None:
+    """0003 keys a procedure by its whitespace-collapsed command."""
+    import hashlib
+
+    bind = op.get_bind()
+    rows = bind.execute(
+        sa.text(
+            "SELECT id, project_id, branch, command, topic_key, status, confidence, "
+            "verified_runs, distinct_sessions, evidence_event_ids, files, first_verified_at, "
+            "last_verified_at, body, created_at, updated_at FROM procedures "
+            "WHERE scope = 'branch' ORDER BY status = 'archived' DESC, id"
+        )
+    ).all()
+    op.drop_index("ix_procedures_listing", "procedures")
+    op.drop_table("procedures")
+    procedures = op.create_table(
+        "procedures",
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("project_id", sa.Integer, sa.ForeignKey("projects.id"), nullable=False),
+        sa.Column("branch", sa.Text, nullable=False),
+        sa.Column("workflow_key", sa.Text, nullable=False),
+        sa.Column("command", sa.Text, nullable=False),
+        sa.Column("command_hash", sa.Text, nullable=False),
+        sa.Column("topic_key", sa.Text, nullable=False),
+        sa.Column("status", sa.Text, nullable=False),
+        sa.Column("confidence", sa.Float, nullable=False),
+        sa.Column("verified_runs", sa.Integer, nullable=False),
+        sa.Column("distinct_sessions", sa.Integer, nullable=False),
+        sa.Column("evidence_event_ids", sa.Text, nullable=False),
+        sa.Column("files", sa.Text, nullable=False),
+        sa.Column("first_verified_at", sa.Float, nullable=False),
+        sa.Column("last_verified_at", sa.Float, nullable=False),
+        sa.Column("body", sa.Text, nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("updated_at", sa.Float, nullable=False),
+        sa.CheckConstraint(
+            "status IN ('active', 'broken', 'stale', 'archived')", name="ck_procedures_status"
+        ),
+        sa.UniqueConstraint("project_id", "branch", "command_hash", name="uq_procedures_group"),
+    )
+    op.create_index("ix_procedures_listing", "procedures", ["project_id", "branch", "status"])
+    kept, seen = [], set()
+    for row in rows:
+        command = " ".join(row.command.split())
+        digest = hashlib.sha256(command.encode("utf-8", "surrogatepass")).hexdigest()
+        if (row.project_id, row.branch, digest) in seen:
+            continue
+        seen.add((row.project_id, row.branch, digest))
+        slug = "-".join("".join(c if c.isalnum() else " " for c in command.lower()).split())
+        kept.append(
+            {
+                **row._mapping,
+                "command": command,
+                "command_hash": digest,
+                "workflow_key": slug[:64].rstrip("-") or "command",
+            }
+        )
+    if kept:
+        op.bulk_insert(procedures, kept)

@@ -18,6 +18,7 @@ from remem.capture.event import (
     CapturedEvent,
     Dropped,
 )
+from remem.capture.identity import spelt_root
 from remem.capture.redact import redact_json, redact_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -247,7 +248,10 @@ def _claude_code(payload: dict[str, Any], draft: _Draft) -> None:
     if event == "PostToolUseFailure":
         error = payload.get("error")
         draft.error_excerpt = _excerpt(error)
-        if payload.get("is_interrupt") is True:
+        # `<tool_use_error>` is the harness speaking: the command never ran (a sibling call
+        # failed first, a permission was refused), so it neither failed nor passed.
+        never_ran = isinstance(error, str) and error.lstrip().startswith("<tool_use_error>")
+        if payload.get("is_interrupt") is True or never_ran:
             draft.outcome = "interrupted"
         else:
             draft.outcome = "failure"
@@ -376,17 +380,6 @@ def _relative(path: str, roots: tuple[tuple[str, str], ...]) -> str:
     return path
 
 
-def _logical_root(cwd: str, directory: str) -> str:
-    """The work tree's root as the agent spelt it: cwd less its directory's components (the
-    real root when cwd is a symlink that names the directory otherwise)."""
-    root = os.path.normpath(cwd)
-    if directory == ".":
-        return root
-    if not root.endswith("/" + directory):
-        return ""
-    return root[: -len(directory) - 1] or "/"
-
-
 # Where each host puts a shell command's output, in the order they are joined.
 OUTPUT_FIELDS = {
     "claude-code": (("tool_response", "stdout"), ("tool_response", "stderr"), ("error",)),
@@ -458,7 +451,7 @@ def build_event(payload: dict[str, Any], host: str, now: float, locate: Locate) 
     event_at, reported = _clamped_time(draft.event_at, payload.get("timestamp"), now)
     roots = (
         (work_tree, "."),
-        (_logical_root(draft.cwd, directory), "."),
+        (spelt_root(draft.cwd, directory), "."),
         (os.path.normpath(draft.cwd), directory),
     )
     files = sorted({redact_text(_relative(f, roots)) for f in draft.files})

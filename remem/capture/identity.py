@@ -69,3 +69,21 @@ def locate(cwd: str) -> tuple[str, str | None, str, str]:
         if parent == directory:
             return start, None, start, "."
         directory = parent
+
+
+def spelt_root(cwd: str, directory: str) -> str:
+    """The work tree's root as the agent spelt it: cwd less its directory's components; ""
+    when cwd does not end with them (a symlink into the work tree names it otherwise)."""
+    root = os.path.normpath(cwd)
+    if directory in (".", ""):
+        return root
+    if not root.endswith("/" + directory):
+        return ""
+    return root[: -len(directory) - 1] or "/"
+
+
+def directory_under(cwd: str, root: str) -> str:
+    """cwd relative to a root it lies in, "." when it does not: what an event stored before
+    directories were recorded gets, its project root being then its work tree's."""
+    relative = os.path.relpath(os.path.normpath(cwd), root)
+    return "." if relative == ".." or relative.startswith("../") else relative

@@ -50,6 +50,14 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
 
+def downgrade(engine: Engine, revision: str) -> None:
+    """Back to an earlier revision, in one transaction."""
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+
 def create_private_file(path: str) -> None:
     """Create an empty file readable by its owner only, unless it already exists."""
     try:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from remem.procedures import journal, policy
+from remem.procedures import journal, lessons, policy
 
 BRANCH, PROJECT = "branch", "project"
 FILES_KEPT = 5
@@ -168,7 +168,9 @@ def ranked_files(
     before: dict[int, set[str]] = {}
     for run, encoded in connection.execute(text(query), params).all():
         before.setdefault(run, set()).update(json.loads(encoded))
-    counts: Counter[str] = Counter(name for names in before.values() for name in names)
+    counts: Counter[str] = Counter(
+        name for names in before.values() for name in lessons.in_project(sorted(names))
+    )
     ranked = sorted(counts, key=lambda name: (-counts[name], name))
     return ranked[:FILES_KEPT], max(len(ranked) - FILES_KEPT, 0)
 

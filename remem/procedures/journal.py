@@ -180,7 +180,7 @@ def _write_lessons(
         fix_files, _hash = edits_before(
             connection, group, successes[resolver.event_id].session_id, resolver.event_id
         )
-        lesson = lessons.distill(details, fix_files, resolver.at)
+        lesson = lessons.distill(details, lessons.in_project(fix_files), resolver.at)
         values = {
             "resolved_by_event_id": resolver.event_id,
             "failed_attempts": lesson.failed_attempts,

@@ -160,6 +160,12 @@ def _error_key(line: str | None) -> str | None:
     return recognisers.error_key(line)
 
 
+def in_project(files: Sequence[str]) -> list[str]:
+    """The files of the project: capture keeps a file outside the work tree (an agent's plan,
+    a scratch file in /tmp) absolute, and such a file says nothing about the project."""
+    return [name for name in files if not name.startswith("/")]
+
+
 def name_files(files: Sequence[str], limit: int = FILES_NAMED) -> str:
     """At most `limit` file names, then how many more there were."""
     named = ", ".join(inert_path(name) for name in files[:limit])

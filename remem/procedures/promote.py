@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from remem.capture.hosts import output_excerpt, output_text
+from remem.capture.identity import directory_under
 from remem.config import Settings
 from remem.db.engine import READ_ONLY
 from remem.procedures import journal, policy
@@ -126,8 +126,7 @@ def _event(row: Any) -> WindowEvent:
     root, payload = row[-2], row[-1]
     event = WindowEvent(**dict(zip(_STORED, row, strict=False)), root=root)
     if event.directory is None:
-        relative = os.path.relpath(event.cwd, root) if event.cwd.startswith(root) else "."
-        event = replace(event, directory="." if relative.startswith("..") else relative)
+        event = replace(event, directory=directory_under(event.cwd, root))
     if event.output_excerpt is None and payload and event.kind == "command":
         try:
             found = output_text(event.host, json.loads(payload))

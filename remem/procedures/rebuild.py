@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from remem.capture.identity import locate
+from remem.capture.identity import directory_under, locate
 from remem.commands.analysis import analyse, resolve_directory
-from remem.procedures.steps import work_tree_of, workflow_hash
+from remem.procedures.steps import workflow_hash
 
 REBUILD_JOB = "rebuild_procedures"
 DERIVED_TABLES = ("lessons", "attempts", "verifications", "unverified_runs")
@@ -90,10 +90,9 @@ def _fill_directories(connection: Connection) -> int:
         )
     ).all()
     for event_id, cwd, root in rows:
-        relative = os.path.relpath(cwd, root) if cwd.startswith(root) else "."
         connection.execute(
             text("UPDATE captured_events SET directory = :directory WHERE id = :id"),
-            {"directory": "." if relative.startswith("..") else relative, "id": event_id},
+            {"directory": directory_under(cwd, root), "id": event_id},
         )
     return len(rows)
 
@@ -182,7 +181,7 @@ def _rekey(connection: Connection, ignore_commands: tuple[str, ...]) -> int:
 
 
 def _workflow_key(row: Any, ignore_commands: tuple[str, ...]) -> tuple[str, str, str]:
-    work_tree = work_tree_of(row.root, ".")
+    work_tree = row.root
     for step in analyse(row.command, ignore_commands).workflow_steps():
         directory = resolve_directory(row.directory, work_tree, step.chdir)
         if directory is not None:

@@ -10,10 +10,10 @@ unverified (kept, never counted).
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from remem.capture.identity import spelt_root
 from remem.commands import recognisers
 from remem.commands.analysis import Step, analyse, resolve_directory
 
@@ -36,17 +36,6 @@ def workflow_hash(workflow: str) -> str:
     return hashlib.sha256(workflow.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def work_tree_of(cwd: str, directory: str) -> str:
-    """The work tree's root as the command saw it: cwd less its directory's components; ""
-    when cwd does not end with them (a symlink into the work tree names it otherwise)."""
-    root = posixpath.normpath(cwd)
-    if directory in (".", ""):
-        return root
-    if not root.endswith("/" + directory):
-        return ""
-    return root[: -len(directory) - 1] or "/"
-
-
 def classify(
     command: str,
     succeeded: bool,
@@ -59,7 +48,7 @@ def classify(
     directory cannot be known are left out."""
     steps = analyse(command, ignore_commands).steps
     verdicts = _verdicts(steps, succeeded, output)
-    work_tree = work_tree_of(cwd, directory)
+    work_tree = spelt_root(cwd, directory)
     runs = []
     for index, (step, verdict) in enumerate(zip(steps, verdicts, strict=True)):
         if step.read_only:

@@ -130,8 +130,9 @@ def test_a_real_elixir_session_in_a_worktree_learns_workflows_not_strings(
     workspace = tmp_path / "projects"
     repository = make_repository(workspace / "spotter")
     (workspace / "spotter-worktrees").mkdir()
-    add_worktree(repository, workspace / "spotter-worktrees" / "spotter-fum", "spotter-fum")
-    (workspace / "spotter-worktrees" / "spotter-fum" / "assets").mkdir()
+    worktree = workspace / "spotter-worktrees" / "spotter-fum"
+    add_worktree(repository, worktree, "spotter-fum")
+    (worktree / "assets").mkdir()
 
     calls = replay_claude(
         home, TRANSCRIPTS / "claude" / "spotter-fum.jsonl", "/home/USER/projects", workspace
@@ -155,6 +156,13 @@ def test_a_real_elixir_session_in_a_worktree_learns_workflows_not_strings(
     errors = [row[0] for row in home.query("SELECT last_error FROM lessons") if row[0]]
     assert errors and not any(e.startswith("Exit code") for e in errors), errors
     assert any("secret_key_base" in e or "lazy_html" in e for e in errors), errors
+    # What the agent reads: issue-tracker queries are no procedures, files outside the project
+    # (the agent's own plan) are never named, and a call that never ran is no known error.
+    assert not any(p["workflow"].startswith("bd ") for p in found), workflows
+    assert all(not name.startswith("/") for p in found for name in p["files"])
+    digest = home.remem("context", "--cwd", str(worktree)).stdout
+    assert "`mix test 2>&1`" in digest and "Known errors in this project" in digest
+    assert "/home/" not in digest and "tool_use_error" not in digest, digest
 
 
 @pytest.mark.parametrize("name", ["01.jsonl", "02.jsonl", "03.jsonl"])

@@ -100,22 +100,17 @@ def test_damaged_database_is_one_line_naming_the_file(home: Home) -> None:
     assert (home.spool / "events.jsonl").exists()
 
 
-def _database_at(home: Home, revision: str) -> None:
-    """The home's database replaced by a new one migrated only up to revision, as an older
-    remem left it (0004 re-derives memory and cannot be downgraded to)."""
-    for name in ("remem.db", "remem.db-wal", "remem.db-shm"):
-        (home.path / name).unlink(missing_ok=True)
-    migrate.create_private_file(str(home.db))
+def _downgrade(home: Home, revision: str) -> None:
     engine = make_engine(f"sqlite:///{home.db}")
     try:
-        migrate.upgrade(engine, revision)
+        migrate.downgrade(engine, revision)
         assert migrate.current_revision(engine) == revision
     finally:
         engine.dispose()
 
 
 def test_old_schema_stops_the_worker_and_upgrades_under_a_running_daemon(home: Home) -> None:
-    _database_at(home, "0002")
+    _downgrade(home, "0002")
     hook = home.hook(_event(1))
     assert hook.returncode == 0 and (home.spool / "events.jsonl").exists()
     burst = home.remem("worker", "--burst", check=False)

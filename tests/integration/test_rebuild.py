@@ -553,3 +553,57 @@ def _check_re_derivation(
     world.burst()
     assert derived_state(world) == state
     assert _stored_procedures(world) == stored  # every column but updated_at
+
+
+def test_0004_downgrades_to_0003_and_back_without_losing_events_or_verdicts(
+    world: World,
+) -> None:
+    for branch in ("main", "main", "feature"):
+        world.post("make test", branch=branch)
+        world.post("make   lint", branch=branch)
+    world.burst()
+    (lint_id,) = [
+        i
+        for i, scope, branch, workflow in _keys(world)
+        if workflow == "make lint" and branch == "main"
+    ]
+    archive(world.engine, lint_id, world.now)
+    events = _events(world)
+    world.engine.dispose()
+    engine = make_engine(world.settings.database_url)
+
+    migrate.downgrade(engine, "0003")
+
+    assert migrate.current_revision(engine) == "0003"
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT branch, command, command_hash, status FROM procedures ORDER BY id")
+        ).all()
+        columns = {r[1] for r in connection.execute(text("PRAGMA table_info(captured_events)"))}
+    assert [tuple(r) for r in rows] == [
+        ("main", "make test", _sha("make test"), "active"),
+        ("main", "make lint", _sha("make lint"), "archived"),
+    ]  # branch procedures under their collapsed command; the project-wide ones have no place
+    assert "directory" not in columns and "output_excerpt" not in columns
+
+    migrate.upgrade(engine)
+    engine.dispose()
+    world.engine = make_engine(world.settings.database_url)
+    world.worker.engine = world.engine
+    assert rebuild.pending(world.engine)
+    world.burst()
+
+    assert _events(world) == events
+    statuses = {(scope, branch, wf) for _i, scope, branch, wf in _keys(world)}
+    assert ("branch", "main", "make lint") in statuses
+    assert (
+        dict(((b, w), s) for b, w, s in world.procedures("branch", "workflow", "status"))[
+            ("main", "make lint")
+        ]
+        == "archived"
+    )
+    assert ("project", "", "make test") in statuses
+
+
+def _keys(world: World) -> list[tuple[Any, ...]]:
+    return world.procedures("id", "scope", "branch", "workflow")

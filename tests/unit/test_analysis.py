@@ -405,3 +405,21 @@ def test_characters_that_crash_the_grammar_s_scanner_are_read_safely(char: str) 
     assert result.returncode == 0, result.stderr
     steps = json.loads(result.stdout)
     assert steps and all(text in command for text, _workflow in steps)
+
+
+@pytest.mark.parametrize(
+    ("command", "read_only"),
+    [
+        ("bd show spotter-fum", True),
+        ("bd ready 2>&1", True),
+        ("gh pr view 12 --comments", True),
+        ("kubectl get pods -n web", True),
+        ("git ls-files priv/static/assets/", True),
+        ("bd close spotter-fum.1 --reason=done", False),
+        ("gh pr create --fill", False),
+        ("kubectl apply -f deploy.yaml", False),
+    ],
+)
+def test_the_default_list_knows_common_query_commands(command: str, read_only: bool) -> None:
+    (step,) = analyse(command, DEFAULT_IGNORE_COMMANDS).steps
+    assert step.read_only is read_only

@@ -144,6 +144,21 @@ def test_claude_failure_with_is_interrupt_is_interrupted() -> None:
     assert (event.outcome, event.exit_code) == ("interrupted", None)
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        "<tool_use_error>Sibling tool call errored</tool_use_error>",
+        "  <tool_use_error>Permission to use Bash has been denied.</tool_use_error>",
+    ],
+)
+def test_claude_failure_of_a_command_that_never_ran_is_no_failure(error: str) -> None:
+    payload = load("claude-code/post_tool_use_failure_bash_exit_code.json")
+
+    event = build(changed(payload, error=error))
+
+    assert (event.outcome, event.exit_code) == ("interrupted", None)
+
+
 def test_codex_argv_command_is_unwrapped_from_bash_lc() -> None:
     payload = load("codex/post_tool_use_bash.json")
     payload = changed(payload, tool_input={"command": ["bash", "-lc", "cargo test"]})

@@ -53,8 +53,8 @@ def claude_tool_uses(path: Path) -> dict[str, tuple[str, dict[str, Any]]]:
     return uses
 
 
-def claude_results(path: Path) -> dict[str, tuple[bool, Any]]:
-    """tool_use_id -> (is_error, the record's toolUseResult)."""
+def claude_results(path: Path) -> dict[str, tuple[bool, Any, Any]]:
+    """tool_use_id -> (is_error, the record's toolUseResult, the result's content)."""
     results = {}
     for record in raw_records(path):
         content = record.get("message", {}).get("content") if record.get("type") == "user" else None
@@ -63,12 +63,16 @@ def claude_results(path: Path) -> dict[str, tuple[bool, Any]]:
                 results[part["tool_use_id"]] = (
                     part.get("is_error") is True,
                     record.get("toolUseResult"),
+                    part.get("content"),
                 )
     return results
 
 
-def expected_claude_outcome(is_error: bool, tool_use_result: Any) -> str:
-    """PROVENANCE.md's judgement of a Bash result."""
+def expected_claude_outcome(is_error: bool, tool_use_result: Any, content: Any = None) -> str:
+    """PROVENANCE.md's judgement of a Bash result; a `<tool_use_error>` is the harness saying
+    the command never ran (a sibling call failed first), which is no failure of it."""
+    if is_error and isinstance(content, str) and content.startswith("<tool_use_error>"):
+        return "interrupted"
     if is_error:
         return "failure"
     if isinstance(tool_use_result, dict) and tool_use_result.get("interrupted") is True:
