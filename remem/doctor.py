@@ -169,7 +169,7 @@ def _clock(engine: Engine) -> Check:
 def _codex_outcomes(engine: Engine) -> Check:
     from remem.status import UNRESOLVED_CODEX
 
-    with engine.connect() as connection:
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         count = connection.execute(
             text(UNRESOLVED_CODEX), {"before": time.time() - 86_400}
         ).scalar_one()

@@ -62,8 +62,8 @@ _NAME_GATE = (
 )
 _OPTION_GATE = (
     *((word, (word,)) for word in ("token", "secret", "credential")),
-    ("pass", ("password", "passwd", "passphrase")),
-    ("key", ("key ", "key\t")),
+    ("pass", ("password", "passwd", "passphrase", "pass ", "pass\t")),
+    *((word, (word + " ", word + "\t")) for word in ("pwd", "key")),
 )
 
 
@@ -121,7 +121,8 @@ def _unquoted_span(match: re.Match[str], group: str) -> tuple[int, int]:
 # Any program: `--password VALUE`, `--token VALUE`, `--api-key VALUE`, `--db-secret VALUE`.
 _SECRET_OPTION = (
     r"(?i:(?<![\w-])--?(?:[\w-]*[_-])?(?:password|passwd|passphrase|secret|token|api[_-]?key"
-    r"|access[_-]?key|private[_-]?key|credentials?|auth[_-]?token|session[_-]?key))"
+    r"|access[_-]?key|private[_-]?key|credentials?|auth[_-]?token|session[_-]?key|auth[_-]?key"
+    r"|pass|(?<=\w[_-])pwd))"
     rf"[ \t]+(?!-)(?P<secret>{WORD})"
 )
 
@@ -282,7 +283,7 @@ _RULES: list[tuple[tuple[str, ...], Rule]] = [
     ),
     (("://",), _mask_url_userinfo),
     (
-        ("pass", "secret", "token", "key", "credential"),
+        ("pass", "pwd", "secret", "token", "key", "credential"),
         _option_rule("", _SECRET_OPTION, _OPTION_GATE),
     ),
     (("config",), _option_rule(_SETTING_COMMAND, _SETTING)),

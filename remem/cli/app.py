@@ -80,6 +80,18 @@ def open_home(require_current_schema: bool = True) -> tuple[Settings, Engine]:
     return settings, open_engine(settings, require_current_schema=require_current_schema)
 
 
+def project_root(path: str | None) -> str | None:
+    """The project a `--project` path names, as capture stores it: the repository's main work
+    tree for any directory of any of its worktrees, symlinks resolved."""
+    if path is None:
+        return None
+    import os
+
+    from remem.capture.identity import locate
+
+    return locate(os.path.realpath(os.path.expanduser(path)))[0]
+
+
 def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     from rich.console import Console
     from rich.table import Table

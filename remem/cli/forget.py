@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from remem.cli.app import cli, open_home, print_json
+from remem.cli.app import cli, open_home, print_json, project_root
 from remem.errors import RememError
 
 if TYPE_CHECKING:
@@ -78,7 +77,7 @@ def forget_command(
         raise click.UsageError("--project narrows --match: give a --match too.")
     if pattern is not None:
         forget.compile_pattern(pattern)  # a bad one is refused before the home is opened
-    root = os.path.realpath(os.path.expanduser(project)) if project else None
+    root = project_root(project)
     selection = forget.Selection(event_ids, procedure_ids, pattern, root)
     settings, engine = open_home()
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from remem.cli.app import cli, open_home, print_json, print_table
+from remem.cli.app import cli, open_home, print_json, print_table, project_root
 from remem.db.schema import PROCEDURE_STATUSES
 from remem.errors import RememError
 
@@ -49,12 +49,11 @@ def procedures_list(
     Example:
       remem procedures list --all --json
     """
-    import os
 
     from remem.procedures.store import iso, list_procedures
 
     statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
-    root = os.path.abspath(os.path.expanduser(project)) if project else None
+    root = project_root(project)
     _settings_unused, engine = open_home()
     try:
         found = list_procedures(engine, root, branch, statuses)
@@ -188,7 +187,7 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
     """
     from remem.procedures.store import iso, known_errors
 
-    root = os.path.abspath(os.path.expanduser(project)) if project else None
+    root = project_root(project)
     _settings_unused, engine = open_home()
     try:
         found = known_errors(engine, root)

@@ -66,9 +66,12 @@ def rules_of(settings: Settings) -> policy.Rules:
 
 
 _STORED = [name for name in WindowEvent.__dataclass_fields__ if name != "root"]
-_COLUMNS = ", ".join(f"e.{name}" for name in _STORED)
+# The stored payload only when an old command event has no output column to read instead.
+_COLUMNS = ", ".join(f"e.{name}" for name in _STORED) + (
+    ", p.root, CASE WHEN e.output_excerpt IS NULL AND e.kind = 'command' THEN e.payload END"
+)
 SELECT_WINDOW = text(
-    f"SELECT {_COLUMNS}, p.root, CASE WHEN e.output_excerpt IS NULL THEN e.payload END "
+    f"SELECT {_COLUMNS} "
     "FROM captured_events e JOIN projects p ON p.id = e.project_id "
     "WHERE e.session_id = :session_id AND e.id > :cursor AND e.id <= :watermark ORDER BY e.id"
 )
@@ -79,7 +82,7 @@ SELECT_WINDOW = text(
 LATE_RESOLUTION_S = 86_400.0
 
 SELECT_UNRESOLVED = text(
-    f"SELECT {_COLUMNS}, p.root, CASE WHEN e.output_excerpt IS NULL THEN e.payload END "
+    f"SELECT {_COLUMNS} "
     "FROM captured_events e JOIN projects p ON p.id = e.project_id "
     "WHERE e.session_id = :session_id AND e.id <= :cursor AND e.host = 'codex' "
     "AND e.kind = 'command' AND e.outcome = 'unknown' AND e.captured_at >= :since ORDER BY e.id"

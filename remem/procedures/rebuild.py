@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.capture.identity import directory_under, locate
 from remem.commands.analysis import analyse, resolve_directory
+from remem.db.engine import READ_ONLY
 from remem.procedures.steps import workflow_hash
 
 REBUILD_JOB = "rebuild_procedures"
@@ -38,7 +39,7 @@ class RebuildReport:
 
 
 def pending(engine: Engine) -> bool:
-    with engine.connect() as connection:
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         row = connection.execute(
             text("SELECT 1 FROM pending_jobs WHERE name = :name"), {"name": REBUILD_JOB}
         ).first()
@@ -89,10 +90,13 @@ def _fill_directories(connection: Connection) -> int:
             "ON p.id = e.project_id WHERE e.directory IS NULL"
         )
     ).all()
-    for event_id, cwd, root in rows:
+    if rows:  # one statement for them all: a database upgraded to 0004 may hold millions
         connection.execute(
             text("UPDATE captured_events SET directory = :directory WHERE id = :id"),
-            {"directory": directory_under(cwd, root), "id": event_id},
+            [
+                {"directory": directory_under(cwd, root), "id": event_id}
+                for event_id, cwd, root in rows
+            ],
         )
     return len(rows)
 

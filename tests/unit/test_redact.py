@@ -440,3 +440,20 @@ def test_names_that_only_contain_a_word_are_not_secret(name: str) -> None:
 )
 def test_ordinary_commands_survive_byte_for_byte(command: str) -> None:
     assert redact_text(command) == command
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("./deploy --db-pass S3cret-Db-Pw --env prod", "S3cret-Db-Pw"),
+        ("./tool --db-pwd hunter22-pwd", "hunter22-pwd"),
+        ("./sync --auth-key abc123-auth-key", "abc123-auth-key"),
+    ],
+)
+def test_a_secret_named_option_is_masked_with_a_space_as_with_an_equals_sign(
+    text: str, secret: str
+) -> None:
+    spaced, joined = redact_text(text), redact_text(text.replace(f" {secret}", f"={secret}"))
+
+    assert secret not in spaced and secret not in joined
+    assert MASK in spaced and MASK in joined
