@@ -1,20 +1,30 @@
 # `make run` sets up remem and runs its daemon; `make test` runs every check.
 # Both build .venv themselves.
-PYTHON ?= python3.11
+# The newest interpreter of 3.11 or later on PATH (each candidate must run: a shim of a missing
+# version does not count); `make PYTHON=/path/to/python3.12` chooses one.
+PYTHON ?= $(shell for candidate in python3.14 python3.13 python3.12 python3.11 python3; do \
+	$$candidate -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 \
+	&& { echo $$candidate; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench help-text clean
 
 $(STAMP): pyproject.toml
+	@test -x $(BIN)/python || test -n "$(PYTHON)" || { echo "make: remem needs Python 3.11 \
+	or newer, and none is on PATH: install one, or run make PYTHON=/path/to/python3.11" >&2; \
+	exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# init asks before connecting any agent (on a terminal); the last line before the daemon takes
+# over says how to connect them, and the daemon prints one line and logs to a file.
 run: $(STAMP)
 	$(BIN)/remem init
+	@echo "Agent hooks: $(BIN)/remem hooks install all   (print them: $(BIN)/remem hooks show; check: $(BIN)/remem doctor)"
 	$(BIN)/remem worker
 
 test: lint typecheck pytest
@@ -31,6 +41,10 @@ pytest: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/report.py
+
+# `remem --help` is answered from a rendered copy; a test says when it needs rendering again.
+help-text: $(STAMP)
+	$(BIN)/python -c 'from remem.cli.commands import write_help_text; write_help_text()'
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

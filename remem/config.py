@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from remem import paths
-from remem.errors import ConfigError
+from remem.errors import ConfigError, ConfigSyntaxError, HomeUnusable
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -248,38 +247,75 @@ class Settings:
         return os.path.join(self.home, paths.LOG_DIR)
 
 
-def _read_file(path: str) -> dict[str, Any]:
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column \d+\)$")
+
+
+def _read_file(path: str) -> tuple[dict[str, Any], str]:
+    """The parsed config file and its text; a missing file is no settings at all."""
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
+            raw = handle.read()
     except FileNotFoundError:
-        return {}
+        return {}, ""
+    except OSError as exc:
+        raise ConfigError(path, "(file)", f"cannot be read ({exc.strerror})") from None
+    import tomllib  # only when there is a file: the import costs a fast command a tenth
+
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(path, "(file)", f"is not valid TOML: {exc}") from None
+        message = str(exc)
+        position = _TOML_POSITION.search(message)
+        line = int(position.group(1)) if position else None
+        raise ConfigSyntaxError(path, line, _TOML_POSITION.sub("", message)) from None
+
+
+def _line_of(text: str, section: str, key: str | None = None) -> int | None:
+    """Where a [section] header, or a key inside it, is written; None when it is not found
+    (a dotted or inline form): the message then names the key alone."""
+    current = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            current = stripped.strip("[] \t").strip().strip('"')
+            if key is None and current == section:
+                return number
+        elif key is not None and current == section:
+            name = stripped.split("=", 1)[0].strip().strip('"')
+            if name == key:
+                return number
+    return None
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read the settings without touching the disk beyond the config file."""
     env = dict(os.environ if environ is None else environ)
     home = paths.resolve_home(env)
+    problem = paths.home_problem(home)
+    if problem:
+        raise HomeUnusable(home, problem)
     config_file = paths.config_path(home, env)
-    document = _read_file(config_file)
+    document, text = _read_file(config_file)
     for section, body in document.items():
         if not isinstance(body, dict):
-            raise ConfigError(config_file, section, "must be a [section] table")
+            line = _line_of(text, section, None) or _line_of(text, "", section)
+            raise ConfigError(config_file, section, "must be a [section] table", line)
         for key in body:
             if (section, key) not in SPEC:
-                raise ConfigError(config_file, f"{section}.{key}", "is not a remem setting")
+                line = _line_of(text, section, key)
+                raise ConfigError(config_file, f"{section}.{key}", "is not a remem setting", line)
     values: dict[str, Any] = {"home": home, "config_file": config_file}
     for (section, key), (attribute, parse, default) in SPEC.items():
         env_name = f"REMEM_{section}_{key}".upper()
         raw, source = document.get(section, {}).get(key, default), config_file
+        line = _line_of(text, section, key) if key in document.get(section, {}) else None
         if env_name in env:
-            raw, source = env[env_name], f"environment variable {env_name}"
+            raw, source, line = env[env_name], f"environment variable {env_name}", None
         try:
             values[attribute] = parse(raw)
         except ValueError as exc:
-            raise ConfigError(source, f"{section}.{key}", str(exc)) from None
+            raise ConfigError(source, f"{section}.{key}", str(exc), line) from None
     if not values["database_url"]:
         values["database_url"] = paths.default_database_url(home)
     return Settings(**values)

@@ -24,10 +24,39 @@ class HomeNotOwned(RememError):
 
 
 class ConfigError(RememError):
-    def __init__(self, path: str, key: str, problem: str) -> None:
-        super().__init__(f"{path}: `{key}` {problem}")
+    """A setting that cannot be used: names the file, the line where known, and the key."""
+
+    def __init__(self, path: str, key: str, problem: str, line: int | None = None) -> None:
+        where = path if line is None else f"{path}, line {line}"
+        super().__init__(f"{where}: `{key}` {problem}")
         self.path = path
-        self.key = key
+        self.key: str | None = key
+        self.line = line
+
+
+class ConfigSyntaxError(ConfigError):
+    """The config file is not TOML at all: there is no setting to name, only a line."""
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        RememError.__init__(
+            self,
+            f"{path}{'' if line is None else f', line {line}'} is not valid TOML ({problem}): "
+            "fix that line, or move the file aside to use the defaults.",
+        )
+        self.path = path
+        self.key = None
+        self.line = line
+
+
+class HomeUnusable(RememError):
+    """REMEM_HOME names something that cannot be a home: a file, or a folder we cannot enter."""
+
+    def __init__(self, home: str, problem: str) -> None:
+        super().__init__(
+            f"The remem home {home} {problem}: point REMEM_HOME at a folder of your own "
+            "(or move that path aside) and run `remem init`."
+        )
+        self.home = home
 
 
 class SchemaBehind(RememError):

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from remem.config import Settings, render_example_config
-from remem.db import migrate
+from remem.db import migrate, snapshot
 from remem.db.engine import make_engine
-from remem.errors import DatabaseUnavailable, HomeNotFound, HomeNotOwned, SchemaBehind
-from remem.paths import foreign_owner
+from remem.errors import DatabaseUnavailable, SchemaBehind
 
 
 @dataclass(frozen=True)
@@ -53,11 +52,7 @@ def init_home(settings: Settings) -> InitResult:
 
 
 def require_home(settings: Settings) -> None:
-    if not os.path.isdir(settings.home):
-        raise HomeNotFound(settings.home)
-    owner = foreign_owner(settings.home)
-    if owner is not None:
-        raise HomeNotOwned(settings.home, owner)
+    snapshot.require_home(settings.home)
 
 
 @contextlib.contextmanager

@@ -41,3 +41,13 @@ def foreign_owner(home: str) -> int | None:
     """The uid owning the home when it is not us (a shared or copied home is refused)."""
     owner = os.stat(home).st_uid
     return owner if owner != os.getuid() else None
+
+
+def home_problem(home: str) -> str | None:
+    """Why this path cannot be a home, if it exists and cannot: a file, or a folder we cannot
+    enter."""
+    if os.path.exists(home) and not os.path.isdir(home):
+        return "is a file, not a folder"
+    if os.path.isdir(home) and not os.access(home, os.R_OK | os.X_OK):
+        return "cannot be read by this user"
+    return None

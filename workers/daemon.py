@@ -174,6 +174,14 @@ class Daemon:
                 os.getpid(),
                 extra={"action": "worker_start"},
             )
+            # We hold the lock now: a daemon of this machine that left a heartbeat behind
+            # (killed, or its machine rebooted) is gone, and says so no longer.
+            heartbeats.clear_dead(
+                self.worker.engine,
+                self.worker.worker_id,
+                socket.gethostname(),
+                lock_is_ours=self.worker.settings.sqlite_file is not None,
+            )
             self.heartbeat()
             # Recover before the first claim: leases of a crashed worker, events spooled while
             # the database was unavailable, memory a migration asked to re-derive.

@@ -1,6 +1,13 @@
-"""The `remem` command. Importing the command modules registers them on the group."""
+"""The `remem` command.
 
-from remem.cli import forget, home, memory, work  # noqa: F401  (registration)
-from remem.cli.app import cli, main
+Importing this package costs nothing: `main` answers the plain reads with the stdlib
+(remem.cli.fast) and loads click and the commands (remem.cli.commands) for everything else.
+"""
 
-__all__ = ["cli", "main"]
+from __future__ import annotations
+
+
+def main() -> None:
+    from remem.cli.fast import main as front_door
+
+    front_door()

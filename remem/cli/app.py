@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+import sys
 from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy.exc import DBAPIError
 
 from remem.config import Settings, load_settings
 from remem.errors import RememError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
+
+# Nothing here imports SQLAlchemy: `remem --help` and the commands that read with the stdlib
+# answer in the time of an interpreter start. A command imports what it needs when it runs.
 
 
 class _Group(click.Group):
@@ -29,19 +33,34 @@ class _Group(click.Group):
         except RememError as exc:
             click.echo(f"remem: {exc}", err=True)
             ctx.exit(exc.exit_code)
-        except DBAPIError as exc:
-            click.echo(f"remem: {_database_problem(exc)}", err=True)
+        except Exception as exc:
+            cause = _database_error(exc)
+            if cause is None:
+                raise
+            click.echo(f"remem: {_database_problem(cause)}", err=True)
             ctx.exit(1)
 
 
-def _database_problem(exc: DBAPIError) -> str:
+def _database_error(exc: Exception) -> BaseException | None:
+    """The driver's error behind a failed read or write (stdlib sqlite3 directly, or wrapped by
+    SQLAlchemy, whose module is only looked up if a command loaded it)."""
+    if isinstance(exc, sqlite3.Error):
+        return exc
+    sqlalchemy_errors = sys.modules.get("sqlalchemy.exc")
+    if sqlalchemy_errors is not None and isinstance(exc, sqlalchemy_errors.DBAPIError):
+        cause: BaseException | None = exc.orig
+        return cause if cause is not None else exc
+    return None
+
+
+def _database_problem(exc: BaseException) -> str:
     """One line naming the database and what to do; a damaged file is a user's problem, not a
     traceback."""
     try:
         where = load_settings().sqlite_file or "the database"
     except RememError:
         where = "the database"
-    reason = str(exc.orig).strip() or type(exc.orig).__name__
+    reason = str(exc).strip() or type(exc).__name__
     if "not a database" in reason or "malformed" in reason:
         advice = "it is damaged: move it aside and run `remem init`, or restore a backup"
     elif "readonly" in reason or "read-only" in reason:
@@ -68,7 +87,7 @@ def cli() -> None:
 
     \b
     Example:
-      remem init            # create ~/.remem and print the hook settings
+      remem init            # create ~/.remem and connect your agents
       remem status          # what has been captured so far
     """
 
@@ -92,7 +111,13 @@ def project_root(path: str | None) -> str | None:
     return locate(os.path.realpath(os.path.expanduser(path)))[0]
 
 
-def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+def print_table(
+    title: str, columns: list[str], rows: list[list[str]], empty: str | None = None
+) -> None:
+    """A rich table; with no rows, the `empty` line instead, saying why and what comes next."""
+    if not rows and empty is not None:
+        click.echo(empty)
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -102,11 +127,3 @@ def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     for row in rows:
         table.add_row(*row)
     Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
-
-
-def main() -> None:
-    cli(prog_name="remem")
-
-
-if __name__ == "__main__":
-    main()

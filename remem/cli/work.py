@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from remem.cli.app import cli, open_home, print_json, print_table
-from remem.db.schema import TASK_STATUSES
+from remem.db.vocabulary import TASK_STATUSES
 from remem.errors import NotFound
 
 
@@ -46,10 +46,15 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
         if burst:
             _burst(runner, max_seconds, as_json)
         else:
+            from remem.queue.heartbeats import lock_path
             from workers.daemon import Daemon
 
-            lock_path = (settings.sqlite_file or os.path.join(settings.home, "remem")) + ".lock"
-            daemon = Daemon(runner, stop, lock_path, settings.shutdown_timeout_s)
+            daemon = Daemon(
+                runner,
+                stop,
+                lock_path(settings.sqlite_file, settings.home),
+                settings.shutdown_timeout_s,
+            )
             daemon.run(
                 lambda: click.echo(
                     f"remem worker running (pid {os.getpid()}); logs in {settings.log_dir}"
@@ -115,7 +120,7 @@ def _burst(runner: Any, max_seconds: float | None, as_json: bool) -> None:
     default=None,
     help="Only tasks in this state.",
 )
-@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the tasks as JSON.")
 @click.pass_context
 def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bool) -> None:
@@ -163,6 +168,11 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
             ]
             for r in rows
         ],
+        empty=(
+            f"No {status_filter} tasks."
+            if status_filter
+            else "No tasks yet: the hook queues one per session when an agent runs a command."
+        ),
     )
 
 

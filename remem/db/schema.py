@@ -19,11 +19,11 @@ from sqlalchemy import (
     text,
 )
 
+from remem.db.vocabulary import PROCEDURE_STATUSES, TASK_STATUSES
+
 metadata = MetaData()
 
 OUTCOMES = ("success", "failure", "interrupted", "backgrounded", "unknown")
-TASK_STATUSES = ("pending", "processing", "done", "failed")
-PROCEDURE_STATUSES = ("active", "broken", "stale", "archived")
 EVENT_KINDS = ("command", "edit", "session_start")
 
 
@@ -142,6 +142,7 @@ dropped_payloads = Table(
     Column("size_bytes", Integer, nullable=False),
     Column("payload_sha256", Text, nullable=False),
     Column("detail", Text),
+    Column("excerpt", Text),
     Column("dropped_at", Float, nullable=False),
 )
 
@@ -328,4 +329,25 @@ pending_jobs = Table(
     Column("name", Text, primary_key=True),
     Column("reason", Text, nullable=False),
     Column("created_at", Float, nullable=False),
+)
+
+EXPORT_FORMATS = ("claude-skill", "agents-md", "runbook")
+
+# Drafts `remem procedures export` wrote, by the path of the file: a draft whose content no
+# longer has the digest written is a person's edit and is never overwritten, and `remem doctor`
+# reports drafts whose procedure changed since. No foreign key: a rebuild clears procedures and
+# gives them their ids back.
+exports = Table(
+    "exports",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("procedure_id", Integer, nullable=False),
+    Column("format", Text, nullable=False),
+    Column("path", Text, nullable=False, unique=True),
+    Column("draft_sha256", Text, nullable=False),
+    # What of the procedure the draft says (command, where, pitfalls), hashed at export.
+    Column("procedure_sha256", Text, nullable=False),
+    Column("exported_at", Float, nullable=False),
+    CheckConstraint(_one_of("format", EXPORT_FORMATS), name="ck_exports_format"),
+    Index("ix_exports_procedure", "procedure_id"),
 )

@@ -92,5 +92,5 @@ def test_a_call_never_resolved_within_a_day_is_counted(world: World, tmp_path: P
     world.burst()
 
     assert outcomes(world) == {"call_a": "unknown"}
-    status = collect_status(world.settings, world.engine, world.now)
+    status = collect_status(world.settings, world.now)
     assert status["unresolved_codex_events"] == 1

@@ -1,0 +1,124 @@
+"""One read-only snapshot of a home's database, for the commands that only read.
+
+A SQLite file is read with the stdlib, as the hook reads its digest, so that `remem context` and
+`remem status` answer in the time of an interpreter start. Any other database goes through an
+SQLAlchemy engine, imported only then. Either way the caller gets `execute(sql, params) -> rows`
+(named parameters) inside one transaction: every statement sees the same state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+
+from remem.db.sqlite import SCHEMA_HEAD
+from remem.errors import (
+    DatabaseUnavailable,
+    HomeNotFound,
+    HomeNotOwned,
+    HomeUnusable,
+    SchemaBehind,
+)
+from remem.paths import foreign_owner, home_problem
+
+TYPE_CHECKING = False  # `typing` is not imported on the fast read path
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class Settings(Protocol):
+        """What a snapshot needs of the settings: remem.config.Settings, or the hot paths'
+        remem.hot_settings.HotSettings."""
+
+        @property
+        def home(self) -> str: ...
+        @property
+        def database_url(self) -> str: ...
+        @property
+        def sqlite_file(self) -> str | None: ...
+
+
+Execute = Callable[[str, "dict[str, Any]"], "Sequence[Sequence[Any]]"]
+BUSY_TIMEOUT_S = 2.0
+
+REVISION = "SELECT version_num FROM alembic_version"
+
+
+def require_home(home: str) -> None:
+    problem = home_problem(home)
+    if problem:
+        raise HomeUnusable(home, problem)
+    if not os.path.isdir(home):
+        raise HomeNotFound(home)
+    owner = foreign_owner(home)
+    if owner is not None:
+        raise HomeNotOwned(home, owner)
+
+
+def revision(execute: Execute) -> str | None:
+    """The schema revision stamped in the database; None before the first migration."""
+    try:
+        rows = execute(REVISION, {})
+    except Exception as exc:  # no alembic_version table yet: both drivers say "no such table"
+        if "alembic_version" in str(exc) or "no such table" in str(exc):
+            return None
+        raise
+    return str(rows[0][0]) if rows else None
+
+
+@contextlib.contextmanager
+def read_snapshot(settings: Settings, require_current_schema: bool = True) -> Iterator[Execute]:
+    require_home(settings.home)
+    path = settings.sqlite_file
+    if path is None:
+        with _engine_snapshot(settings, require_current_schema) as execute:
+            yield execute
+        return
+    if not os.path.isfile(path):
+        raise DatabaseUnavailable(path, "the file does not exist: run `remem init`")
+    connection = sqlite3.connect(
+        f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
+    )
+    try:
+
+        def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+            return connection.execute(sql, params).fetchall()
+
+        connection.execute("BEGIN")
+        _check_schema(execute, require_current_schema)
+        yield execute
+    finally:
+        connection.close()
+
+
+def _check_schema(execute: Execute, required: bool) -> None:
+    if required:
+        current = revision(execute)
+        if current != SCHEMA_HEAD:
+            raise SchemaBehind(current, SCHEMA_HEAD)
+
+
+@contextlib.contextmanager
+def _engine_snapshot(settings: Settings, require_current_schema: bool) -> Iterator[Execute]:
+    from remem.db.engine import READ_ONLY, executor, make_engine
+
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            execute = executor(connection)
+            _check_schema(execute, require_current_schema)
+            yield execute
+    finally:
+        engine.dispose()
+
+
+def database_label(settings: Settings) -> str:
+    """The database as status shows it: the URL, any password hidden."""
+    url = settings.database_url
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if sep and at and ":" in credentials:
+        user = credentials.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
