@@ -1,4 +1,6 @@
-"""The hook settings `remem init` prints for each host, calling remem-hook by absolute path."""
+"""The hook settings remem installs into each agent (or prints), calling remem-hook by absolute
+path. What the settings are lives here; merging them into an agent's file is
+`remem.agents_settings`."""
 
 from __future__ import annotations
 
@@ -7,10 +9,12 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 
 from remem.paths import DEFAULT_HOME
 
 CLAUDE_TOOLS = "Bash|Edit|Write|MultiEdit|NotebookEdit"
+AGENTS = ("claude-code", "codex", "cursor")
 
 
 def hook_executable() -> str:
@@ -65,22 +69,32 @@ def cursor(executable: str, home: str) -> dict[str, object]:
     }
 
 
-def render_instructions(home: str, executable: str | None = None) -> str:
-    executable = executable or hook_executable()
+SETTINGS: dict[str, Callable[[str, str], dict[str, object]]] = {
+    "claude-code": claude_code,
+    "codex": codex,
+    "cursor": cursor,
+}
 
-    def block(data: dict[str, object]) -> str:
-        return json.dumps(data, indent=2)
+_WHERE = {
+    "claude-code": "Claude Code: `remem hooks install claude-code` merges this into "
+    "~/.claude/settings.json (or paste it into .claude/settings.json):",
+    "codex": "Codex CLI: `remem hooks install codex` merges this into ~/.codex/hooks.json and "
+    "sets `[features]` `codex_hooks = true` in ~/.codex/config.toml:",
+    "cursor": "Cursor: `remem hooks install cursor` merges this into ~/.cursor/hooks.json "
+    "(or paste it into .cursor/hooks.json):",
+}
 
-    return "\n".join(
-        [
-            "Claude Code: merge into ~/.claude/settings.json (or .claude/settings.json):",
-            block(claude_code(executable, home)),
-            "",
-            "Codex CLI: merge into ~/.codex/hooks.json, and enable hooks in ~/.codex/config.toml",
-            "with `[features]` `codex_hooks = true`:",
-            block(codex(executable, home)),
-            "",
-            "Cursor: merge into ~/.cursor/hooks.json (or .cursor/hooks.json):",
-            block(cursor(executable, home)),
-        ]
-    )
+
+def settings_for(agent: str, home: str, executable: str | None = None) -> dict[str, object]:
+    """What `remem hooks install AGENT` merges into the agent's file."""
+    return SETTINGS[agent](executable or hook_executable(), home)
+
+
+def render_instructions(
+    home: str, executable: str | None = None, agents: tuple[str, ...] = AGENTS
+) -> str:
+    blocks = [
+        f"{_WHERE[agent]}\n{json.dumps(settings_for(agent, home, executable), indent=2)}"
+        for agent in agents
+    ]
+    return "\n\n".join(blocks)

@@ -38,8 +38,11 @@ def test_init_twice_in_a_fresh_home(tmp_path: Path) -> None:
     assert _mode(home) == 0o700
     assert _mode(home / "remem.db") == 0o600
     assert _mode(home / "config.toml") == 0o600
+    assert "remem hooks install all" in first.stdout.decode()
+    assert "claude mcp add" in first.stdout.decode()
+    assert "[mcp_servers.remem]" in first.stdout.decode()
     hook_path = str(Path(REMEM_HOOK))
-    out = first.stdout.decode()
+    out = _run([REMEM, "hooks", "show"], env).stdout.decode()
     for marker in (
         '"PostToolUse"',
         '"PostToolUseFailure"',
@@ -62,7 +65,8 @@ def test_init_twice_in_a_fresh_home(tmp_path: Path) -> None:
 
 def test_printed_hook_settings_are_valid_json_for_each_host(tmp_path: Path) -> None:
     env = _env(tmp_path, REMEM_HOME=str(tmp_path / "h"))
-    out = _run([REMEM, "init"], env).stdout.decode()
+    assert _run([REMEM, "init"], env).returncode == 0
+    out = _run([REMEM, "hooks", "show"], env).stdout.decode()
     blocks, depth, current = [], 0, []
     for line in out.splitlines():
         if line.startswith("{") and depth == 0:
@@ -111,7 +115,7 @@ def test_bad_config_value_is_one_line_naming_key_and_file(tmp_path: Path) -> Non
 
 def test_every_command_has_help_with_an_example(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    from remem.cli import cli
+    from remem.cli.commands import cli
 
     def walk(group: object, prefix: list[str]) -> list[list[str]]:
         found = [prefix]

@@ -1,0 +1,446 @@
+"""remem's hooks in each agent's own settings file: locate the files, merge remem's entries in,
+take them out, show the diff, back up and write.
+
+The merge functions are pure (documents and text in, documents and text out); `plan_install`
+and `plan_uninstall` read the files and `apply` writes them: a timestamped backup beside a file
+that changes, then an atomic replace that keeps the file's mode. Every other key and hook of the
+user's file stays as it was; remem's own entries are recognised by their command calling
+remem-hook, whichever path it has, so a newer install replaces an older one.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import json
+import os
+import re
+import shlex
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from remem.errors import RememError
+
+HOOK_NAME = "remem-hook"
+AGENT_FOLDERS = {"claude-code": ".claude", "codex": ".codex", "cursor": ".cursor"}
+SETTINGS_FILES = {"claude-code": "settings.json", "codex": "hooks.json", "cursor": "hooks.json"}
+CODEX_CONFIG = "config.toml"
+CODEX_FLAG = "codex_hooks"
+BACKUP_INFIX = ".remem-backup-"
+
+
+class AgentFileInvalid(RememError):
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(
+            f"{path} {problem}: fix or move the file, then run again (nothing changed)."
+        )
+        self.path = path
+        self.problem = problem
+
+
+class AgentFileUnwritable(RememError):
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            f"Cannot write {path} ({reason}): give your user write access to it and its "
+            "folder, then run again."
+        )
+
+
+class AgentFileMoved(RememError):
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} changed while remem was editing it: run the command again.")
+
+
+def agent_folder(agent: str, user_home: Path) -> Path:
+    return user_home / AGENT_FOLDERS[agent]
+
+
+def settings_file(agent: str, user_home: Path) -> Path:
+    return agent_folder(agent, user_home) / SETTINGS_FILES[agent]
+
+
+def codex_config(user_home: Path) -> Path:
+    return agent_folder("codex", user_home) / CODEX_CONFIG
+
+
+def present_agents(user_home: Path) -> tuple[str, ...]:
+    """The agents whose folder exists in the user's home: the ones in use on this machine."""
+    return tuple(agent for agent in AGENT_FOLDERS if agent_folder(agent, user_home).is_dir())
+
+
+# --- pure: JSON documents -------------------------------------------------------------------
+
+
+def is_remem_command(command: object) -> bool:
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return any(os.path.basename(word) == HOOK_NAME for word in words)
+
+
+def _is_remem_handler(item: object) -> bool:
+    return isinstance(item, dict) and is_remem_command(item.get("command"))
+
+
+def remem_commands(document: object) -> list[str]:
+    """Every command in the document's hooks that calls remem-hook."""
+    found: list[str] = []
+    hooks = document.get("hooks") if isinstance(document, dict) else None
+    for items in hooks.values() if isinstance(hooks, dict) else ():
+        for item in items if isinstance(items, list) else ():
+            inner = item.get("hooks") if isinstance(item, dict) else None
+            for handler in [item, *(inner if isinstance(inner, list) else ())]:
+                if _is_remem_handler(handler):
+                    found.append(handler["command"])
+    return found
+
+
+def _strip(items: list[Any]) -> tuple[list[Any], int | None]:
+    """The event's items without remem's handlers (a matcher group left empty goes too), and
+    where the first of them was, so that a replacement takes its place."""
+    kept: list[Any] = []
+    first: int | None = None
+    for item in items:
+        inner = item.get("hooks") if isinstance(item, dict) else None
+        if _is_remem_handler(item):
+            first = len(kept) if first is None else first
+            continue
+        if isinstance(inner, list) and any(_is_remem_handler(h) for h in inner):
+            others = [h for h in inner if not _is_remem_handler(h)]
+            if others:
+                kept.append({**item, "hooks": others})
+            first = len(kept) if first is None else first
+            continue
+        kept.append(item)
+    return kept, first
+
+
+def _hooks_of(document: object) -> dict[str, Any]:
+    if not isinstance(document, dict):
+        raise ValueError("is not a JSON object")
+    hooks = document.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ValueError('has a "hooks" that is not an object')
+    return hooks
+
+
+def merge(document: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """`document` with remem's hooks as `wanted` has them, in place of any older remem entry;
+    every other key and hook kept in its order. Merging twice equals merging once."""
+    hooks = _hooks_of(document)
+    result = copy.deepcopy(document)
+    for key, value in wanted.items():
+        if key != "hooks":
+            result.setdefault(key, copy.deepcopy(value))
+    wanted_hooks: dict[str, list[Any]] = wanted["hooks"]
+    merged: dict[str, Any] = {}
+    for event, items in hooks.items():
+        if not isinstance(items, list):
+            merged[event] = copy.deepcopy(items)
+            continue
+        kept, first = _strip(copy.deepcopy(items))
+        if event in wanted_hooks:
+            at = len(kept) if first is None else first
+            kept[at:at] = copy.deepcopy(wanted_hooks[event])
+        elif first is not None and not kept:
+            continue
+        merged[event] = kept
+    for event, items in wanted_hooks.items():
+        merged.setdefault(event, copy.deepcopy(items))
+    result["hooks"] = merged
+    return result
+
+
+def unmerge(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` without remem's hooks; an event list or `hooks` object emptied by that goes
+    too, everything else stays."""
+    hooks = _hooks_of(document)
+    result = copy.deepcopy(document)
+    if "hooks" not in document:
+        return result
+    left: dict[str, Any] = {}
+    for event, items in hooks.items():
+        if isinstance(items, list):
+            kept, first = _strip(copy.deepcopy(items))
+            if first is not None and not kept:
+                continue
+            left[event] = kept
+        else:
+            left[event] = copy.deepcopy(items)
+    if left or not hooks:
+        result["hooks"] = left
+    else:
+        del result["hooks"]
+    return result
+
+
+def is_current(document: object, wanted: dict[str, Any]) -> bool:
+    """Whether installing `wanted` would leave the document as it is."""
+    try:
+        return isinstance(document, dict) and merge(document, wanted) == document
+    except ValueError:
+        return False
+
+
+def render_json(document: dict[str, Any], original: str | None) -> str:
+    """The document as JSON, indented the way the original file was (2 spaces for a new one)."""
+    indent: int | str = 2
+    match = re.search(r"^([ \t]+)\S", original or "", re.MULTILINE)
+    if match:
+        found = match.group(1)
+        indent = "\t" if found.startswith("\t") else len(found)
+    return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
+
+
+# --- pure: Codex's config.toml --------------------------------------------------------------
+
+
+def codex_hooks_enabled(text: str) -> bool:
+    """Whether config.toml turns Codex's hooks on (`codex_hooks`, or its newer name `hooks`)."""
+    try:
+        features = tomllib.loads(text).get("features")
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(features, dict) and (
+        features.get(CODEX_FLAG) is True or features.get("hooks") is True
+    )
+
+
+def enable_codex_hooks(text: str) -> str:
+    """config.toml with `[features] codex_hooks = true`, comments and layout kept; unchanged
+    when hooks are already on. Raises ValueError for a file that is not TOML."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        document = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ValueError(f"is not valid TOML ({exc})") from exc
+    if codex_hooks_enabled(text):
+        return text
+    features = document.get("features")
+    if features is None:
+        if text and not text.endswith("\n"):
+            document.add(tomlkit.nl())
+        document.add("features", tomlkit.table())
+        features = document["features"]
+    elif not isinstance(features, dict):
+        raise ValueError('has a "features" that is not a table')
+    features[CODEX_FLAG] = True
+    return tomlkit.dumps(document)
+
+
+# --- files ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file's text before and after (None: the file is absent, or removed)."""
+
+    path: Path
+    before: str | None
+    after: str | None
+    backup: Path | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff(
+            (self.before or "").splitlines(keepends=True),
+            (self.after or "").splitlines(keepends=True),
+            fromfile=str(self.path) if self.before is not None else "/dev/null",
+            tofile=str(self.path) if self.after is not None else "/dev/null",
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "changed": self.changed,
+            "removed": self.before is not None and self.after is None,
+            "backup": str(self.backup) if self.backup else None,
+        }
+
+
+@dataclass(frozen=True)
+class AgentChange:
+    agent: str
+    files: tuple[FileChange, ...]
+
+    @property
+    def changed(self) -> bool:
+        return any(change.changed for change in self.files)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "changed": self.changed,
+            "files": [change.as_json() for change in self.files],
+        }
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AgentFileInvalid(path, f"cannot be read ({exc})") from exc
+
+
+def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text and its JSON object ({} when it is absent or blank)."""
+    text = _read(path)
+    if text is None or not text.strip():
+        return text, {}
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise AgentFileInvalid(path, f"is not valid JSON ({exc})") from exc
+    if not isinstance(document, dict):
+        raise AgentFileInvalid(path, "is not a JSON object")
+    return text, document
+
+
+def _json_change(path: Path, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> FileChange:
+    before, document = read_settings(path)
+    try:
+        edited = edit(document)
+    except ValueError as exc:
+        raise AgentFileInvalid(path, str(exc)) from exc
+    if edited == document:
+        return FileChange(path, before, before)
+    return FileChange(path, before, render_json(edited, before))
+
+
+def plan_install(agent: str, user_home: Path, wanted: dict[str, Any]) -> AgentChange:
+    """What installing `wanted` changes in the agent's files; nothing is written."""
+    changes = [_json_change(settings_file(agent, user_home), lambda doc: merge(doc, wanted))]
+    if agent == "codex":
+        path = codex_config(user_home)
+        before = _read(path)
+        try:
+            after = enable_codex_hooks(before or "")
+        except ValueError as exc:
+            raise AgentFileInvalid(path, str(exc)) from exc
+        changes.append(FileChange(path, before, before if after == (before or "") else after))
+    return AgentChange(agent, tuple(changes))
+
+
+def plan_uninstall(agent: str, user_home: Path, scaffold: dict[str, Any]) -> AgentChange:
+    """What taking remem's hooks out changes; a file left holding nothing but what an install
+    adds around the hooks (`scaffold`, e.g. Cursor's `version`) is removed. Codex's
+    `codex_hooks` flag stays: other hooks may rely on it."""
+    change = _json_change(settings_file(agent, user_home), unmerge)
+    if change.changed and change.after is not None:
+        left = json.loads(change.after)
+        if all(key in scaffold and scaffold[key] == value for key, value in left.items()):
+            change = dataclasses.replace(change, after=None)
+    return AgentChange(agent, (change,))
+
+
+def apply(changes: Iterable[AgentChange], now: datetime | None = None) -> list[AgentChange]:
+    """Write every changed file: backup first, then an atomic replace (or removal)."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    done: list[AgentChange] = []
+    for agent_change in changes:
+        files = []
+        for change in agent_change.files:
+            if change.changed:
+                try:
+                    backup = _write(change, stamp)
+                except PermissionError as exc:
+                    raise AgentFileUnwritable(change.path, exc.strerror or str(exc)) from exc
+                change = dataclasses.replace(change, backup=backup)
+            files.append(change)
+        done.append(dataclasses.replace(agent_change, files=tuple(files)))
+    return done
+
+
+def _write(change: FileChange, stamp: str) -> Path | None:
+    if _read(change.path) != change.before:
+        raise AgentFileMoved(change.path)
+    backup = None if change.before is None else _backup(change.path, stamp)
+    target = change.path.resolve()  # a symlinked settings file (dotfiles) stays a symlink
+    if change.after is None:
+        target.unlink()
+    else:
+        atomic_write(target, change.after)
+    return backup
+
+
+def _backup(path: Path, stamp: str) -> Path:
+    data = path.read_bytes()
+    mode = path.stat().st_mode & 0o7777
+    for attempt in range(100):
+        suffix = "" if attempt == 0 else f"-{attempt}"
+        backup = path.with_name(f"{path.name}{BACKUP_INFIX}{stamp}{suffix}")
+        try:
+            descriptor = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(descriptor, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+        return backup
+    raise AgentFileInvalid(path, "has too many backups from this second")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace the file in one step (a temporary file beside it, then os.replace), keeping its
+    mode; a new file gets the mode the umask gives."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def install(
+    agents: Iterable[str], user_home: Path, remem_home: str, dry_run: bool = False
+) -> list[AgentChange]:
+    """Install remem's hooks for these agents. Every file is planned first, so one invalid
+    file stops the lot before anything is written."""
+    from remem.capture.install import settings_for
+
+    planned = [plan_install(agent, user_home, settings_for(agent, remem_home)) for agent in agents]
+    return planned if dry_run else apply(planned)
+
+
+def uninstall(
+    agents: Iterable[str], user_home: Path, remem_home: str, dry_run: bool = False
+) -> list[AgentChange]:
+    from remem.capture.install import settings_for
+
+    planned = []
+    for agent in agents:
+        wanted = settings_for(agent, remem_home)
+        scaffold = {key: value for key, value in wanted.items() if key != "hooks"}
+        planned.append(plan_uninstall(agent, user_home, scaffold))
+    return planned if dry_run else apply(planned)
