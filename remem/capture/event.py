@@ -92,6 +92,11 @@ ERROR_EXCERPT_CHARS = 500
 # A long output keeps its head and its tail, where test runners print their summaries.
 OUTPUT_HEAD_CHARS = 1000
 OUTPUT_TAIL_CHARS = 3000
+# What `remem drops` shows of a dropped payload: its start, redacted.
+DROP_EXCERPT_CHARS = 300
+# Drop reasons that lose nothing the memory needs: an event kept with its output cut, remem's own
+# command, and what a host sends beyond the events and tools remem reads.
+DROPS_BY_DESIGN = ("output_cut", "own_command", "ignored_event", "ignored_tool")
 
 
 class Dropped(Exception):

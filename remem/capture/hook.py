@@ -16,10 +16,17 @@ import time
 
 from remem import paths
 from remem.capture.event import HOSTS, CapturedEvent, Dropped
-from remem.capture.hosts import build_event, detect_host, sha256_hex
+from remem.capture.hosts import (
+    build_event,
+    cut_output,
+    detect_host,
+    payload_excerpt,
+    sha256_hex,
+)
 from remem.capture.identity import locate
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
 from remem.db import sqlite as sqlite_settings
+from remem.hot_settings import HotSettings
 from remem.procedures import digest
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -27,7 +34,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, BinaryIO
 
+# Above MAX_PAYLOAD_BYTES a payload is kept only once its output is cut back under it; above
+# MAX_READ_BYTES it is not even parsed, and is dropped as too large.
 MAX_PAYLOAD_BYTES = 1024 * 1024
+MAX_READ_BYTES = 64 * 1024 * 1024
 _fast_exit = False  # set by run(): the process ends with os._exit straight after main()
 DIGEST_WAIT_S = 0.5
 USAGE = "usage: remem-hook [--host claude-code|codex|cursor|generic] < payload.json"
@@ -42,19 +52,48 @@ class _Invalid(Exception):
     it would refuse it from the spool too, so the payload is dropped with this detail."""
 
 
-def _parse_args(argv: list[str]) -> str | None:
-    host = None
-    for index, arg in enumerate(argv):
-        if arg.startswith("--host="):
-            host = arg.split("=", 1)[1]
-        elif arg == "--host" and index + 1 < len(argv):
-            host = argv[index + 1]
-    return host if host in HOSTS else None
+def _parse_args(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The host --host names, and a line for each argument not understood. A wrong argument
+    must not cost the event: the hook goes on, detecting the host from the payload."""
+    host, problems, index = None, [], 0
+    while index < len(argv):
+        arg = argv[index]
+        index += 1
+        if arg == "--host" or arg.startswith("--host="):
+            if arg == "--host":
+                value = argv[index] if index < len(argv) else ""
+                index += 1
+            else:
+                value = arg.split("=", 1)[1]
+            host = value if value in HOSTS else None
+            if host is None:
+                problems.append(
+                    f"remem-hook: unknown host {value!r} for --host, ignored (accepted: "
+                    f"{', '.join(HOSTS)}); the host is detected from the payload"
+                )
+        elif arg not in ("-h", "--help"):
+            problems.append(
+                f"remem-hook: unknown argument {arg!r}, ignored "
+                f"(accepted: --host {'|'.join(HOSTS)}, --help)"
+            )
+    return host, problems
+
+
+def _read(source: BinaryIO) -> tuple[bytes, int]:
+    """The payload and its true size. Past MAX_READ_BYTES only its first bytes are kept; the
+    rest is drained all the same, so the agent never sees a broken pipe."""
+    raw = source.read(MAX_PAYLOAD_BYTES + 1)
+    if len(raw) <= MAX_PAYLOAD_BYTES:
+        return raw, len(raw)
+    chunks, size = [raw], len(raw)
+    while chunk := source.read(1 << 20):
+        size += len(chunk)
+        if size <= MAX_READ_BYTES:
+            chunks.append(chunk)
+    return (raw if size > MAX_READ_BYTES else b"".join(chunks)), size
 
 
 def _decode(raw: bytes) -> dict[str, Any]:
-    if len(raw) > MAX_PAYLOAD_BYTES:
-        raise Dropped("too_large", f"over {MAX_PAYLOAD_BYTES} bytes")
     if not raw.strip():
         raise Dropped("empty", "no payload on stdin")
     try:
@@ -80,41 +119,6 @@ def _without_lone_surrogates(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_lone_surrogates(item) for item in value]
     return value
-
-
-class _HookSettings:
-    """The few settings the hook needs, read from config.toml only when the file sets one of
-    them: tomllib alone would cost the hook a third of its time budget."""
-
-    KEYS = ("url", "lock_timeout", "spool_max_bytes", "max_chars", "max_lines", "inherit_from")
-
-    def __init__(self, home: str) -> None:
-        self.database_url = os.environ.get("REMEM_DATABASE_URL") or paths.default_database_url(home)
-        self.lock_timeout_s = 1.0
-        self.spool_max_bytes = 256 * 1024 * 1024
-        self.max_chars = digest.DEFAULT_MAX_CHARS
-        self.max_lines = digest.DEFAULT_MAX_LINES
-        self.inherit_from: Sequence[str] = digest.DEFAULT_INHERIT_FROM
-        overridden = any(
-            name.startswith(("REMEM_CAPTURE_", "REMEM_CONTEXT_")) for name in os.environ
-        )
-        if overridden or _config_mentions(home, self.KEYS):
-            from remem.config import load_settings
-
-            settings = load_settings()
-            self.database_url, self.lock_timeout_s = settings.database_url, settings.lock_timeout_s
-            self.max_chars, self.max_lines = settings.context_max_chars, settings.context_max_lines
-            self.inherit_from = settings.inherit_from
-            self.spool_max_bytes = settings.spool_max_bytes
-
-
-def _config_mentions(home: str, keys: tuple[str, ...]) -> bool:
-    try:
-        with open(paths.config_path(home), encoding="utf-8", errors="replace") as handle:
-            lines = handle.read(65536).splitlines()
-    except OSError:
-        return False
-    return any(line.strip().startswith(keys) for line in lines)
 
 
 def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
@@ -156,10 +160,10 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
         connection.close()
 
 
-def save(home: str, kind: str, body: Any, settings: _HookSettings | None = None) -> str:
+def save(home: str, kind: str, body: Any, settings: HotSettings | None = None) -> str:
     """Store or spool one record; returns where it went. Raises OSError if neither worked."""
     try:
-        settings = settings or _HookSettings(home)
+        settings = settings or HotSettings(home)
     except Exception as exc:  # a broken config must not lose the event
         reason = f"settings unreadable: {exc}"
     else:
@@ -186,6 +190,7 @@ def _invalid_drop(event: CapturedEvent, detail: str) -> dict[str, Any]:
         len(payload),
         sha256_hex(payload),
         event.captured_at,
+        payload_excerpt(payload),
     )
 
 
@@ -193,7 +198,7 @@ def _spool(home: str, kind: str, body: Any, reason: str, max_bytes: int | None) 
     """The fallback: append the record to the spool. Raises OSError if that fails too."""
     from remem.capture import spool  # the fallback path only
 
-    record_body = body.as_dict() if isinstance(body, CapturedEvent) else body
+    record_body = body.as_dict() if isinstance(body, CapturedEvent) else dict(body)
     record = {"type": kind, kind: record_body, "spooled_at": time.time(), "spool_reason": reason}
     try:
         spool.append(os.path.join(home, paths.SPOOL_DIR), record, max_bytes)
@@ -202,21 +207,51 @@ def _spool(home: str, kind: str, body: Any, reason: str, max_bytes: int | None) 
     return "spooled"
 
 
-def capture(raw: bytes, host: str | None, now: float) -> tuple[str, Any]:
-    """('event', CapturedEvent) or ('drop', drop record) for one raw payload."""
+def capture(
+    raw: bytes, host: str | None, now: float, size_bytes: int | None = None
+) -> tuple[str, Any]:
+    """('event', CapturedEvent) or ('drop', drop record) for one raw payload; size_bytes is
+    the payload's true size when only its start was read."""
+    size = len(raw) if size_bytes is None else size_bytes
     try:
+        if size > MAX_READ_BYTES:
+            raise Dropped("too_large", f"over {MAX_READ_BYTES} bytes: not read")
         payload = _decode(raw)
         host = host or detect_host(payload)
         if host is None:
             raise Dropped("unknown_host", "payload matches no known host shape")
-        return "event", build_event(payload, host, now, locate)
+        cut = _cut_oversized(payload, host) if size > MAX_PAYLOAD_BYTES else 0
+        return "event", build_event(payload, host, now, locate, cut)
     except Dropped as dropped:
         reason, detail = dropped.reason, dropped.detail
         drop_host, hook_event = dropped.host or host, dropped.hook_event
     except Exception as exc:  # a bug here must never break the agent: record it and go on
         reason, detail, drop_host, hook_event = "internal_error", type(exc).__name__, host, None
-    digest = sha256_hex(raw)
-    return "drop", drop_record(reason, detail, drop_host, hook_event, len(raw), digest, now)
+    digest, excerpt = sha256_hex(raw), payload_excerpt(raw)
+    return "drop", drop_record(reason, detail, drop_host, hook_event, size, digest, now, excerpt)
+
+
+def _cut_oversized(payload: dict[str, Any], host: str) -> int:
+    """Cut the output of a payload over MAX_PAYLOAD_BYTES; what it runs and how it ended are
+    kept. Raises Dropped when it is still over the cap without most of its output."""
+    cut = cut_output(payload, host)
+    rest = json.dumps(payload, ensure_ascii=False).encode("utf-8", "replace")
+    if cut == 0 or len(rest) > MAX_PAYLOAD_BYTES:
+        detail = f"over {MAX_PAYLOAD_BYTES} bytes, even with its output cut"
+        raise Dropped("too_large", detail, host, payload.get("hook_event_name"))
+    return cut
+
+
+def _cut_note(event: CapturedEvent, raw: bytes, size: int, now: float) -> dict[str, Any]:
+    """The drop ledger's record that an oversized payload was kept with its output cut: where
+    a user looks for what the hook did not store whole."""
+    detail = f"event kept with its command and outcome; output cut from a {size}-byte payload"
+    digest, excerpt = sha256_hex(raw), payload_excerpt(raw)
+    note = drop_record(
+        "output_cut", detail, event.host, event.hook_event, size, digest, now, excerpt
+    )
+    note["idempotency_key"] = f"output_cut:{event.idempotency_key}"  # once per event
+    return note
 
 
 def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
@@ -227,6 +262,9 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
         print("Reads one hook payload (JSON) on stdin and records it in the remem home.")
         print("Example: remem-hook --host claude-code < payload.json")
         return 0
+    host, problems = _parse_args(args)
+    for problem in problems:
+        sys.stderr.write(problem + "\n")
     home = paths.resolve_home()
     if not os.path.isdir(home):
         sys.stderr.write(f"remem-hook: no remem home at {home}: run `remem init`\n")
@@ -235,14 +273,11 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     if owner is not None:
         sys.stderr.write(f"remem-hook: {home} belongs to another user (uid {owner}); not used\n")
         return 1
-    raw = source.read(MAX_PAYLOAD_BYTES + 1)
-    kind, body = capture(raw, _parse_args(args), time.time())
-    if len(raw) > MAX_PAYLOAD_BYTES:
-        # Drain the rest so the agent never sees a broken pipe, and record the true size.
-        while chunk := source.read(1 << 20):
-            body["size_bytes"] += len(chunk)
+    raw, size = _read(source)
+    now = time.time()
+    kind, body = capture(raw, host, now, size)
     try:
-        settings: _HookSettings | None = _HookSettings(home)
+        settings: HotSettings | None = HotSettings(home)
     except Exception:  # save() spools with the reason; the digest is skipped
         settings = None
     output = None
@@ -251,12 +286,17 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
         # cannot encode the digest, must not cost the event.
         output = _read_digest(settings, body)
     try:
-        save(home, kind, body, settings)
+        saved = save(home, kind, body, settings)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
         return 1
     except Exception as exc:  # a bug must cost the agent nothing: keep the record in the spool
         return _spool_after_bug(home, kind, body, exc)
+    if kind == "event" and size > MAX_PAYLOAD_BYTES and saved != "dropped":
+        from contextlib import suppress  # oversized payloads only
+
+        with suppress(Exception):  # the event is saved: the note of its cut is a courtesy
+            save(home, "drop", _cut_note(body, raw, size, now), settings)
     if output:
         _emit(output)
     return 0
@@ -272,7 +312,7 @@ def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
     return 0
 
 
-def _read_digest(settings: _HookSettings, event: CapturedEvent) -> str | None:
+def _read_digest(settings: HotSettings, event: CapturedEvent) -> str | None:
     """The SessionStart digest, read-only, in the host's output shape. None when the database
     cannot be read within half a second, or holds nothing for this project."""
     path = paths.sqlite_path(settings.database_url)

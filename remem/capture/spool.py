@@ -43,6 +43,7 @@ DROP_FIELDS = frozenset(
         "payload_sha256",
         "detail",
         "dropped_at",
+        "excerpt",
     }
 )
 _REQUIRED_STRINGS = (
@@ -194,6 +195,7 @@ def _parse(line: bytes) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(body, dict):
         return None, "spool record without a body"
     if record["type"] == "drop":
+        body.setdefault("excerpt", None)  # spooled by a remem from before excerpts
         return (record, "") if set(body) == DROP_FIELDS else (None, "drop with wrong fields")
     for name in ADDED_EVENT_FIELDS:  # spooled by an older remem
         body.setdefault(name, None)

@@ -55,13 +55,35 @@ RETURNING id
 
 INSERT_DROP = """
 INSERT INTO dropped_payloads (
-    idempotency_key, reason, host, hook_event, size_bytes, payload_sha256, detail, dropped_at
+    idempotency_key, reason, host, hook_event, size_bytes, payload_sha256, detail, excerpt,
+    dropped_at
 ) VALUES (
     :idempotency_key, :reason, :host, :hook_event, :size_bytes, :payload_sha256, :detail,
-    :dropped_at
+    :excerpt, :dropped_at
 )
 ON CONFLICT (idempotency_key) DO NOTHING
 """
+
+LIST_DROPS = """
+SELECT id, dropped_at, host, hook_event, reason, detail, size_bytes, excerpt
+FROM dropped_payloads ORDER BY dropped_at DESC, id DESC LIMIT :limit
+"""
+
+COUNT_DROPS_SINCE = """
+SELECT reason, count(*) FROM dropped_payloads WHERE dropped_at >= :since
+GROUP BY reason ORDER BY count(*) DESC, reason
+"""
+
+DROP_COLUMNS = (
+    "id",
+    "dropped_at",
+    "host",
+    "hook_event",
+    "reason",
+    "detail",
+    "size_bytes",
+    "excerpt",
+)
 
 
 def schema_revision(execute: Execute) -> str | None:
@@ -115,6 +137,7 @@ def drop_record(
     size_bytes: int,
     payload_sha256: str,
     dropped_at: float,
+    excerpt: str | None = None,
 ) -> dict[str, Any]:
     # The hook event comes from the payload being dropped: keep it only if it is a plain name.
     if not isinstance(hook_event, str) or len(hook_event) > 100:
@@ -127,9 +150,25 @@ def drop_record(
         "size_bytes": size_bytes,
         "payload_sha256": payload_sha256,
         "detail": detail[:500] or None,
+        "excerpt": excerpt,
         "dropped_at": dropped_at,
     }
 
 
 def store_drop(execute: Execute, record: dict[str, Any]) -> None:
-    execute(INSERT_DROP, record)
+    # A drop spooled by an older remem has no excerpt.
+    execute(INSERT_DROP, {"excerpt": None, **record})
+
+
+def list_drops(execute: Execute, limit: int) -> list[dict[str, Any]]:
+    """The newest dropped payloads first, each as a dict of DROP_COLUMNS."""
+    return [
+        dict(zip(DROP_COLUMNS, row, strict=True)) for row in execute(LIST_DROPS, {"limit": limit})
+    ]
+
+
+def count_drops_since(execute: Execute, since: float) -> list[tuple[str, int]]:
+    """(reason, count) of the payloads dropped since then, commonest first."""
+    return [
+        (str(reason), int(count)) for reason, count in execute(COUNT_DROPS_SINCE, {"since": since})
+    ]

@@ -98,7 +98,14 @@ def test_spooled_event_already_in_database_is_not_stored_twice(home: Home) -> No
         (b"not json at all", "not_json"),
         (b"[1, 2, 3]", "not_object"),
         (b"", "empty"),
-        (b"{" + b'"a":' * 1 + b'"' + b"x" * (1024 * 1024) + b'"}', "too_large"),
+        (
+            # Over 1 MiB in what the command was, not in its output: nothing to cut.
+            b'{"hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/x", '
+            b'"tool_name": "Bash", "tool_input": {"command": "ls", "description": "'
+            + b"x" * (1024 * 1024)
+            + b'"}}',
+            "too_large",
+        ),
         (
             b'{"hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/x", '
             b'"tool_name": 5, "tool_input": "ls"}',

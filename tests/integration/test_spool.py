@@ -238,3 +238,25 @@ def test_field_types_the_database_cannot_hold_are_dead_lettered_before_storing(
     report = _ingest(home)
     assert report.events_stored == 1
     assert report.dead_lettered == {"event with wrong field types": 3}
+
+
+def test_drop_spooled_by_a_remem_from_before_excerpts_is_ingested_without_one(
+    home: Home,
+) -> None:
+    old = {
+        "idempotency_key": "old-drop",
+        "reason": "not_json",
+        "host": None,
+        "hook_event": None,
+        "size_bytes": 8,
+        "payload_sha256": "0" * 64,
+        "detail": "Expecting value",
+        "dropped_at": 1.0,
+    }
+    assert set(old) | {"excerpt"} == spool.DROP_FIELDS
+    spool.append(str(home.spool), {"type": "drop", "drop": old})
+    report = _ingest(home)
+    assert (report.drops_stored, report.dead_lettered) == (1, {})
+    assert home.query("SELECT idempotency_key, excerpt FROM dropped_payloads") == [
+        ("old-drop", None)
+    ]

@@ -5,14 +5,18 @@ from typing import Any
 
 import pytest
 
-from remem.capture.event import CapturedEvent, Dropped
+from remem.capture.event import DROP_EXCERPT_CHARS, OUTPUT_TAIL_CHARS, CapturedEvent, Dropped
 from remem.capture.hosts import (
+    CUT_OUTPUT_KEEP_CHARS,
     OUTPUT_FIELDS,
     STORED_STRING_CHARS,
     build_event,
+    cut_output,
     detect_host,
+    exit_code_value,
     output_excerpt,
     output_text,
+    payload_excerpt,
 )
 from remem.capture.redact import MASK
 from tests.conftest import fixtures_dir
@@ -326,7 +330,8 @@ def test_payloads_without_ids_differing_in_any_field_have_different_keys(
         ("generic/command.json", {"session_id": ""}, "missing_session"),
         ("claude-code/post_tool_use_bash_success.json", {"tool_input": "ls"}, "invalid_field"),
         ("claude-code/post_tool_use_bash_success.json", {"tool_name": 7}, "invalid_field"),
-        ("generic/command.json", {"exit_code": "0"}, "invalid_field"),
+        ("generic/command.json", {"exit_code": "abc"}, "invalid_field"),
+        ("generic/command.json", {"exit_code": "1.5"}, "invalid_field"),
         ("generic/command.json", {"exit_code": True}, "invalid_field"),
         ("generic/command.json", {"files": "src/cart.py"}, "invalid_field"),
         ("generic/command.json", {"timestamp": "yesterday"}, "invalid_field"),
@@ -800,3 +805,104 @@ def test_files_under_a_symlink_to_a_subdirectory_are_relative_to_the_work_tree(
     event = build_event(payload, "generic", NOW, lambda cwd: (MONO, "main", MONO, "frontend"))
 
     assert event.files == [expected]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, 0),
+        (2, 2),
+        (-1, -1),
+        ("0", 0),
+        (" 2 ", 2),
+        ("-1", -1),
+        ("+3", 3),
+        ("\t127\n", 127),
+        ("3.0", 3),
+        ("4.", 4),
+        (5.0, 5),
+    ],
+)
+def test_exit_code_as_number_or_numeric_text_is_an_integer(value: Any, expected: int) -> None:
+    assert exit_code_value(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["abc", "1.5", "", "  ", "1_000", "0x1", "1e2", "٣", "--1", "1 2", 1.5, float("nan"), True,
+     False, None, [0], {"code": 0}],
+)  # fmt: skip
+def test_exit_code_that_is_no_integer_is_refused(value: Any) -> None:
+    assert exit_code_value(value) is None
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "outcome", "stored"),
+    [("0", "success", 0), (" 2 ", "failure", 2), ("-1", "failure", -1), (1.0, "failure", 1)],
+)
+def test_exit_code_as_text_is_taken_by_every_adapter_that_reads_one(
+    exit_code: Any, outcome: str, stored: int
+) -> None:
+    generic = build(changed(load("generic/command.json"), exit_code=exit_code))
+    cursor = build(changed(load("cursor/after_shell_execution.json"), exit_code=exit_code))
+    cursor_camel = build(changed(load("cursor/after_shell_execution.json"), exitCode=exit_code))
+
+    for event in (generic, cursor, cursor_camel):
+        assert (event.outcome, event.exit_code, event.exit_code_source) == (
+            outcome,
+            stored,
+            "payload",
+        )
+
+
+def test_cursor_exit_code_that_is_no_integer_leaves_the_outcome_unknown() -> None:
+    event = build(changed(load("cursor/after_shell_execution.json"), exit_code="abc"))
+
+    assert (event.outcome, event.exit_code) == ("unknown", None)
+
+
+def test_cut_output_keeps_head_and_tail_of_long_output_only() -> None:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+    keep = CUT_OUTPUT_KEEP_CHARS
+    stdout = "H" * keep + "m" * 500_000 + "T" * keep
+    payload["tool_response"]["stdout"] = stdout
+    payload["tool_response"]["stderr"] = "short"
+
+    cut = cut_output(payload, "claude-code")
+
+    kept = payload["tool_response"]["stdout"]
+    assert cut == len(stdout) - len(kept)
+    assert kept.startswith("H" * keep + "\n…[500000 characters cut]…\n")
+    assert kept.endswith("T" * keep) and "m" not in kept
+    assert payload["tool_response"]["stderr"] == "short"
+    assert payload["tool_input"]["command"] == "python -m pytest -q tests/test_cart.py"
+
+
+def test_output_cut_before_the_event_is_counted_in_its_excerpt() -> None:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+    payload["tool_response"]["stdout"] = "x" * (3 * CUT_OUTPUT_KEEP_CHARS) + f"\n{GITHUB_TOKEN}"
+    cut = cut_output(payload, "claude-code")
+
+    event = build_event(payload, "claude-code", NOW, locate, cut)
+
+    assert event.output_excerpt is not None
+    assert event.output_excerpt.endswith(f"\n{MASK}")
+    total_cut = 3 * CUT_OUTPUT_KEEP_CHARS + 1 + len(MASK) - 1000 - OUTPUT_TAIL_CHARS
+    assert f"…[{total_cut} characters cut]…" in event.output_excerpt
+    assert (event.outcome, event.exit_code) == ("success", 0)
+
+
+def test_payload_excerpt_is_redacted_before_it_is_cut() -> None:
+    raw = ("x" * (DROP_EXCERPT_CHARS - 10) + GITHUB_TOKEN).encode()
+
+    excerpt = payload_excerpt(raw)
+
+    assert excerpt is not None and len(excerpt) == DROP_EXCERPT_CHARS
+    assert excerpt.endswith(MASK[:10]) and "ghp_" not in excerpt
+
+
+def test_payload_excerpt_shows_no_control_characters_and_survives_bad_bytes() -> None:
+    excerpt = payload_excerpt(b"\x1b[31mred\x00\xff\nline\ttab")
+
+    assert excerpt == "\ufffd[31mred\ufffd\ufffd\nline\ttab"
+    assert payload_excerpt(b"") is None
