@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import time
 
+from remem.capture.redact import MASK
+
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -27,6 +29,19 @@ FILES_NAMED = 5
 PITFALLS_SHOWN = 3
 KNOWN_ERRORS_SHOWN = 5
 ACTIVE = "active"
+QUOTED_CHARS = 160
+# What redaction leaves in place of a secret: MASK, and the private key block's own marker,
+# open alike. A command holding one cannot run as it was stored.
+REDACTION_MARK = MASK[:-1]
+NEEDS_CREDENTIALS = "needs your credentials: redacted in memory"
+NO_OUTPUT = "no output recorded"
+NO_EDIT = "passed again with no edit in between"
+
+
+def needs_credentials(command: str) -> bool:
+    """Whether redaction took something out of the command: it runs only once the user puts
+    their credentials back."""
+    return REDACTION_MARK in command
 
 
 class Entry:
@@ -44,6 +59,7 @@ class Entry:
         "id",
         "inherited",
         "last_verified_at",
+        "needs_credentials",
         "pitfalls",
         "scope",
         "verified_runs",
@@ -69,6 +85,7 @@ class Entry:
         self.branches: list[str] = json.loads(branches) if branches else []
         self.files: list[str] = json.loads(files) if files else []
         self.inherited = inherited
+        self.needs_credentials = needs_credentials(self.command)
         self.pitfalls: list[str] = []
 
     def as_json(self) -> dict[str, Any]:
@@ -96,8 +113,11 @@ _PROCEDURES = (
     "p.files_more, p.status FROM procedures p JOIN projects pr ON pr.id = p.project_id "
     "WHERE pr.root = :root AND (p.scope = 'project' OR p.branch IN ({branches}))"
 )
+# The pitfall is rendered from the lesson's fields, not read from its stored text: rows written
+# by an older wording read as the current one does.
 _PITFALLS = (
-    "SELECT l.pitfall FROM lessons l JOIN projects pr ON pr.id = l.project_id "
+    "SELECT l.failed_attempts, l.last_error, l.repeats, l.fix_files FROM lessons l "
+    "JOIN projects pr ON pr.id = l.project_id "
     "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
     "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
 )
@@ -169,7 +189,44 @@ def _pitfalls(execute: Execute, root: str, entry: Entry) -> list[str]:
     where = ""
     if entry.scope != "project":
         where, params["branch"] = "AND l.branch = :branch", entry.branch
-    return [row[0] for row in execute(_PITFALLS.format(branch=where), params)]
+    return [
+        pitfall_text(count, last_error, json.loads(repeats or "[]"), json.loads(fix_files or "[]"))
+        for count, last_error, repeats, fix_files in execute(_PITFALLS.format(branch=where), params)
+    ]
+
+
+def quote_excerpt(text: str | None) -> str:
+    """A capped, escaped, double-quoted excerpt: whatever it says stays inside the quotes. No
+    text (or only blanks) is said so, unquoted: `""` would read as an error that printed nothing
+    visible."""
+    if text is None or not text.strip():
+        return f"({NO_OUTPUT})"
+    capped = text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 1] + "…"
+    return json.dumps(capped, ensure_ascii=False)
+
+
+def pitfall_text(
+    failed_attempts: int,
+    last_error: str | None,
+    repeats: Sequence[Sequence[int]],
+    fix_files: Sequence[str],
+) -> str:
+    """One line of what a streak of failures taught: how often it failed, its last error or
+    that no output was recorded, repeated changes, and what came between the last failure and
+    the pass (the edits, or none)."""
+    times = "time" if failed_attempts == 1 else "times"
+    failed = f"failed {failed_attempts} {times} before passing"
+    if last_error and last_error.strip():
+        parts = [failed, f"last error {quote_excerpt(last_error)}"]
+    elif failed_attempts == 1:
+        parts = [f"{failed} ({NO_OUTPUT})"]
+    else:
+        parts = [f"{failed} (the last with {NO_OUTPUT})"]
+    repeated = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
+    if repeated:
+        parts.append(repeated)
+    parts.append(f"fixed after editing {_files(fix_files)}" if fix_files else NO_EDIT)
+    return "; ".join(parts)
 
 
 def read_known_errors(execute: Execute, root: str) -> list[KnownError]:
@@ -226,6 +283,8 @@ def _block(entry: Entry) -> str:
         shown += f" (shortened; whole: remem procedures show {entry.id})"
     else:
         shown = inert_command(entry.command)
+    if entry.needs_credentials:
+        shown += f" ({NEEDS_CREDENTIALS})"
     lines = [
         f"- {shown}  ({where}{entry.verified_runs} {runs} in {entry.distinct_sessions} "
         f"{sessions}{scope}, last verified {date}, confidence {entry.confidence:.2f})"

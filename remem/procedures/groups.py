@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from remem.procedures import journal, lessons, policy
+from remem.procedures.digest import needs_credentials
 
 BRANCH, PROJECT = "branch", "project"
-FILES_KEPT = 5
 VARIANTS_KEPT = 10
 FILES_FROM_LAST_RUNS = 10
 PROJECT_MIN_BRANCHES = 2
@@ -119,11 +119,16 @@ def variants(
 
 def recommended(found: list[tuple[str, bool, int, int]], workflow: str) -> str:
     """The unmasked variant verified most often; else the workflow itself, which is the masked
-    variants' command without the filter that hid its status."""
+    variants' command without the filter that hid its status. One that runs as stored comes
+    before one whose credentials were redacted, whatever their counts."""
     unmasked = [v for v in found if not v[1] and v[2] > 0]
     if not unmasked:
         return workflow
-    return min(unmasked, key=lambda v: (-v[2], -v[3], len(v[0]), v[0]))[0]
+    best = min(unmasked, key=lambda v: (needs_credentials(v[0]), -v[2], -v[3], len(v[0]), v[0]))
+    verified_masked = any(v[1] and v[2] > 0 for v in found)
+    if needs_credentials(best[0]) and verified_masked and not needs_credentials(workflow):
+        return workflow  # the redaction was in the filter a verified masked variant dropped
+    return best[0]
 
 
 def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, Any]]:
@@ -131,48 +136,50 @@ def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, An
     return [{"command": command, "runs": runs} for command, _m, _v, runs in ordered][:VARIANTS_KEPT]
 
 
-def edit_windows(runs: list[policy.Run], evidence: tuple[int, ...]) -> list[tuple[int, int, int]]:
-    """(session, after, up to) of each of the latest evidence runs: the events of its session
-    since that session's previous verified run of the workflow, the run itself included."""
-    verified = sorted((run.session_id, run.event_id) for run in runs if run.succeeded)
-    previous: dict[int, int] = {}
-    last: dict[int, int] = {}
-    for session_id, event_id in verified:
-        previous[event_id] = last.get(session_id, 0)
-        last[session_id] = event_id
+def latest_evidence(runs: list[policy.Run], evidence: tuple[int, ...]) -> list[tuple[int, int]]:
+    """(session, event) of the latest evidence runs whose files are looked for."""
     sessions = {run.event_id: run.session_id for run in runs if run.succeeded}
     return [
-        (sessions[event_id], previous[event_id], event_id)
+        (sessions[event_id], event_id)
         for event_id in evidence[-FILES_FROM_LAST_RUNS:]
         if event_id in sessions
     ]
 
 
+# The files edited right before one run: in its own session, after the session's previous run
+# of any workflow (verified, failed or unverified), up to the run itself. An edit the agent made
+# before running something else belongs to that other run, not to every later one.
+_PREVIOUS_RUN = (
+    "SELECT p.id FROM captured_events p WHERE p.session_id = :s{i} AND p.id < :run{i} "
+    "AND p.kind = 'command' AND (EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = p.id) "
+    "OR EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = p.id) "
+    "OR EXISTS (SELECT 1 FROM unverified_runs u WHERE u.event_id = p.id)) "
+    "ORDER BY p.id DESC LIMIT 1"
+)
+_EDITED_BEFORE_RUN = (
+    "SELECT {i} AS run, e.files FROM captured_events e WHERE e.session_id = :s{i} "
+    "AND e.id <= :run{i} AND e.files IS NOT NULL "
+    f"AND e.id > COALESCE(({_PREVIOUS_RUN}), 0)"
+)
+
+
 def ranked_files(
     connection: Connection, runs: list[policy.Run], evidence: tuple[int, ...]
 ) -> tuple[list[str], int]:
-    """The files most often edited before the group's verified runs (in the run's session,
-    since that session's previous verified run of the workflow): at most 5, and how many more."""
-    windows = edit_windows(runs, evidence)
-    if not windows:
+    """The files most often edited right before the group's latest verified runs, in each
+    run's own session: at most 5, and how many more."""
+    latest = latest_evidence(runs, evidence)
+    if not latest:
         return [], 0
     # One statement, one index range per run.
-    query = " UNION ALL ".join(
-        f"SELECT {i} AS run, files FROM captured_events WHERE session_id = :s{i} "
-        f"AND id > :after{i} AND id <= :upto{i} AND files IS NOT NULL"
-        for i in range(len(windows))
-    )
+    query = " UNION ALL ".join(_EDITED_BEFORE_RUN.format(i=i) for i in range(len(latest)))
     params: dict[str, Any] = {}
-    for i, (session_id, after, upto) in enumerate(windows):
-        params.update({f"s{i}": session_id, f"after{i}": after, f"upto{i}": upto})
+    for i, (session_id, event_id) in enumerate(latest):
+        params.update({f"s{i}": session_id, f"run{i}": event_id})
     before: dict[int, set[str]] = {}
     for run, encoded in connection.execute(text(query), params).all():
         before.setdefault(run, set()).update(json.loads(encoded))
-    counts: Counter[str] = Counter(
-        name for names in before.values() for name in lessons.in_project(sorted(names))
-    )
-    ranked = sorted(counts, key=lambda name: (-counts[name], name))
-    return ranked[:FILES_KEPT], max(len(ranked) - FILES_KEPT, 0)
+    return policy.rank_files(lessons.in_project(sorted(names)) for names in before.values())
 
 
 SELECT_PROCEDURE = text(

@@ -177,9 +177,7 @@ def _write_lessons(
             )
             for n in lessons.number(streak)
         ]
-        fix_files, _hash = edits_before(
-            connection, group, successes[resolver.event_id].session_id, resolver.event_id
-        )
+        fix_files = _edits_between_failure_and_pass(connection, group, streak, attempts, successes)
         lesson = lessons.distill(details, lessons.in_project(fix_files), resolver.at)
         values = {
             "resolved_by_event_id": resolver.event_id,
@@ -197,3 +195,24 @@ def _write_lessons(
             connection.execute(UPSERT_LESSON, {**group, **values, "now": now})
     for stale in set(existing) - wanted:
         connection.execute(DELETE_LESSON, {**group, "resolved_by_event_id": stale})
+
+
+def _edits_between_failure_and_pass(
+    connection: Connection,
+    group: dict[str, Any],
+    streak: lessons.Streak,
+    attempts: dict[int, Any],
+    successes: dict[int, Any],
+) -> list[str]:
+    """What was edited between a streak's last failure and the success that closed it: in the
+    passing session before the pass and, when the failure was in another session, in that
+    session after the failure. A lesson that says nothing was edited must mean it."""
+    assert streak.resolved_by is not None
+    resolver = streak.resolved_by.event_id
+    passing = successes[resolver].session_id
+    files, _hash = edits_before(connection, group, passing, resolver)
+    last = attempts[streak.attempts[-1].event_id]
+    if last.session_id != passing:
+        after, _hash = edits_before(connection, group, last.session_id, resolver, last.event_id)
+        files = sorted({*files, *after})
+    return files

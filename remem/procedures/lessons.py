@@ -3,18 +3,17 @@ lesson each streak teaches. Deterministic text, no database."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from remem.commands import recognisers
-from remem.procedures.digest import inert_path
+from remem.procedures.digest import NO_EDIT, inert_path, pitfall_text
+from remem.procedures.digest import quote_excerpt as quote
 from remem.procedures.policy import iso_date
 
 LESSONS_KEPT = 3
 FILES_NAMED = 5
-QUOTED_CHARS = 160
 _TELLING_LINE = re.compile(r"error|fail|exception|assert|traceback|panic|denied", re.IGNORECASE)
 _EXIT_LINE = re.compile(r"^(exit code|command exited with|command failed with)", re.IGNORECASE)
 
@@ -83,7 +82,9 @@ class AttemptDetail:
     salient_error: str | None = None  # the line the recognisers table picked from its output
 
     def error(self) -> str | None:
-        return self.salient_error or telling_line(self.error_excerpt)
+        """The line that says what went wrong; None when no output was recorded."""
+        line = self.salient_error or telling_line(self.error_excerpt)
+        return line if line and line.strip() else None
 
 
 @dataclass(frozen=True)
@@ -110,14 +111,6 @@ def telling_line(excerpt: str | None) -> str | None:
     return lines[0] if lines else None
 
 
-def quote(text: str | None) -> str:
-    """A capped, escaped, double-quoted excerpt: whatever it says stays inside the quotes."""
-    if text is None:
-        return "(no output recorded)"
-    capped = text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 1] + "…"
-    return json.dumps(capped, ensure_ascii=False)
-
-
 def distill(
     attempts: Sequence[AttemptDetail], fix_files: Sequence[str], resolved_at: float
 ) -> Lesson:
@@ -125,21 +118,16 @@ def distill(
     count = len(attempts)
     times = "time" if count == 1 else "times"
     repeats = tuple((a.attempt_number, a.duplicate_of) for a in attempts if a.duplicate_of)
-    repeat_text = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
     first_error, last_error = first.error(), last.error()
-    edited = name_files(fix_files)
-    fix = f"fixed after editing {edited}" if fix_files else "passed with no edit"
     body = [f"Failed {count} {times} before it passed on {iso_date(resolved_at)}."]
-    body.append(f"First error (exit {_code(first.exit_code)}): {quote(first_error)}")
+    body.append(_error_line("First", first.exit_code, first_error))
     if count > 1:
-        body.append(f"Last error (exit {_code(last.exit_code)}): {quote(last_error)}")
-    if repeat_text:
-        body.append(repeat_text[0].upper() + repeat_text[1:] + ".")
+        body.append(_error_line("Last", last.exit_code, last_error))
+    if repeats:
+        repeated = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
+        body.append(repeated[0].upper() + repeated[1:] + ".")
+    fix = f"fixed after editing {name_files(fix_files)}" if fix_files else NO_EDIT
     body.append(fix[0].upper() + fix[1:] + ".")
-    pitfall = [f"failed {count} {times} before passing", f"last error {quote(last_error)}"]
-    if repeat_text:
-        pitfall.append(repeat_text)
-    pitfall.append(fix)
     return Lesson(
         count,
         first_error,
@@ -147,9 +135,15 @@ def distill(
         tuple(fix_files),
         repeats,
         "\n".join(body),
-        "; ".join(pitfall),
+        pitfall_text(count, last_error, repeats, fix_files),
         _error_key(last_error),
     )
+
+
+def _error_line(which: str, exit_code: int | None, error: str | None) -> str:
+    if error is None:
+        return f"{which} attempt (exit {_code(exit_code)}): no output recorded."
+    return f"{which} error (exit {_code(exit_code)}): {quote(error)}"
 
 
 def _error_key(line: str | None) -> str | None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from remem.procedures.digest import inert_command, inert_path
+from remem.procedures.digest import NEEDS_CREDENTIALS, inert_command, inert_path, needs_credentials
 
 ACTIVE, BROKEN, STALE, ARCHIVED = "active", "broken", "stale", "archived"
 BASE_CONFIDENCE = 0.70
@@ -18,6 +19,7 @@ MAX_CONFIDENCE = 0.95
 PENALTY_PER_FAILURE = 0.10
 FAILURES_TO_BREAK = 2
 WORKFLOW_KEY_CHARS = 64
+FILES_KEPT = 5
 
 
 class Run(NamedTuple):
@@ -135,6 +137,18 @@ def decide(
     )
 
 
+def rank_files(
+    edited_before_runs: Iterable[Iterable[str]], kept: int = FILES_KEPT
+) -> tuple[list[str], int]:
+    """A procedure's files: those edited before its verified runs, each run's set of edits
+    counted once, the most often edited first (then by name); at most `kept`, and how many
+    more. Runs that followed no edit add nothing: a procedure whose runs never did names no
+    file."""
+    counts: Counter[str] = Counter(name for names in edited_before_runs for name in set(names))
+    ranked = sorted(counts, key=lambda name: (-counts[name], name))
+    return ranked[:kept], max(len(ranked) - kept, 0)
+
+
 def iso_date(epoch_s: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(epoch_s))
 
@@ -164,7 +178,8 @@ def render_body(
 ) -> str:
     runs = "run" if decision.verified_runs == 1 else "runs"
     sessions = "session" if decision.distinct_sessions == 1 else "sessions"
-    lines = [f"Run {inert_command(command)} in {where.describe()}."]
+    credentials = f" ({NEEDS_CREDENTIALS})" if needs_credentials(command) else ""
+    lines = [f"Run {inert_command(command)}{credentials} in {where.describe()}."]
     if not decision.verified_runs:
         lines.append(
             "No recent successful run: it last passed on "

@@ -12,6 +12,8 @@ from sqlalchemy import Engine, text
 
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
+from remem.procedures import lessons
+from remem.procedures.digest import needs_credentials
 from remem.procedures.policy import ARCHIVED
 
 
@@ -45,8 +47,14 @@ class Procedure:
     topic_key: str
     body: str
 
+    @property
+    def needs_credentials(self) -> bool:
+        """Whether its command had credentials redacted: it cannot run as stored."""
+        return needs_credentials(self.command)
+
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["needs_credentials"] = self.needs_credentials
         data["variants"] = [{"command": c, "runs": n} for c, n in self.variants]
         data["branches"] = list(self.branches)
         data["evidence_event_ids"] = list(self.evidence_event_ids)
@@ -195,8 +203,27 @@ class JournalAttempt:
     duplicate_of: int | None
     failed_at: float
 
+    def detail(self) -> lessons.AttemptDetail:
+        return lessons.AttemptDetail(
+            self.attempt_number,
+            self.exit_code,
+            self.error_excerpt,
+            self.duplicate_of,
+            self.salient_error,
+        )
+
+    @property
+    def has_output(self) -> bool:
+        """Whether its output says anything: a failure with none is shown as such."""
+        return self.detail().error() is not None
+
     def as_json(self) -> dict[str, Any]:
-        return {**asdict(self), "files": list(self.files), "failed_at": iso(self.failed_at)}
+        return {
+            **asdict(self),
+            "files": list(self.files),
+            "failed_at": iso(self.failed_at),
+            "has_output": self.has_output,
+        }
 
 
 @dataclass(frozen=True)
@@ -254,17 +281,23 @@ def lessons_of(engine: Engine, procedure_id: int) -> list[LessonView]:
                 )
                 for a in connection.execute(text(_ATTEMPTS), params)
             )
+            fix_files = tuple(json.loads(row.fix_files))
+            body, pitfall = row.body, row.pitfall
+            if len(attempts) == row.failed_attempts:
+                # Told again from its whole journal: in the current wording, whenever stored.
+                lesson = lessons.distill([a.detail() for a in attempts], fix_files, row.resolved_at)
+                body, pitfall = lesson.body, lesson.pitfall
             views.append(
                 LessonView(
                     resolved_by_event_id=row[0],
                     branch=row.branch,
                     failed_attempts=row.failed_attempts,
-                    last_error=row.last_error,
+                    last_error=row.last_error or None,
                     error_key=row.error_key,
-                    fix_files=tuple(json.loads(row.fix_files)),
+                    fix_files=fix_files,
                     repeats=tuple((int(n), int(of)) for n, of in json.loads(row.repeats)),
-                    body=row.body,
-                    pitfall=row.pitfall,
+                    body=body,
+                    pitfall=pitfall,
                     resolved_at=row.resolved_at,
                     attempts=attempts,
                 )

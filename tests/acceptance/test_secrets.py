@@ -20,6 +20,7 @@ import pytest
 from detect_secrets import SecretsCollection
 from detect_secrets.settings import default_settings
 
+from remem.procedures.digest import NEEDS_CREDENTIALS as MARK
 from tests.acceptance.secrets_corpus import CORPUS, RSA_BODY
 from tests.conftest import Home, load_fixture
 
@@ -138,6 +139,11 @@ def oracle_findings(paths: list[Path]) -> list[str]:
     keyword rules are widest there: `password = value` needs no quotes)."""
     scanned = []
     for path in paths:
+        # remem's own mark of a redacted command reads as `credentials: <value>` to a keyword
+        # rule: it is the project's fixed wording, shown to the oracle as a placeholder.
+        text = path.read_bytes()
+        if MARK.encode() in text:
+            path.write_bytes(text.replace(MARK.encode(), b"<needs-credentials-mark>"))
         scanned.append(path)
         as_config = path.with_name(f"{path.name}.oracle.conf")
         shutil.copyfile(path, as_config)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from remem.capture.redact import MASK, redact_text
 from remem.procedures.digest import (
     COMMAND_CHARS,
     DEFAULT_MAX_CHARS,
@@ -15,7 +16,9 @@ from remem.procedures.digest import (
     Entry,
     KnownError,
     header_for,
+    needs_credentials,
     paginate,
+    pitfall_text,
 )
 
 NOW = 1_750_000_000.0  # 2025-06-15 UTC
@@ -437,3 +440,99 @@ def test_a_long_known_error_line_is_capped() -> None:
     line = only_line(page, '"xxx')
     assert "x" * 160 not in line
     assert "x" * 159 + "…" in line
+
+
+# --- truthful lines: credentials, missing output -------------------------------------------
+
+DEPLOY = (
+    "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY ./deploy.sh --token s3cr3tT0k3n"
+)
+CREDENTIALS = "(needs your credentials: redacted in memory)"
+
+
+def test_a_command_with_redacted_credentials_is_marked_as_needing_them() -> None:
+    stored = redact_text(DEPLOY)
+    assert stored == f"AWS_SECRET_ACCESS_KEY={MASK} ./deploy.sh --token {MASK}"
+    deploy, build = entry(1, stored, confidence=0.9), entry(2, "make build")
+    (page,) = paginate([deploy, build], HEADER)
+    assert only_line(page, "- `AWS") == (
+        f"- `{stored}` {CREDENTIALS}  (2 runs in 1 session, last verified 2025-06-15, "
+        "confidence 0.90)"
+    )
+    assert CREDENTIALS not in only_line(page, "- `make build`")
+    assert (deploy.as_json()["needs_credentials"], build.as_json()["needs_credentials"]) == (
+        True,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("psql postgres://app:hunter2secret@db.internal/app -c 'select 1'", True),
+        ("curl -H 'Authorization: Bearer abcdefghijklmnop' https://api.example.com", True),
+        ("echo '-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----'", True),
+        ("git log --oneline 3f2c1a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39", False),
+        ("make build", False),
+    ],
+)
+def test_needs_credentials_tells_what_redaction_took_out(command: str, expected: bool) -> None:
+    assert needs_credentials(redact_text(command)) is expected
+
+
+def test_a_shortened_command_is_marked_even_when_its_redaction_is_cut_off() -> None:
+    long = "./deploy.sh " + "--flag " * COMMAND_CHARS + f"--token {MASK}"
+    (page,) = paginate([entry(1, long)], HEADER)
+    assert MASK not in page and CREDENTIALS in only_line(page, "- `./deploy.sh")
+
+
+@pytest.mark.parametrize(
+    ("last_error", "fix_files", "expected"),
+    [
+        (
+            "E   assert 0 == 3",
+            ["src/cart.py"],
+            'failed 1 time before passing; last error "E   assert 0 == 3"; '
+            "fixed after editing src/cart.py",
+        ),
+        (
+            "E   assert 0 == 3",
+            [],
+            'failed 1 time before passing; last error "E   assert 0 == 3"; '
+            "passed again with no edit in between",
+        ),
+        (
+            None,
+            ["src/cart.py"],
+            "failed 1 time before passing (no output recorded); fixed after editing src/cart.py",
+        ),
+        (
+            None,
+            [],
+            "failed 1 time before passing (no output recorded); "
+            "passed again with no edit in between",
+        ),
+        # A lesson stored before a failure without output was told apart kept an empty error.
+        (
+            "",
+            [],
+            "failed 1 time before passing (no output recorded); "
+            "passed again with no edit in between",
+        ),
+    ],
+)
+def test_pitfall_wording_is_true_for_each_combination_of_output_and_edit(
+    last_error: str | None, fix_files: list[str], expected: str
+) -> None:
+    text = pitfall_text(1, last_error, [], fix_files)
+    assert text == expected
+    assert '""' not in text and "passed with no edit" not in text
+
+
+def test_pitfall_names_repeats_and_at_most_five_files() -> None:
+    files = [f"m{n}.py" for n in range(7)]
+    assert pitfall_text(3, None, [[3, 1]], files) == (
+        "failed 3 times before passing (the last with no output recorded); "
+        "attempt 3 repeated attempt 1's change; "
+        "fixed after editing m0.py, m1.py, m2.py, m3.py, m4.py +2 more"
+    )

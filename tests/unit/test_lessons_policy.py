@@ -120,15 +120,82 @@ def test_distill_is_deterministic_text() -> None:
     )
     single = distill([AttemptDetail(1, None, None, None)], [], 0)
     assert single.pitfall == (
-        "failed 1 time before passing; last error (no output recorded); passed with no edit"
+        "failed 1 time before passing (no output recorded); passed again with no edit in between"
     )
-    assert single.body.splitlines()[1] == "First error (exit ?): (no output recorded)"
+    assert single.body.splitlines()[1] == "First attempt (exit ?): no output recorded."
     assert single.error_key is None
 
 
 def test_quote_of_nothing_says_so_without_quotes() -> None:
     assert quote(None) == "(no output recorded)"
-    assert quote("") == '""'
+    # An empty or blank excerpt is no output either: `""` would read as an error printed blank.
+    assert quote("") == "(no output recorded)"
+    assert quote(" \n\t") == "(no output recorded)"
+
+
+def _lesson(error: str | None, fix_files: list[str]) -> Lesson:
+    return distill([AttemptDetail(1, 2, error, None)], fix_files, 20 * 365 * DAY)
+
+
+def test_an_error_with_an_edit_says_which_edit_fixed_it() -> None:
+    lesson = _lesson("Exit code 2\nE   assert 0 == 3", ["src/cart.py"])
+    assert lesson.pitfall == (
+        'failed 1 time before passing; last error "E   assert 0 == 3"; '
+        "fixed after editing src/cart.py"
+    )
+    assert lesson.body.splitlines()[1:] == [
+        'First error (exit 2): "E   assert 0 == 3"',
+        "Fixed after editing src/cart.py.",
+    ]
+
+
+def test_an_error_without_an_edit_says_nothing_was_edited_in_between() -> None:
+    lesson = _lesson("Exit code 2\nE   assert 0 == 3", [])
+    assert lesson.pitfall == (
+        'failed 1 time before passing; last error "E   assert 0 == 3"; '
+        "passed again with no edit in between"
+    )
+    assert lesson.body.splitlines()[-1] == "Passed again with no edit in between."
+
+
+def test_no_output_with_an_edit_says_no_output_and_names_the_edit() -> None:
+    lesson = _lesson("Exit code 2", ["src/cart.py"])
+    assert lesson.last_error is None
+    assert lesson.pitfall == (
+        "failed 1 time before passing (no output recorded); fixed after editing src/cart.py"
+    )
+    assert lesson.body.splitlines()[1:] == [
+        "First attempt (exit 2): no output recorded.",
+        "Fixed after editing src/cart.py.",
+    ]
+
+
+def test_no_output_without_an_edit_quotes_nothing_and_claims_no_fix() -> None:
+    lesson = _lesson(None, [])
+    assert lesson.pitfall == (
+        "failed 1 time before passing (no output recorded); passed again with no edit in between"
+    )
+    assert '""' not in lesson.pitfall + lesson.body
+    assert "last error" not in lesson.pitfall and "passed with no edit" not in lesson.pitfall
+
+
+def test_a_blank_salient_error_is_no_output() -> None:
+    assert AttemptDetail(1, 1, "  \n", None, salient_error="   ").error() is None
+    lesson = distill([AttemptDetail(1, 1, "", None, salient_error="")], [], 0)
+    assert lesson.last_error is None and '""' not in lesson.pitfall
+
+
+def test_several_failures_the_last_without_output_say_which_had_none() -> None:
+    attempts = [AttemptDetail(1, 1, "error: A", None), AttemptDetail(2, 1, None, None)]
+    lesson = distill(attempts, [], 0)
+    assert lesson.pitfall == (
+        "failed 2 times before passing (the last with no output recorded); "
+        "passed again with no edit in between"
+    )
+    assert lesson.body.splitlines()[1:3] == [
+        'First error (exit 1): "error: A"',
+        "Last attempt (exit 1): no output recorded.",
+    ]
 
 
 def test_the_salient_error_wins_over_the_excerpt() -> None:

@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from remem.capture.redact import MASK
+from remem.procedures.groups import recommended
 from remem.procedures.policy import (
     Decision,
     Rules,
@@ -18,6 +20,7 @@ from remem.procedures.policy import (
     decide,
     iso_date,
     qualified,
+    rank_files,
     render_body,
     slug,
     topic_key,
@@ -510,3 +513,58 @@ def test_render_body_counts_the_files_it_does_not_name() -> None:
     body = render_body("make", Where("/src/shop", "main"), sample_decision(), ["a.py"], 4)
 
     assert "a.py +4 more" in body
+
+
+def test_render_body_marks_a_command_whose_credentials_were_redacted() -> None:
+    command = f"AWS_SECRET_ACCESS_KEY={MASK} ./deploy.sh --token {MASK}"
+    body = render_body(command, Where("/src/shop", "main"), sample_decision(), [])
+    first = body.splitlines()[0]
+    assert first == (
+        f"Run `{command}` (needs your credentials: redacted in memory) in /src/shop on branch main."
+    )
+    plain = render_body("make build", Where("/src/shop", "main"), sample_decision(), [])
+    assert "credentials" not in plain
+
+
+# --- the command shown, the files named ------------------------------------------------------
+
+DEPLOY = f"./deploy.sh --token {MASK}"
+
+
+def test_a_verified_variant_without_redactions_is_preferred_whatever_the_counts() -> None:
+    found = [
+        (DEPLOY, False, 9, 9),
+        ("./deploy.sh  --env prod", False, 1, 1),
+        ("./deploy.sh --env  prod", False, 0, 4),  # never verified: never recommended
+    ]
+    assert recommended(found, "./deploy.sh --env prod") == "./deploy.sh  --env prod"
+
+
+def test_a_redacted_variant_is_still_recommended_when_it_is_the_only_verified_one() -> None:
+    found = [(DEPLOY, False, 3, 3), ("./deploy.sh --token ok", False, 0, 2)]
+    assert recommended(found, DEPLOY) == DEPLOY
+
+
+def test_the_workflow_is_preferred_when_only_a_masked_variant_ran_without_redactions() -> None:
+    found = [
+        (f"make deploy > out-{MASK}.log", False, 2, 2),
+        ("make deploy 2>&1 | tail -5", True, 2, 2),
+    ]
+    assert recommended(found, "make deploy") == "make deploy"
+    assert recommended(found[:1], "make deploy") == found[0][0]
+
+
+def test_runs_that_followed_no_edit_name_no_file() -> None:
+    assert rank_files([]) == ([], 0)
+    assert rank_files([[], [], []]) == ([], 0)
+
+
+def test_files_rank_by_how_many_runs_they_preceded_then_by_name() -> None:
+    edited = [["src/b.py", "src/a.py"], ["src/b.py"], [], ["src/c.py", "src/b.py", "src/b.py"]]
+    assert rank_files(edited) == (["src/b.py", "src/a.py", "src/c.py"], 0)
+
+
+def test_files_keep_five_and_count_the_rest() -> None:
+    edited = [[f"f{n}.py" for n in range(8)], ["f7.py", "f6.py"]]
+    assert rank_files(edited) == (["f6.py", "f7.py", "f0.py", "f1.py", "f2.py"], 3)
+    assert rank_files(edited, kept=1) == (["f6.py"], 7)
