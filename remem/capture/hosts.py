@@ -12,6 +12,7 @@ import os
 import re
 
 from remem.capture.event import (
+    DROP_EXCERPT_CHARS,
     ERROR_EXCERPT_CHARS,
     OUTPUT_HEAD_CHARS,
     OUTPUT_TAIL_CHARS,
@@ -35,6 +36,8 @@ EDIT_TOOLS = frozenset(
 STORED_STRING_CHARS = 2000
 # Compiled on first use, not at import: most payloads never need them.
 _EXIT_CODE = r"(?:exit code|status code|exit status)\s*:?\s*(-?\d+)"
+# An exit code written as text: an integer, or an integral decimal ("3.0"), in ASCII digits.
+_EXIT_CODE_TEXT = r"[+-]?[0-9]{1,18}(?:\.0*)?"
 _PATCH_FILE = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$"
 # `remem forget` names what it forgets, so it is never recorded: a command that runs it, alone,
 # by a path, after `;`, `&&`, `|`, `(` or inside quotes (`bash -c "remem forget ..."`). A
@@ -85,6 +88,22 @@ def _exit_code_in(text: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def exit_code_value(value: Any) -> int | None:
+    """An exit code as a payload may carry it: an integer, an integral number or numeric text
+    (" 2 ", "-1", "3.0"); None for anything else, booleans included."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(_EXIT_CODE_TEXT, text, re.ASCII):
+            return int(text.split(".", 1)[0])
+    return None
+
+
 def _excerpt(text: Any) -> str | None:
     if not isinstance(text, str) or not text:
         return None
@@ -133,7 +152,7 @@ def _edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str],
     return [f.strip() for f in files if isinstance(f, str) and f.strip()], parts
 
 
-def sha256_hex(data: bytes) -> str:
+def _sha256_constructor() -> Any:
     # The interpreter's own SHA-256 module loads in microseconds; hashlib loads OpenSSL, which
     # costs the hook about 3 ms. Its name changed in Python 3.12.
     try:
@@ -143,7 +162,17 @@ def sha256_hex(data: bytes) -> str:
             from _sha256 import sha256  # type: ignore[import-not-found]
         except ImportError:
             from hashlib import sha256
-    return str(sha256(data).hexdigest())
+    return sha256
+
+
+_sha256: Any = None  # found on first use: a failed import is not retried per call
+
+
+def sha256_hex(data: bytes) -> str:
+    global _sha256
+    if _sha256 is None:
+        _sha256 = _sha256_constructor()
+    return str(_sha256(data).hexdigest())
 
 
 def _change_hash(files: list[str], parts: list[str]) -> str:
@@ -287,8 +316,8 @@ def _cursor(payload: dict[str, Any], draft: _Draft) -> None:
         draft.kind = "session_start"
     elif event == "afterShellExecution":
         draft.command = _field(payload, "command", str, True, draft.host)
-        exit_code = payload.get("exit_code", payload.get("exitCode"))
-        if isinstance(exit_code, int) and not isinstance(exit_code, bool):
+        exit_code = exit_code_value(payload.get("exit_code", payload.get("exitCode")))
+        if exit_code is not None:
             draft.outcome = "success" if exit_code == 0 else "failure"
             draft.exit_code, draft.exit_code_source = exit_code, "payload"
         else:
@@ -331,7 +360,9 @@ def _generic(payload: dict[str, Any], draft: _Draft) -> None:
         draft.kind = "edit"
         draft.change_hash = _change_hash(draft.files, [])
         return
-    exit_code = _field(payload, "exit_code", int, False, host)
+    exit_code = exit_code_value(payload.get("exit_code"))
+    if exit_code is None and payload.get("exit_code") is not None:
+        raise Dropped("invalid_field", "exit_code is not an integer", host)
     if exit_code is None:
         draft.outcome = "unknown"
     else:
@@ -401,15 +432,48 @@ def output_text(host: str, payload: dict[str, Any]) -> str | None:
     return "\n".join(parts) or None
 
 
-def output_excerpt(text: str | None) -> str | None:
-    """The head and the tail of an already redacted output, within a fixed size."""
+def output_excerpt(text: str | None, already_cut: int = 0) -> str | None:
+    """The head and the tail of an already redacted output, within a fixed size; already_cut
+    counts what an oversized payload lost before (see cut_output)."""
     if not text:
         return None
     if len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
         return text
-    cut = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS
+    cut = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS + already_cut
     head, tail = text[:OUTPUT_HEAD_CHARS], text[-OUTPUT_TAIL_CHARS:]
     return f"{head}\n…[{cut} characters cut]…\n{tail}"
+
+
+# An oversized payload keeps this much of each end of each output field. Far wider than the
+# stored excerpt: redaction runs after the cut, and must still see whole any secret that reaches
+# the part stored.
+CUT_OUTPUT_KEEP_CHARS = 64 * 1024
+
+
+def cut_output(payload: dict[str, Any], host: str) -> int:
+    """Cut each long output field of an oversized payload to its head and tail, in place;
+    returns how much shorter the output is."""
+    cut, keep = 0, CUT_OUTPUT_KEEP_CHARS
+    for path in OUTPUT_FIELDS.get(host, ()):
+        parent: Any = payload
+        for name in path[:-1]:
+            parent = parent.get(name) if isinstance(parent, dict) else None
+        value = parent.get(path[-1]) if isinstance(parent, dict) else None
+        if isinstance(value, str) and len(value) > 2 * keep:
+            removed = len(value) - 2 * keep
+            kept = f"{value[:keep]}\n…[{removed} characters cut]…\n{value[-keep:]}"
+            parent[path[-1]] = kept
+            cut += len(value) - len(kept)
+    return cut
+
+
+def payload_excerpt(raw: bytes) -> str | None:
+    """The start of a payload as text for the drop ledger: redacted before it is cut, since a
+    cut could leave a token too short to recognise, and without control characters, which
+    could drive the terminal that shows it."""
+    text = redact_text(raw[: DROP_EXCERPT_CHARS * 64].decode("utf-8", "replace"))
+    controls = {code: "\ufffd" for code in (*range(32), 127) if code not in (9, 10)}
+    return text[:DROP_EXCERPT_CHARS].translate(controls) or None
 
 
 FUTURE_SLACK_S = 300.0
@@ -432,8 +496,11 @@ def _runs_remem_forget(command: str | None) -> bool:
     )
 
 
-def build_event(payload: dict[str, Any], host: str, now: float, locate: Locate) -> CapturedEvent:
-    """Normalise and redact one payload; raises Dropped when it is not to be stored."""
+def build_event(
+    payload: dict[str, Any], host: str, now: float, locate: Locate, output_cut: int = 0
+) -> CapturedEvent:
+    """Normalise and redact one payload; raises Dropped when it is not to be stored.
+    output_cut: the characters of output cut_output took from it."""
     draft = _start_draft(payload, host)
     _ADAPTERS[host](payload, draft)
     if draft.kind == "command" and _runs_remem_forget(draft.command):
@@ -468,7 +535,7 @@ def build_event(payload: dict[str, Any], host: str, now: float, locate: Locate) 
         exit_code=draft.exit_code,
         exit_code_source=draft.exit_code_source,
         error_excerpt=draft.error_excerpt,
-        output_excerpt=output_excerpt(output_text(host, redacted))
+        output_excerpt=output_excerpt(output_text(host, redacted), output_cut)
         if draft.kind == "command"
         else None,
         project_root=redact_text(root),

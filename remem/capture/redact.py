@@ -71,8 +71,20 @@ def _mentions(lowered: str, gate: tuple[tuple[str, tuple[str, ...]], ...]) -> bo
     return any(word in lowered for stem, words in gate if stem in lowered for word in words)
 
 
+_secret_keys: dict[tuple[str, bool], bool] = {}  # names repeat in every payload
+
+
 def is_secret_key(key: str, option: bool = False) -> bool:
     """Whether a name (a JSON key, a variable, or an option when `option`) names a secret."""
+    known = _secret_keys.get((key, option))
+    if known is None:
+        if len(_secret_keys) >= _SHORT_KEPT:
+            _secret_keys.clear()
+        known = _secret_keys[(key, option)] = _names_secret(key, option)
+    return known
+
+
+def _names_secret(key: str, option: bool) -> bool:
     lowered = key.lower()
     if lowered in _NOT_SECRET_NAMES or (option and lowered in _NOT_SECRET_OPTIONS):
         return False
@@ -339,13 +351,28 @@ def _due(lowered: str, index: dict[str, list[int]]) -> list[int]:
     ]
 
 
+# Short strings (keys, ids, paths) repeat in every event of an import: their redaction is kept.
+_SHORT = 100
+_SHORT_KEPT = 4096
+_short_redactions: dict[str, str] = {}
+
+
 def redact_text(text: str) -> str:
-    lowered = text.lower()
+    short = len(text) < _SHORT
+    if short:
+        kept = _short_redactions.get(text)
+        if kept is not None:
+            return kept
+    original, lowered = text, text.lower()
     due = _due(lowered, _TRIGGERS)
     if " -" in lowered or "\t-" in lowered:
         due += _due(lowered, _OPTION_TRIGGERS)
     for position in sorted(set(due)):
         text = _RULES[position][1](text, lowered)
+    if short:
+        if len(_short_redactions) >= _SHORT_KEPT:
+            _short_redactions.clear()
+        _short_redactions[original] = text
     return text
 
 

@@ -45,12 +45,14 @@ def read_claude(path: str, stats: ReadStats | None = None) -> Iterator[Transcrip
     stats = stats if stats is not None else ReadStats()
     transcript_path = os.path.abspath(path)
     pending: dict[str, _Pending] = {}
+    session_cwd: str | None = None
     for record in read_records(path, stats):
+        session_cwd = session_cwd or _string(record.get("cwd"))
         kind = record.get("type")
         if kind == "assistant":
             _note_tool_uses(record, pending)
         elif kind == "user":
-            yield from _finish_tool_uses(record, pending, transcript_path, stats)
+            yield from _finish_tool_uses(record, pending, transcript_path, stats, session_cwd)
         else:
             stats.unknown_records += 1
     stats.unpaired += len(pending)
@@ -89,7 +91,11 @@ def _note_tool_uses(record: dict[str, Any], pending: dict[str, _Pending]) -> Non
 
 
 def _finish_tool_uses(
-    record: dict[str, Any], pending: dict[str, _Pending], transcript_path: str, stats: ReadStats
+    record: dict[str, Any],
+    pending: dict[str, _Pending],
+    transcript_path: str,
+    stats: ReadStats,
+    session_cwd: str | None,
 ) -> Iterator[TranscriptCall]:
     results = _parts(record, "tool_result")
     # `toolUseResult` belongs to the record, so it describes a result only when it is alone.
@@ -119,7 +125,8 @@ def _finish_tool_uses(
             payload.update(_command_outcome(result, tool_use_result, failed))
             stats.commands += 1
         at = parse_time(record.get("timestamp"))
-        yield TranscriptCall(payload, HOST, at, call.branch or _branch(record), None)
+        branch = call.branch or _branch(record)
+        yield TranscriptCall(payload, HOST, at, branch, None, session_cwd or payload.get("cwd"))
 
 
 def _edit_outcome(call: _Pending, tool_use_result: Any) -> dict[str, Any]:

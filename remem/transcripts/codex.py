@@ -82,6 +82,7 @@ class _Rollout:
         self.stats = stats
         self.session_id: str | None = None
         self.cwd: str | None = None
+        self.session_cwd: str | None = None
         self.branch: str | None = None
         self.turn_id: str | None = None
         self.pending: dict[str, _Call] = {}
@@ -116,6 +117,7 @@ class _Rollout:
             return
         self.session_id = _string(meta.get("id"))
         self.cwd = _string(meta.get("cwd")) or self.cwd
+        self.session_cwd = self.cwd
         git = meta.get("git")
         self.branch = _string(git.get("branch")) if isinstance(git, dict) else None
 
@@ -251,7 +253,8 @@ class _Rollout:
                 "tool_response": output,
             }
         )
-        return TranscriptCall(payload, HOST, at, self.branch, exit_code)
+        session_cwd = self.session_cwd or self.cwd or call.cwd
+        return TranscriptCall(payload, HOST, at, self.branch, exit_code, session_cwd)
 
 
 def _exec_output(event: dict[str, Any]) -> str:

@@ -4,8 +4,10 @@ JSONL reader that never loads a file whole."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +25,8 @@ class TranscriptCall:
     at: float | None
     branch: str | None
     exit_code: int | None
+    # Where the session started: the project root when its repository is gone (import).
+    session_cwd: str | None = None
 
 
 @dataclass
@@ -33,17 +37,25 @@ class ReadStats:
     commands: int = 0
     edits: int = 0
     unpaired: int = 0
+    bytes_read: int = 0
 
 
 def read_records(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
     """Each JSON object of a JSONL file, line by line; anything else is counted and skipped.
 
-    A file still being written ends in a partial line: it fails to parse like any other broken
-    line, so it needs no case of its own.
+    A regular file is read up to the size it had when opened: what a live session appends
+    meanwhile is the next reading's (a pipe is read to its end). A partial last line fails to
+    parse like any other broken line, so it needs no case of its own.
     """
     with open(path, "rb") as lines:
+        status = os.fstat(lines.fileno())
+        remaining = status.st_size if stat.S_ISREG(status.st_mode) else math.inf
         for line in lines:
+            if remaining <= 0:
+                break
+            remaining -= len(line)
             stats.lines += 1
+            stats.bytes_read += len(line)
             if not line.strip():
                 continue
             try:
@@ -54,7 +66,20 @@ def read_records(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
             if not isinstance(record, dict):
                 stats.malformed += 1
                 continue
+            if b"\\ud" in line or b"\\uD" in line:  # only an escape can carry a lone surrogate
+                record = without_lone_surrogates(record)
             yield record
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """Lone surrogates are valid JSON but not UTF-8: they could be stored nowhere."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    return value
 
 
 def parse_time(value: Any) -> float | None:

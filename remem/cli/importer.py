@@ -1,0 +1,216 @@
+"""`remem import`: learn from the sessions the agents already kept on disk."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from remem.cli.app import cli, open_home, print_json
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from remem.config import Settings
+    from remem.transcripts.importer import ImportOptions, ImportSummary, Source
+
+SHOWN_PROCEDURES = 10
+
+
+@cli.group("import")
+def import_group() -> None:
+    """Learn from past sessions: Claude Code transcripts and Codex rollouts already on disk.
+
+    Each shell command and edit of a transcript is stored as the live hook would have stored
+    it (same redaction, same identity, same key: importing twice, or a session the hooks also
+    captured, stores each run once); then one burst turns them into procedures.
+
+    \b
+    Example:
+      remem import all                       # ~/.claude/projects and ~/.codex/sessions
+      remem import claude-code --since 60d --project ~/src/shop
+      remem import codex ~/.codex/sessions/2026/11 --dry-run
+    """
+
+
+def _options(command: Callable[..., None]) -> Callable[..., None]:
+    decorators = (
+        click.option(
+            "--since",
+            default=None,
+            metavar="DURATION",
+            help="Only calls this recent, e.g. 30d (default: promotion.max_age doubled).",
+        ),
+        click.option(
+            "--project",
+            type=click.Path(),
+            default=None,
+            help="Only sessions whose cwd is inside this folder (or in its repository).",
+        ),
+        click.option("--dry-run", is_flag=True, help="Count what would be stored; store nothing."),
+        click.option("--no-promote", is_flag=True, help="Store the events; run no burst after."),
+        click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON."),
+    )
+    for decorate in reversed(decorators):
+        command = decorate(command)
+    return command
+
+
+@import_group.command("claude-code")
+@click.argument("paths", nargs=-1, type=click.Path())
+@_options
+def import_claude_code(paths: tuple[str, ...], **options: Any) -> None:
+    """Import Claude Code transcripts (default: every session under ~/.claude/projects).
+
+    A PATH is a transcript (.jsonl) or a folder searched for them.
+
+    \b
+    Example:
+      remem import claude-code
+      remem import claude-code ~/.claude/projects/-home-me-src-shop --json
+    """
+    _import(("claude-code",), paths, **options)
+
+
+@import_group.command("codex")
+@click.argument("paths", nargs=-1, type=click.Path())
+@_options
+def import_codex(paths: tuple[str, ...], **options: Any) -> None:
+    """Import Codex rollouts (default: every rollout under ~/.codex/sessions).
+
+    A PATH is a rollout (.jsonl) or a folder searched for them.
+
+    \b
+    Example:
+      remem import codex
+      remem import codex ~/.codex/sessions/2026/11 --since 14d
+    """
+    _import(("codex",), paths, **options)
+
+
+@import_group.command("all")
+@_options
+def import_all(**options: Any) -> None:
+    """Import every Claude Code and Codex session in the agents' own folders.
+
+    \b
+    Example:
+      remem import all --dry-run
+    """
+    _import(("claude-code", "codex"), (), **options)
+
+
+def _import(
+    hosts: tuple[str, ...],
+    paths: tuple[str, ...],
+    since: str | None,
+    project: str | None,
+    dry_run: bool,
+    no_promote: bool,
+    as_json: bool,
+) -> None:
+    from remem.config import parse_duration
+    from remem.transcripts import importer
+
+    settings, engine = open_home()
+    try:
+        try:
+            since_s = parse_duration(since) if since else 2 * settings.max_age_s
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--since") from None
+        now = time.time()
+        user_home = os.path.expanduser("~")
+        sources = [s for host in hosts for s in importer.discover(host, paths, user_home)]
+        options = importer.ImportOptions(now - since_s, project, dry_run)
+        summary = _run_import(engine, sources, options, now)
+        report: dict[str, Any] = {**summary.as_json(), "since_s": since_s}
+        if not dry_run and not no_promote:
+            report.update(_promote(engine, settings))
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json(report)
+    else:
+        _print_summary(report)
+
+
+def _run_import(
+    engine: Engine, sources: list[Source], options: ImportOptions, now: float
+) -> ImportSummary:
+    from remem.transcripts.importer import import_transcripts
+
+    if not sys.stderr.isatty():
+        return import_transcripts(engine, sources, options, now)
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    total_bytes, total_files = sum(s.size for s in sources), len(sources)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        bar = progress.add_task(f"files 0/{total_files}", total=total_bytes)
+
+        def advance(done_bytes: int, done_files: int) -> None:
+            description = f"files {done_files}/{total_files}"
+            progress.update(bar, completed=done_bytes, description=description)
+
+        return import_transcripts(engine, sources, options, now, advance)
+
+
+def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
+    """One burst, as `remem worker --burst` runs it, and the procedures it made active."""
+    from remem.procedures.store import list_procedures
+    from workers.logs import configure
+    from workers.runner import Worker, run_burst
+
+    configure(settings)
+    before = {p.id for p in list_procedures(engine)}
+    stats = run_burst(Worker(engine, settings))
+    fresh = [p for p in list_procedures(engine) if p.id not in before]
+    return {
+        "promoted": int(stats.get("promoted", 0)),
+        "tasks_failed": int(stats.get("tasks_failed", 0)),
+        "procedures": [
+            {"id": p.id, "command": p.command, "project": p.project, "branch": p.branch}
+            for p in fresh
+        ],
+    }
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    verb = "Would import" if report["dry_run"] else "Imported"
+    click.echo(
+        f"{verb} {report['files']} file(s), {report['sessions']} session(s): "
+        f"{report['commands']} command(s), {report['edits']} edit(s); "
+        f"{report['events_new']} new event(s), {report['events_known']} already known."
+    )
+    skipped = {
+        "malformed line(s)": report["skipped_lines"],
+        "call(s) older than --since": report["calls_too_old"],
+        "file(s) older than --since": report["files_too_old"],
+        "call(s) outside --project": report["calls_outside_project"],
+        "call(s) without a result": report["unpaired_calls"],
+        **{f"dropped ({reason})": n for reason, n in report["dropped"].items()},
+    }
+    shown = [f"{n} {what}" for what, n in skipped.items() if n]
+    if shown:
+        click.echo(f"Skipped: {', '.join(shown)}.")
+    if "procedures" not in report:
+        if not report["dry_run"]:
+            click.echo("No burst ran: run `remem worker --burst` to promote them.")
+        return
+    procedures = report["procedures"]
+    click.echo(f"Promoted {len(procedures)} procedure(s).")
+    for procedure in procedures[:SHOWN_PROCEDURES]:
+        where = procedure["project"] + (f" ({procedure['branch']})" if procedure["branch"] else "")
+        click.echo(f"  {procedure['command']}  in {where}")
+    if len(procedures) > SHOWN_PROCEDURES:
+        click.echo(f"  … and {len(procedures) - SHOWN_PROCEDURES} more: `remem procedures list`.")

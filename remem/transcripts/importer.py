@@ -1,0 +1,406 @@
+"""`remem import`: the sessions already on disk -> the events their live hooks would have stored.
+
+Each transcript is streamed through its reader, each call is built into an event by the hook's
+own adapter (redaction, identity, idempotency key) and stored with the hook's own statements,
+many to a transaction. The key is the host's tool-use id, so importing twice, or importing a
+session that the hooks also captured, stores each run once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from remem.capture.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
+from remem.capture.hosts import FUTURE_SLACK_S, build_event
+from remem.capture.identity import locate
+from remem.capture.store import store_event
+from remem.errors import NotFound
+from remem.transcripts.claude import read_claude
+from remem.transcripts.codex import read_codex
+from remem.transcripts.common import ReadStats, TranscriptCall
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+
+    from remem.capture.store import Execute
+
+HOSTS = ("claude-code", "codex")
+READERS: dict[str, Callable[[str, ReadStats], Iterator[TranscriptCall]]] = {
+    "claude-code": read_claude,
+    "codex": read_codex,
+}
+# Events per write transaction: long enough to amortise the commit, short enough that a
+# running daemon or hook waits milliseconds for the lock, not seconds.
+BATCH_EVENTS = 500
+# Claude Code names a project's folder after its path, every other character a dash.
+_CLAUDE_FOLDER = re.compile(r"[^A-Za-z0-9]")
+
+Where = tuple[str, str | None, str, str]
+Progress = Callable[[int, int], None]
+
+
+# --- where the transcripts are ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    host: str
+    path: str
+    size: int
+    modified_at: float
+
+
+def agent_folder(host: str, user_home: str, environ: Mapping[str, str] | None = None) -> str:
+    """Where an agent keeps its sessions: Claude Code's projects, Codex's dated rollouts."""
+    env = os.environ if environ is None else environ
+    if host == "claude-code":
+        return os.path.join(env.get("CLAUDE_CONFIG_DIR") or f"{user_home}/.claude", "projects")
+    return os.path.join(env.get("CODEX_HOME") or f"{user_home}/.codex", "sessions")
+
+
+def count_sessions(user_home: str, environ: Mapping[str, str] | None = None) -> dict[str, int]:
+    """Sessions each agent kept on disk, by host; lists files and reads none."""
+    claude = agent_folder("claude-code", user_home, environ)
+    codex = agent_folder("codex", user_home, environ)
+    return {
+        "claude-code": sum(1 for folder in _subfolders(claude) for _ in _jsonl(folder)),
+        "codex": sum(
+            1
+            for folder, _dirs, names in os.walk(codex)
+            for name in names
+            if name.startswith("rollout-") and name.endswith(".jsonl")
+        ),
+    }
+
+
+def _subfolders(path: str) -> Iterator[str]:
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    yield from (entry.path for entry in entries if entry.is_dir(follow_symlinks=False))
+
+
+def _jsonl(folder: str) -> Iterator[str]:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    yield from (e.path for e in entries if e.name.endswith(".jsonl") and e.is_file())
+
+
+def discover(
+    host: str, paths: Sequence[str], user_home: str, environ: Mapping[str, str] | None = None
+) -> list[Source]:
+    """The transcripts to read: each file named, every `.jsonl` below each folder named, or
+    the agent's own folder when none is (absent: nothing to import)."""
+    if not paths:
+        return _below(host, agent_folder(host, user_home, environ))
+    found: list[Source] = []
+    for given in paths:
+        path = os.path.abspath(os.path.expanduser(given))
+        if os.path.isdir(path):
+            found += _below(host, path)
+        elif os.path.isfile(path):
+            found.append(_source(host, path))
+        else:
+            raise NotFound(f"No transcript file or folder at {given}: give a .jsonl or a folder.")
+    return found
+
+
+def _below(host: str, folder: str) -> list[Source]:
+    found = []
+    for directory, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in sorted(names):
+            if name.endswith(".jsonl"):
+                found.append(_source(host, os.path.join(directory, name)))
+    return found
+
+
+def _source(host: str, path: str) -> Source:
+    status = os.stat(path)
+    return Source(host, path, status.st_size, status.st_mtime)
+
+
+# --- what an import did -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    since_at: float | None = None  # calls before this moment are left out
+    project: str | None = None  # only sessions in this folder, or of its repository
+    dry_run: bool = False
+
+
+@dataclass
+class ImportSummary:
+    dry_run: bool = False
+    files: int = 0
+    files_too_old: int = 0
+    bytes_read: int = 0
+    sessions: int = 0
+    commands: int = 0
+    edits: int = 0
+    lines: int = 0
+    skipped_lines: int = 0
+    unknown_records: int = 0
+    unpaired_calls: int = 0
+    calls_too_old: int = 0
+    calls_outside_project: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    events_new: int = 0
+    events_known: int = 0
+
+    def add_read(self, stats: ReadStats) -> None:
+        self.lines += stats.lines
+        self.skipped_lines += stats.malformed
+        self.unknown_records += stats.unknown_records
+        self.unpaired_calls += stats.unpaired
+        self.bytes_read += stats.bytes_read
+
+    def as_json(self) -> dict[str, Any]:
+        fields = dict(self.__dict__)
+        fields["dropped"] = dict(sorted(self.dropped.items()))
+        return fields
+
+
+# --- identity of a call whose folder may be gone ---------------------------------------------
+
+
+class _Identity:
+    """Where each call ran. A cwd that exists is located exactly as the hook locates it; one
+    that is gone (its repository deleted or moved) lies below its session's first cwd, which
+    is then the project root, with the branch the transcript recorded."""
+
+    def __init__(self) -> None:
+        self._located: dict[str, Where | None] = {}
+        self._claude_roots: dict[tuple[str, str], str] = {}
+
+    def where(self, cwd: str, branch: str | None, session_root: str | None) -> Where:
+        found = self._locate(cwd)
+        if found is not None:
+            root, head, tree, directory = found
+            return root, branch or head, tree, directory
+        path = os.path.normpath(cwd)
+        anchor = session_root if session_root and _inside(path, session_root) else path
+        relative = os.path.relpath(path, anchor)
+        based = self._locate(anchor)
+        if based is None:
+            return anchor, branch, anchor, relative
+        root, head, tree, directory = based
+        return root, branch or head, tree, os.path.normpath(os.path.join(directory, relative))
+
+    def _locate(self, cwd: str) -> Where | None:
+        if cwd not in self._located:
+            self._located[cwd] = locate(cwd) if os.path.isdir(cwd) else None
+        return self._located[cwd]
+
+    def session_root(self, call: TranscriptCall) -> str | None:
+        """The session's first cwd; for Claude Code, the ancestor of it that names the project
+        folder the transcript sits in, when one does."""
+        first = call.session_cwd or call.payload.get("cwd")
+        if not isinstance(first, str) or not first:
+            return None
+        first = os.path.normpath(first)
+        if call.host != "claude-code":
+            return first
+        path = str(call.payload.get("transcript_path") or "")
+        key = (os.path.dirname(path), first)
+        if key not in self._claude_roots:
+            self._claude_roots[key] = _named_root(path, first)
+        return self._claude_roots[key]
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _named_root(transcript_path: str, first_cwd: str) -> str:
+    folders = set(os.path.dirname(transcript_path).split("/")[-4:])
+    candidate = first_cwd
+    while True:
+        if _CLAUDE_FOLDER.sub("-", candidate) in folders:
+            return candidate
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return first_cwd
+        candidate = parent
+
+
+# --- building events --------------------------------------------------------------------------
+
+
+def event_time(at: float | None, fallback_at: float, now: float) -> tuple[float, str | None]:
+    """The record's own time when it is a usable past moment (the hook's clamp); the file's
+    modification time when the record has none."""
+    if at is None:
+        return min(fallback_at, now), None
+    if math.isfinite(at) and 0.0 <= at <= now + FUTURE_SLACK_S:
+        return at, None
+    return now, repr(at)[:100]
+
+
+def build_call_event(
+    call: TranscriptCall, now: float, identity: _Identity, fallback_at: float
+) -> CapturedEvent:
+    """The hook's event for one call, at the record's time; a Codex command carries its exit
+    code already, as the worker would have resolved it from the rollout."""
+    session_root = identity.session_root(call)
+    event = build_event(
+        call.payload, call.host, now, lambda cwd: identity.where(cwd, call.branch, session_root)
+    )
+    fields = event.as_dict()
+    fields["event_at"], fields["event_at_reported"] = event_time(call.at, fallback_at, now)
+    if call.host == "codex" and event.kind == "command" and call.exit_code is not None:
+        failed = call.exit_code != 0
+        fields["outcome"] = "failure" if failed else "success"
+        fields["exit_code"], fields["exit_code_source"] = call.exit_code, "rollout"
+        # The excerpt is the redacted output's head, as the worker's resolution keeps it.
+        if failed and event.output_excerpt:
+            fields["error_excerpt"] = event.output_excerpt[:ERROR_EXCERPT_CHARS]
+    return CapturedEvent(**fields)
+
+
+class _ProjectFilter:
+    def __init__(self, project: str) -> None:
+        spelt = os.path.normpath(os.path.abspath(os.path.expanduser(project)))
+        self.prefixes = {spelt, os.path.realpath(spelt)}
+        self.root = locate(os.path.realpath(spelt))[0] if os.path.isdir(spelt) else None
+
+    def keeps(self, call: TranscriptCall, event: CapturedEvent) -> bool:
+        cwd = call.session_cwd or call.payload.get("cwd") or ""
+        spelt = os.path.normpath(str(cwd))
+        return event.project_root == self.root or any(_inside(spelt, p) for p in self.prefixes)
+
+
+# --- the import -------------------------------------------------------------------------------
+
+
+class _Writer:
+    """Events stored many to a transaction with the hook's statements (each raises its
+    session's extraction task, as the hook does); a dry run only asks which are known."""
+
+    def __init__(self, engine: Engine, summary: ImportSummary, dry_run: bool) -> None:
+        self.engine = engine
+        self.summary = summary
+        self.dry_run = dry_run
+        self.pending: list[CapturedEvent] = []
+
+    def add(self, event: CapturedEvent) -> None:
+        self.pending.append(event)
+        if len(self.pending) >= BATCH_EVENTS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        from remem.db.engine import READ_ONLY
+
+        if self.dry_run:
+            with self.engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+                execute = _statements(connection)
+                known = sum(1 for event in self.pending if execute(KNOWN_KEY, _key(event)))
+        else:
+            with self.engine.begin() as connection:
+                execute = _statements(connection)
+                known = sum(1 for event in self.pending if store_event(execute, event) is None)
+        self.summary.events_known += known
+        self.summary.events_new += len(self.pending) - known
+        self.pending.clear()
+
+
+def _statements(connection: Connection) -> Execute:
+    """`execute(sql, params) -> rows` inside the connection's transaction. On SQLite the
+    statements go to the driver as the hook sends them (sqlite3 takes their :named
+    parameters): compiling each through SQLAlchemy would cost the import most of its time."""
+    from remem.db.engine import executor
+
+    if connection.dialect.name != "sqlite":
+        return executor(connection)
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+
+    def execute(sql: str, params: dict[str, Any]) -> list[Any]:
+        rows: list[Any] = cursor.execute(sql, params).fetchall()
+        return rows
+
+    return execute
+
+
+KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"
+
+
+def _key(event: CapturedEvent) -> dict[str, Any]:
+    return {"key": event.idempotency_key}
+
+
+def import_transcripts(
+    engine: Engine,
+    sources: Sequence[Source],
+    options: ImportOptions,
+    now: float,
+    on_progress: Progress | None = None,
+) -> ImportSummary:
+    """Read every source, store what its live hooks would have stored; `on_progress(bytes
+    done, files done)` is called as the files go by."""
+    summary = ImportSummary(dry_run=options.dry_run)
+    writer = _Writer(engine, summary, options.dry_run)
+    identity = _Identity()
+    project = _ProjectFilter(options.project) if options.project else None
+    sessions: set[tuple[str, str]] = set()
+    done_bytes = 0
+    for number, source in enumerate(sources, 1):
+        if options.since_at is not None and source.modified_at < options.since_at:
+            summary.files_too_old += 1
+        else:
+            stats = ReadStats()
+            for call in READERS[source.host](source.path, stats):
+                event = _admit(call, source, options, now, identity, project, summary)
+                if event is not None:
+                    sessions.add((event.host, event.session_key))
+                    writer.add(event)
+                    if on_progress is not None and not writer.pending:
+                        on_progress(done_bytes + stats.bytes_read, number - 1)
+            summary.files += 1
+            summary.add_read(stats)
+        done_bytes += source.size
+        if on_progress is not None:
+            on_progress(done_bytes, number)
+    writer.flush()
+    summary.sessions = len(sessions)
+    return summary
+
+
+def _admit(
+    call: TranscriptCall,
+    source: Source,
+    options: ImportOptions,
+    now: float,
+    identity: _Identity,
+    project: _ProjectFilter | None,
+    summary: ImportSummary,
+) -> CapturedEvent | None:
+    """The call's event when it is to be imported; counts why when it is not."""
+    at = source.modified_at if call.at is None else call.at
+    if options.since_at is not None and at < options.since_at:
+        summary.calls_too_old += 1
+        return None
+    try:
+        event = build_call_event(call, now, identity, source.modified_at)
+    except Dropped as dropped:
+        summary.dropped[dropped.reason] += 1
+        return None
+    if project is not None and not project.keeps(call, event):
+        summary.calls_outside_project += 1
+        return None
+    if event.kind == "command":
+        summary.commands += 1
+    else:
+        summary.edits += 1
+    return event

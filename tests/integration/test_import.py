@@ -1,0 +1,410 @@
+"""`remem import` as a library: transcripts -> the hook's events, into a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from remem.capture import hook
+from remem.config import load_settings
+from remem.db.engine import make_engine
+from remem.transcripts import read_claude, read_codex
+from remem.transcripts.importer import (
+    ImportOptions,
+    ImportSummary,
+    count_sessions,
+    discover,
+    import_transcripts,
+)
+from tests.conftest import REPO, Home
+from tests.integration.conftest import World
+
+TRANSCRIPTS = REPO / "tests" / "fixtures" / "transcripts"
+NOW = 1_800_000_000.0  # 2027-01-15, after every fixture
+SESSION = "5f0c1e7a-0000-4000-8000-000000000001"
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+@pytest.fixture
+def engine(home: Home) -> Iterator[Engine]:
+    created = make_engine(load_settings(home.env).database_url)
+    yield created
+    created.dispose()
+
+
+def run_import(engine: Engine, host: str, *paths: Path | str, **options: Any) -> ImportSummary:
+    sources = discover(host, [str(p) for p in paths], "/nonexistent-user-home")
+    return import_transcripts(engine, sources, ImportOptions(**options), NOW)
+
+
+def stamp(second: int) -> str:
+    return f"2026-11-20T10:{second // 60:02d}:{second % 60:02d}.000Z"
+
+
+class Claude:
+    """A Claude Code transcript written record by record, as the agent writes one."""
+
+    def __init__(self, cwd: str, branch: str | None = "main", session: str = SESSION) -> None:
+        self.cwd, self.branch, self.session = cwd, branch, session
+        self.lines: list[str] = []
+        self.calls = 0
+
+    def record(self, kind: str, **fields: Any) -> dict[str, Any]:
+        base = {"type": kind, "sessionId": self.session, "cwd": self.cwd}
+        if self.branch:
+            base["gitBranch"] = self.branch
+        record = {**base, "timestamp": stamp(len(self.lines)), **fields}
+        self.lines.append(json.dumps(record))
+        return record
+
+    def bash(self, command: str, stdout: str = "ok", failed: bool = False) -> str:
+        self.calls += 1
+        use_id = f"toolu_{self.session[:8]}_{self.calls:04d}"
+        use = {"type": "tool_use", "id": use_id, "name": "Bash", "input": {"command": command}}
+        self.record("assistant", message={"role": "assistant", "content": [use]})
+        content = f"Exit code 1\n{stdout}" if failed else stdout
+        part = {"type": "tool_result", "tool_use_id": use_id, "content": content}
+        part["is_error"] = failed
+        result = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}
+        self.record("user", message={"role": "user", "content": [part]}, toolUseResult=result)
+        return use_id
+
+    def edit(self, path: str) -> str:
+        self.calls += 1
+        use_id = f"toolu_{self.session[:8]}_{self.calls:04d}"
+        tool_input = {"file_path": path, "old_string": "a = 1", "new_string": "a = 2"}
+        use = {"type": "tool_use", "id": use_id, "name": "Edit", "input": tool_input}
+        self.record("assistant", message={"role": "assistant", "content": [use]})
+        part = {"type": "tool_result", "tool_use_id": use_id, "content": "updated"}
+        self.record("user", message={"role": "user", "content": [part]})
+        return use_id
+
+    def write(self, path: Path, tail: str = "") -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(line + "\n" for line in self.lines) + tail, encoding="utf-8")
+        return path
+
+
+def make_repository(root: Path, branch: str = "main") -> str:
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    return os.path.realpath(root)
+
+
+def rows(home: Home, columns: str, where: str = "1 = 1") -> list[tuple[Any, ...]]:
+    return home.query(f"SELECT {columns} FROM captured_events WHERE {where} ORDER BY id")
+
+
+# --- idempotency -------------------------------------------------------------------------------
+
+
+def test_importing_the_real_transcripts_twice_stores_nothing_new(
+    home: Home, engine: Engine
+) -> None:
+    first = run_import(engine, "claude-code", TRANSCRIPTS / "claude")
+    first_codex = run_import(engine, "codex", TRANSCRIPTS / "codex")
+    tasks = home.query("SELECT session_id, high_watermark_event_id FROM extraction_tasks")
+
+    again = run_import(engine, "claude-code", TRANSCRIPTS / "claude")
+    again_codex = run_import(engine, "codex", TRANSCRIPTS / "codex")
+
+    assert (first.files, first.sessions, first_codex.files) == (4, 4, 1)
+    assert first.events_new == first.commands + first.edits > 100
+    assert first.skipped_lines == 0 and first.events_known == 0
+    assert (again.events_new, again.events_known) == (0, first.events_new)
+    assert (again_codex.events_new, again_codex.events_known) == (0, first_codex.events_new)
+    total = first.events_new + first_codex.events_new
+    assert home.scalar("SELECT count(*) FROM captured_events") == total
+    assert home.query("SELECT session_id, high_watermark_event_id FROM extraction_tasks") == tasks
+
+
+def test_a_session_the_hooks_captured_counts_each_run_once(home: Home, engine: Engine) -> None:
+    transcript = TRANSCRIPTS / "claude" / "spotter-fum.jsonl"
+    calls = list(read_claude(str(transcript)))
+    for call in calls[::3]:  # the hooks saw a third of the session live
+        kind, body = hook.capture(json.dumps(call.payload).encode(), "claude-code", NOW)
+        assert kind == "event"
+        assert hook.save(str(home.path), kind, body) == "stored"
+    live = home.scalar("SELECT count(*) FROM captured_events")
+
+    summary = run_import(engine, "claude-code", transcript)
+
+    assert summary.events_known == live == len(calls[::3])
+    assert summary.events_new == len(calls) - live
+    assert home.scalar("SELECT count(*) FROM captured_events") == len(calls)
+    assert home.scalar("SELECT count(DISTINCT tool_use_id) FROM captured_events") == len(calls)
+    assert home.scalar("SELECT count(*) FROM sessions") == 1
+
+
+def test_a_codex_session_the_hooks_captured_resolves_to_what_the_import_read(
+    world: World, engine: Engine
+) -> None:
+    rollout = TRANSCRIPTS / "codex" / "01.jsonl"
+    calls = list(read_codex(str(rollout)))
+    for call in calls:  # live: the hook cannot know the outcome, the worker reads it later
+        world.post_payload(call.payload, "codex")
+    assert {r[0] for r in rows(world.home, "outcome")} == {"unknown"}
+
+    summary = run_import(engine, "codex", rollout)
+    world.burst()
+
+    assert len(calls) == 6
+    assert (summary.events_new, summary.events_known) == (0, 6)
+    resolved = dict(rows(world.home, "tool_use_id, exit_code"))
+    assert resolved == {call.payload["tool_use_id"]: call.exit_code for call in calls}
+
+
+# --- broken and growing files -------------------------------------------------------------------
+
+
+def test_broken_lines_and_unknown_records_are_counted_never_fatal(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    session = Claude("/home/dev/shop")
+    session.bash("make test")
+    session.lines.append("this is not json")
+    session.lines.append("[1, 2, 3]")
+    session.record("summary", summary="a record type no reader knows")
+    session.bash("make lint")
+    path = session.write(tmp_path / "s.jsonl", tail='{"type": "assistant", "message": {"con')
+
+    summary = run_import(engine, "claude-code", path)
+
+    assert summary.skipped_lines == 3  # two broken lines and the partial last one
+    assert summary.unknown_records == 1
+    assert (summary.commands, summary.events_new) == (2, 2)
+    assert [r[0] for r in rows(home, "command")] == ["make test", "make lint"]
+
+
+def test_a_file_still_being_written_is_read_to_the_size_it_had(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    session = Claude("/home/dev/shop")
+    session.bash("make test")
+    path = session.write(tmp_path / "live.jsonl", tail='{"type": "user", "mess')
+    later = Claude("/home/dev/shop")
+    later.calls = 10
+    later.bash("make docs")
+
+    reading = read_claude(str(path))
+    first = next(reading)
+    with open(path, "a", encoding="utf-8") as handle:  # the session goes on meanwhile
+        handle.write('age": {}}\n' + "".join(line + "\n" for line in later.lines))
+    rest = list(reading)
+    summary = run_import(engine, "claude-code", path)
+
+    assert first.payload["tool_input"] == {"command": "make test"} and rest == []
+    assert (summary.commands, summary.skipped_lines) == (2, 0)
+    assert [r[0] for r in rows(home, "command")] == ["make test", "make docs"]
+
+
+# --- identity -----------------------------------------------------------------------------------
+
+
+def test_a_gone_repository_falls_back_to_the_recorded_cwd_and_branch(
+    home: Home, engine: Engine
+) -> None:
+    # /home/USER/projects does not exist here: the session's first cwd is the project.
+    run_import(engine, "claude-code", TRANSCRIPTS / "claude" / "spotter-fum.jsonl")
+
+    found = set(
+        home.query(
+            "SELECT p.root, e.branch, e.directory FROM captured_events e "
+            "JOIN projects p ON p.id = e.project_id WHERE e.kind = 'command'"
+        )
+    )
+    root = "/home/USER/projects/spotter-worktrees/spotter-fum"
+    assert found == {(root, "spotter-fum", "."), (root, "spotter-fum", "assets")}
+
+
+def test_the_claude_project_folder_names_the_root_of_a_gone_repository(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    session = Claude("/srv/gone/shop/web", branch="feature")
+    session.bash("npm test")
+    session.cwd = "/srv/gone/shop"
+    session.bash("make test")
+    session.cwd = "/srv/elsewhere"
+    session.bash("make deploy")
+    folder = tmp_path / ".claude" / "projects" / "-srv-gone-shop"
+    session.write(folder / f"{SESSION}.jsonl")
+
+    run_import(engine, "claude-code", tmp_path / ".claude")
+
+    found = home.query(
+        "SELECT e.command, p.root, e.branch, e.directory FROM captured_events e "
+        "JOIN projects p ON p.id = e.project_id ORDER BY e.id"
+    )
+    assert found == [
+        ("npm test", "/srv/gone/shop", "feature", "web"),
+        ("make test", "/srv/gone/shop", "feature", "."),
+        ("make deploy", "/srv/elsewhere", "feature", "."),
+    ]
+
+
+def test_an_existing_repository_is_located_exactly_as_the_hook_locates_it(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    repository = tmp_path / "shop"
+    real_root = make_repository(repository, "main")
+    (repository / "web").mkdir()
+    session = Claude(str(repository / "web"), branch="main")
+    use_id = session.bash("npm test")
+    session.edit(str(repository / "web" / "app.js"))
+    path = session.write(tmp_path / "s.jsonl")
+    (call, _edit) = list(read_claude(str(path)))
+    _kind, live = hook.capture(json.dumps(call.payload).encode(), "claude-code", NOW)
+
+    run_import(engine, "claude-code", path)
+
+    stored = home.query(
+        "SELECT e.idempotency_key, p.root, e.branch, e.directory, e.cwd, e.files "
+        "FROM captured_events e JOIN projects p ON p.id = e.project_id ORDER BY e.id"
+    )
+    assert stored[0][:5] == (live.idempotency_key, live.project_root, "main", "web", live.cwd)
+    assert (live.project_root, live.directory) == (real_root, "web")
+    assert live.idempotency_key.endswith(use_id)
+    assert json.loads(stored[1][5]) == ["web/app.js"]
+
+
+# --- what is kept -------------------------------------------------------------------------------
+
+
+def test_codex_exit_codes_come_straight_from_the_rollout(home: Home, engine: Engine) -> None:
+    run_import(engine, "codex", TRANSCRIPTS / "codex" / "01.jsonl")
+
+    expected = {}
+    for line in (TRANSCRIPTS / "codex" / "01.jsonl").read_text().splitlines():
+        payload = json.loads(line).get("payload") or {}
+        if payload.get("type") == "exec_command_end":
+            expected[payload["call_id"]] = payload["exit_code"]
+    stored = rows(home, "tool_use_id, exit_code, outcome, branch, output_excerpt")
+    assert {r[0]: r[1] for r in stored} == expected
+    assert all(r[2] == ("success" if r[1] == 0 else "failure") for r in stored)
+    assert {r[3] for r in stored} == {"qvac-integration"}  # session_meta.git.branch
+    assert all(r[4] for r in stored if r[1] != 0)  # kept for the masked-pipeline judgement
+
+
+def test_secrets_are_redacted_before_they_are_stored(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    session = Claude("/home/dev/shop")
+    session.bash(f"GITHUB_TOKEN={TOKEN} gh release list", stdout=f"token {TOKEN} accepted")
+    path = session.write(tmp_path / "s.jsonl")
+
+    run_import(engine, "claude-code", path)
+
+    (stored,) = rows(home, "command, payload, output_excerpt")
+    assert all(TOKEN not in (column or "") for column in stored)
+    assert "gh release list" in stored[0]
+
+
+def test_event_times_are_the_records_and_future_ones_are_clamped(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    session = Claude("/home/dev/shop")
+    session.bash("make test")
+    session.bash("make lint")
+    session.lines[-1] = session.lines[-1].replace("2026-11-20", "2099-01-01")
+    path = session.write(tmp_path / "s.jsonl")
+
+    run_import(engine, "claude-code", path)
+
+    (first, first_reported), (second, second_reported) = rows(home, "event_at, event_at_reported")
+    expected = datetime(2026, 11, 20, 10, 0, 1, tzinfo=UTC).timestamp()  # the result's record
+    assert first == expected and first_reported is None
+    assert second == NOW and second_reported is not None
+
+
+def test_import_enqueues_one_extraction_task_per_session_as_the_hook_does(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    for number in range(3):
+        session = Claude("/home/dev/shop", session=f"{SESSION[:-1]}{number}")
+        session.bash("make test")
+        session.edit("/home/dev/shop/a.py")
+        session.write(tmp_path / f"s{number}.jsonl")
+
+    run_import(engine, "claude-code", tmp_path)
+
+    tasks = home.query(
+        "SELECT t.kind, t.status, t.high_watermark_event_id, max(e.id) FROM extraction_tasks t "
+        "JOIN captured_events e ON e.session_id = t.session_id GROUP BY t.id"
+    )
+    assert len(tasks) == 3
+    assert all(kind == "promote" and status == "pending" and w == m for kind, status, w, m in tasks)
+
+
+# --- choosing what to import --------------------------------------------------------------------
+
+
+def test_since_leaves_out_older_calls_and_files(home: Home, engine: Engine, tmp_path: Path) -> None:
+    recent = Claude("/home/dev/shop")
+    recent.bash("make test")
+    recent.lines[-1] = recent.lines[-1].replace("2026-11-20", "2026-01-01")  # its result: old
+    recent.bash("make lint")
+    recent.write(tmp_path / "recent.jsonl")
+    old = Claude("/home/dev/shop", session=SESSION[:-1] + "9")
+    old.bash("make docs")
+    old_path = old.write(tmp_path / "old.jsonl")
+    os.utime(old_path, (NOW - 400 * 86400, NOW - 400 * 86400))
+
+    summary = run_import(engine, "claude-code", tmp_path, since_at=NOW - 300 * 86400)
+
+    assert (summary.files, summary.files_too_old, summary.calls_too_old) == (1, 1, 1)
+    assert [r[0] for r in rows(home, "command")] == ["make lint"]
+
+
+def test_project_keeps_only_sessions_inside_it(home: Home, engine: Engine, tmp_path: Path) -> None:
+    for number, cwd in enumerate(("/home/dev/shop", "/home/dev/shop/web", "/home/dev/blog")):
+        session = Claude(cwd, session=f"{SESSION[:-1]}{number}")
+        session.bash(f"make test-{number}")
+        session.write(tmp_path / f"s{number}.jsonl")
+
+    summary = run_import(engine, "claude-code", tmp_path, project="/home/dev/shop")
+
+    assert (summary.sessions, summary.calls_outside_project) == (2, 1)
+    assert [r[0] for r in rows(home, "command")] == ["make test-0", "make test-1"]
+
+
+def test_a_dry_run_counts_and_stores_nothing(home: Home, engine: Engine) -> None:
+    counted = run_import(engine, "claude-code", TRANSCRIPTS / "claude", dry_run=True)
+    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    stored = run_import(engine, "claude-code", TRANSCRIPTS / "claude" / "01.jsonl")
+
+    again = run_import(engine, "claude-code", TRANSCRIPTS / "claude", dry_run=True)
+
+    assert counted.dry_run and counted.events_new == counted.commands + counted.edits > 100
+    assert again.events_known == stored.events_new > 0
+    assert again.events_new == counted.events_new - stored.events_new
+    assert home.scalar("SELECT count(*) FROM captured_events") == stored.events_new
+
+
+def test_sessions_are_counted_from_the_agents_folders_without_reading_them(
+    tmp_path: Path,
+) -> None:
+    projects = tmp_path / ".claude" / "projects"
+    for folder, name in (("-a", "1.jsonl"), ("-a", "2.jsonl"), ("-b", "3.jsonl")):
+        (projects / folder).mkdir(parents=True, exist_ok=True)
+        (projects / folder / name).write_bytes(b"\x00not even json")  # never opened
+    (projects / "-a" / "1" / "subagents").mkdir(parents=True)
+    (projects / "-a" / "1" / "subagents" / "agent-x.jsonl").write_text("")
+    rollouts = tmp_path / ".codex" / "sessions" / "2026" / "11" / "20"
+    rollouts.mkdir(parents=True)
+    (rollouts / "rollout-2026-11-20T10-00-00-abc.jsonl").write_text("")
+    (rollouts / "notes.txt").write_text("")
+
+    assert count_sessions(str(tmp_path), {}) == {"claude-code": 3, "codex": 1}
+    assert count_sessions(str(tmp_path / "nobody"), {}) == {"claude-code": 0, "codex": 0}
+    found = discover("claude-code", [], str(tmp_path), {})
+    assert len(found) == 4  # subagents' transcripts are imported too: their hooks fire
+    shutil.rmtree(projects)
+    assert discover("claude-code", [], str(tmp_path), {}) == []
