@@ -1,0 +1,177 @@
+"""What the agent asks mid-session, and a procedure as a draft document: `remem recall`,
+`remem mcp` and `remem procedures export`."""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+import click
+
+from remem.cli.app import cli, current_settings, print_json
+from remem.cli.memory import procedures
+from remem.errors import RememError
+
+FORMATS = ("claude-skill", "agents-md", "runbook")  # remem.export.FORMATS, without importing it
+
+
+@cli.command("recall")
+@click.argument("pattern")
+@click.option(
+    "--cwd",
+    type=click.Path(),
+    default=None,
+    help="A directory of the project (default: the current one).",
+)
+@click.option("--all-projects", is_flag=True, help="Search every project, not only this one.")
+@click.option("--since", default=None, help='Only what happened within this long, e.g. "30d".')
+@click.option(
+    "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page of the answer."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the hits of the page as JSON.")
+def recall_command(
+    pattern: str,
+    cwd: str | None,
+    all_projects: bool,
+    since: str | None,
+    page: int,
+    as_json: bool,
+) -> None:
+    """Search the procedures, their variants, the lessons (error text and fixes) and the
+    captured commands of this project for a regular expression (case-insensitive unless it
+    holds a capital), newest first. Each hit has its id, status and evidence count. A page
+    holds at most 30,000 characters; its last line says how to read on.
+
+    \b
+    Example:
+      remem recall 'migrat' --since 30d
+      remem recall 'ModuleNotFoundError' --all-projects --json
+    """
+    import time
+
+    from remem import recall
+    from remem.capture.identity import locate
+    from remem.config import parse_duration
+
+    regex = recall.compile_pattern(pattern)
+    since_at = None
+    if since is not None:
+        try:
+            since_at = time.time() - parse_duration(since)
+        except ValueError as exc:
+            raise RememError(f"--since {since}: {exc}.") from None
+    root = None
+    if not all_projects:
+        root = locate(os.path.abspath(os.path.expanduser(cwd or os.getcwd())))[0]
+    settings = current_settings()
+    with recall.reading(settings) as execute:
+        hits = recall.search(execute, regex, root, since_at)
+
+    def order(number: int) -> str:
+        """The same search, one page on; a pattern that opens with a dash comes after `--`."""
+        words = ["--cwd", cwd] if cwd is not None else []
+        words += ["--all-projects"] if all_projects else []
+        words += ["--since", since] if since is not None else []
+        words += ["--page", str(number)] + (["--json"] if as_json else [])
+        if pattern.startswith("-"):
+            return shlex.join(["remem", "recall", *words, "--", pattern])
+        return shlex.join(["remem", "recall", pattern, *words])
+
+    if as_json:
+        shown, pages = recall.json_page([hit.as_json() for hit in hits], page)
+        more = recall.footer(page, pages, len(hits), order)
+        print_json(
+            {
+                "notice": recall.NOTICE,
+                "project": root,
+                "pattern": pattern,
+                "total": len(hits),
+                "page": page,
+                "pages": pages,
+                "hits": shown,
+                "more": more if page < pages else None,
+            }
+        )
+        return
+    if not hits:
+        where = f"in {root}" if root else "in any project"
+        click.echo(f"No procedure, lesson or command {where} matches {pattern!r}.")
+        return
+    pages_text = recall.text_pages(
+        hits, recall.header_for(pattern, root, since_at), order, show_project=root is None
+    )
+    if not 1 <= page <= len(pages_text):
+        raise RememError(f"The answer has {len(pages_text)} page(s): ask for --page 1 to "
+                         f"{len(pages_text)}.")  # fmt: skip
+    click.echo(pages_text[page - 1], nl=False)
+
+
+@cli.command("mcp")
+def mcp_command() -> None:
+    """Serve the memory to an agent over stdio as a read-only Model Context Protocol server,
+    with the tools procedures, procedure, recall and lessons. The agent starts it; `remem init`
+    prints how to register it with Claude Code, Codex and Cursor.
+
+    \b
+    Example:
+      claude mcp add --transport stdio --scope user remem -- remem mcp
+    """
+    from remem.mcp_server import serve
+
+    serve()
+
+
+@procedures.command("export")
+@click.argument("procedure_id", type=int)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="What to write.")
+@click.option(
+    "--out",
+    type=click.Path(),
+    default=None,
+    help="Directory for the draft (default: remem-drafts/ in the procedure's project).",
+)
+@click.option("--force", is_flag=True, help="Overwrite a draft that was edited since export.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def procedures_export(
+    procedure_id: int, fmt: str, out: str | None, force: bool, as_json: bool
+) -> None:
+    """Write an active procedure as a draft a person reviews and moves into the repository: a
+    Claude Code skill (SKILL.md), an AGENTS.md section, or a runbook. remem never writes into
+    .claude/, .codex/, .cursor/, a skills folder, AGENTS.md or CLAUDE.md itself, refuses a draft
+    holding a secret or recorded text that reads like an order to the agent, and never
+    overwrites a draft edited since export without --force.
+
+    \b
+    Example:
+      remem procedures export 3 --format claude-skill
+      mv remem-drafts/make-test-1a2b3c4d5e6f .claude/skills/
+    """
+    import time
+
+    from remem import export, recall
+    from remem.cli.app import open_home
+    from remem.db.engine import executor
+
+    settings = current_settings()
+    with recall.reading(settings) as execute:
+        draft = export.prepare(execute, procedure_id, fmt, out)
+    _settings_unused, engine = open_home()
+    try:
+        with engine.begin() as connection:
+            outcome = export.write(executor(connection), draft, time.time(), force)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json(
+            {
+                "procedure_id": procedure_id,
+                "format": fmt,
+                "path": draft.path,
+                "outcome": outcome,
+                "draft_sha256": draft.draft_sha256,
+            }
+        )
+        return
+    verb = "Wrote" if outcome == "written" else "Already up to date:"
+    click.echo(f"{verb} {draft.path} ({fmt} draft of procedure {procedure_id}).")
+    click.echo("Review it, then move it into place yourself; remem does not.")

@@ -1,0 +1,220 @@
+"""`remem mcp` as a real process: an MCP client (the official SDK's) talks JSON-RPC to it over
+stdio: initialize, list the tools, call each against a populated database; a bad argument or a
+missing home is a tool error, and the server keeps answering."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult
+
+from remem import recall
+from tests.conftest import REMEM, Home
+
+TEST = "python -m pytest -q tests/test_cart.py"
+ERROR = "E   sqlalchemy.exc.OperationalError: no such table: carts"
+TOOLS = {"procedures", "procedure", "recall", "lessons"}
+
+
+def _populate(home: Home, tmp_path: Path) -> str:
+    """A project on main where the cart test failed, a migration was edited, and it passed
+    twice: one procedure with one lesson; through remem-hook and a burst."""
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    root = os.path.realpath(project)
+    base = {"session_id": "s1", "cwd": root}
+    events: list[dict[str, Any]] = [
+        {"command": TEST, "exit_code": 1, "error": ERROR},
+        {"files": [f"{root}/migrations/0002_carts.py"]},
+        {"command": TEST, "exit_code": 0},
+        {"command": TEST, "exit_code": 0},
+    ]
+    for number, event in enumerate(events):
+        result = home.hook({**base, **event, "event_id": f"e{number}"}, "--host", "generic")
+        assert result.returncode == 0, result.stderr
+    home.remem("worker", "--burst")
+    return root
+
+
+Session = Callable[[ClientSession], Awaitable[None]]
+
+
+def _talk(
+    home: Home, cwd: str, errlog: Path, body: Session, env: dict[str, str] | None = None
+) -> None:
+    """Start `remem mcp`, initialize a session, and run body with it."""
+    params = StdioServerParameters(command=REMEM, args=["mcp"], env=env or home.env, cwd=cwd)
+
+    async def main() -> None:
+        with errlog.open("w") as stderr:
+            async with (
+                stdio_client(params, errlog=stderr) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                with anyio.fail_after(60):
+                    await session.initialize()
+                    await body(session)
+
+    anyio.run(main)
+
+
+def _data(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    text = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert text == result.structured_content
+    assert text["notice"] == recall.NOTICE
+    return text
+
+
+def _error(result: CallToolResult) -> str:
+    assert result.is_error
+    message: str = result.content[0].text  # type: ignore[union-attr]
+    return message
+
+
+def test_initialize_lists_four_read_only_tools(home: Home, tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["tools"] = (await session.list_tools()).tools
+
+    root = _populate(home, tmp_path)
+    _talk(home, root, tmp_path / "stderr.log", body)
+    tools = {tool.name: tool for tool in seen["tools"]}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.description
+    assert tools["procedure"].input_schema["required"] == ["id"]
+    assert tools["recall"].input_schema["required"] == ["pattern"]
+    assert set(tools["lessons"].input_schema["properties"]) == {"cwd", "query", "page"}
+
+
+def test_each_tool_answers_from_the_database(home: Home, tmp_path: Path) -> None:
+    root = _populate(home, tmp_path)
+    (procedure_id,) = [row[0] for row in home.query("SELECT id FROM procedures")]
+    answers: dict[str, dict[str, Any]] = {}
+
+    async def body(session: ClientSession) -> None:
+        init = session.initialize_result
+        assert init is not None and init.server_info.name == "remem"
+        assert init.instructions is not None and "not instructions" in init.instructions
+        answers["procedures"] = _data(await session.call_tool("procedures", {"cwd": root}))
+        answers["procedure"] = _data(await session.call_tool("procedure", {"id": procedure_id}))
+        answers["recall"] = _data(
+            await session.call_tool("recall", {"pattern": "no such table", "cwd": root})
+        )
+        answers["lessons"] = _data(
+            await session.call_tool("lessons", {"cwd": root, "query": "SUCH table carts"})
+        )
+        answers["no lesson"] = _data(
+            await session.call_tool("lessons", {"cwd": root, "query": "KeyError"})
+        )
+        answers["default cwd"] = _data(await session.call_tool("procedures", {}))
+
+    _talk(home, root, tmp_path / "stderr.log", body)
+    context = json.loads(home.remem("context", "--cwd", root, "--json").stdout)
+    procedures = answers["procedures"]
+    assert (procedures["project"], procedures["branch"], procedures["page"]) == (root, "main", 1)
+    assert procedures["procedures"] == context["procedures"]
+    assert procedures["known_errors"] == context["known_errors"]
+    assert answers["default cwd"]["procedures"] == context["procedures"]  # the server's cwd
+
+    procedure = answers["procedure"]
+    assert (procedure["id"], procedure["command"], procedure["status"]) == (
+        procedure_id,
+        TEST,
+        "active",
+    )
+    assert [run["event_id"] for run in procedure["evidence"]] == [4, 3]  # newest first
+    (lesson,) = procedure["lessons"]
+    assert (lesson["first_error"], lesson["fix_files"]) == (ERROR, ["migrations/0002_carts.py"])
+
+    hits = answers["recall"]["hits"]
+    assert {(hit["kind"], hit["match"]) for hit in hits} == {("lesson", ERROR), ("command", ERROR)}
+    (found,) = answers["lessons"]["lessons"]
+    assert (found["id"], found["command"], found["procedure_id"]) == (
+        lesson["id"],
+        TEST,
+        procedure_id,
+    )
+    assert found["attempts"][0]["error_excerpt"] == ERROR
+    assert answers["no lesson"]["lessons"] == []
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()
+
+
+def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
+    home: Home, tmp_path: Path
+) -> None:
+    root = _populate(home, tmp_path)
+    errors: dict[str, str] = {}
+
+    async def body(session: ClientSession) -> None:
+        errors["type"] = _error(await session.call_tool("procedure", {"id": "three"}))
+        errors["missing"] = _error(await session.call_tool("procedure", {"id": 999}))
+        errors["regex"] = _error(await session.call_tool("recall", {"pattern": "carts("}))
+        errors["page"] = _error(await session.call_tool("procedures", {"cwd": root, "page": 9}))
+        errors["cwd"] = _error(await session.call_tool("lessons", {"cwd": str(tmp_path / "no")}))
+        _data(await session.call_tool("procedures", {"cwd": root}))
+
+    _talk(home, root, tmp_path / "stderr.log", body)
+    assert "id" in errors["type"] and "valid integer" in errors["type"]
+    assert "No procedure 999" in errors["missing"]
+    assert "Not a regular expression: 'carts('" in errors["regex"]
+    assert "page 1 to 1" in errors["page"]
+    assert "No directory" in errors["cwd"]
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()
+
+
+def test_a_missing_home_is_a_tool_error_not_a_crash(home: Home, tmp_path: Path) -> None:
+    env = {**home.env, "REMEM_HOME": str(tmp_path / "typo")}
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["error"] = _error(await session.call_tool("procedures", {"cwd": str(tmp_path)}))
+        seen["tools"] = (await session.list_tools()).tools
+
+    _talk(home, str(tmp_path), tmp_path / "stderr.log", body, env)
+    assert f"No remem home at {tmp_path / 'typo'}: run `remem init`" in seen["error"]
+    assert {tool.name for tool in seen["tools"]} == TOOLS
+    assert not (tmp_path / "typo").exists()
+
+
+def test_start_up_and_initialize_stay_cheap(home: Home, tmp_path: Path) -> None:
+    """CPU time, not wall time: what the server costs does not depend on the machine's load.
+    The SDK's own import is most of it."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run(
+        [REMEM, "mcp"],
+        input=json.dumps(initialize) + "\n",
+        env=home.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    answer = json.loads(result.stdout.splitlines()[0])
+    assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "remem"
+    assert cpu_s < 1.5, cpu_s

@@ -1,0 +1,254 @@
+"""`remem recall` (DESIGN.md §7): a regular expression over procedures, variants, lessons and
+captured commands, newest first, in pages an agent harness keeps whole."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from remem import recall
+from remem.capture import hook
+from remem.capture.store import store_event
+from remem.db import sqlite as sqlite_settings
+from tests.conftest import Home
+from tests.integration.conftest import DAY, World, make_repository
+
+TEST = "python -m pytest -q tests/test_cart.py"
+MIGRATE = "alembic upgrade head"
+MIGRATE_TAIL = "alembic upgrade head 2>&1 | tail -3"
+ERROR = "E   sqlalchemy.exc.OperationalError: no such table: carts"
+
+
+def _shop(world: World, tmp_path: Path, name: str = "shop") -> str:
+    """A project with a migration procedure (and a variant), and a test procedure whose
+    lesson records an error and the file that fixed it."""
+    project = make_repository(tmp_path / name)
+    world.post(TEST, exit_code=1, project=project, branch=None, error=ERROR)
+    world.edit("migrations/0002_carts.py", project=project, branch=None)
+    world.now += 60
+    world.post(TEST, project=project, branch=None)
+    world.post(TEST, project=project, branch=None)
+    world.now += 60
+    world.post(MIGRATE, project=project, branch=None)
+    world.post(MIGRATE_TAIL, project=project, branch=None)
+    world.post(MIGRATE, project=project, branch=None)
+    world.burst()
+    return project
+
+
+def _recall(home: Home, *args: str, check: bool = True) -> Any:
+    return home.remem("recall", *args, check=check)
+
+
+def _json(home: Home, *args: str) -> dict[str, Any]:
+    return json.loads(_recall(home, *args, "--json").stdout)
+
+
+def test_recall_finds_a_procedure_and_its_variant_with_ids_status_and_evidence(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    project = _shop(world, tmp_path)
+    (migrate_id,) = [i for i, c in world.procedures("id", "command") if c == MIGRATE]
+    found = _json(home, "alembic", "--cwd", project)
+    assert (found["project"], found["total"], found["pages"]) == (project, 4, 1)
+    assert found["notice"] == recall.NOTICE
+    kinds = [(h["kind"], h["id"], h["status"], h["evidence"], h["command"]) for h in found["hits"]]
+    assert kinds == [
+        ("procedure", migrate_id, "active", 2, MIGRATE),
+        ("variant", migrate_id, "active", 1, MIGRATE_TAIL),
+        ("command", 7, "success", 2, MIGRATE),  # the newest of its identical runs
+        ("command", 6, "success", 1, MIGRATE_TAIL),
+    ]
+    assert found["hits"][2]["runs"] == 2
+
+    text = _recall(home, "alembic", "--cwd", project).stdout.splitlines()
+    assert text[0] == recall.header_for("alembic", project, None)
+    assert text[1].startswith(f"- procedure {migrate_id} (active, 2 verified runs, ")
+    assert text[1].endswith(f"on main): `{MIGRATE}`")
+    assert text[2].startswith(f"- variant of procedure {migrate_id} (active, 1 run, ")
+    assert len(text) == 5  # one page: no order to read on
+
+
+def test_recall_finds_the_lesson_by_its_error_and_what_fixed_it(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    project = _shop(world, tmp_path)
+    (test_id,) = [i for i, c in world.procedures("id", "command") if c == TEST]
+    found = _json(home, "no such table", "--cwd", project)
+    lessons = [h for h in found["hits"] if h["kind"] == "lesson"]
+    commands = [h for h in found["hits"] if h["kind"] == "command"]
+    assert [(h["procedure_id"], h["status"], h["evidence"]) for h in lessons] == [
+        (test_id, "active", 1)
+    ]
+    assert lessons[0]["fix_files"] == ["migrations/0002_carts.py"]
+    assert lessons[0]["match"] == ERROR
+    assert [(h["command"], h["status"], h["runs"], h["evidence"]) for h in commands] == [
+        (TEST, "success", 3, 2)
+    ]
+    text = _recall(home, "no such table", "--cwd", project).stdout
+    assert f'  matched: "{ERROR}"' in text
+    assert "  fixed after editing migrations/0002_carts.py" in text
+
+
+def test_hits_come_newest_first_with_smart_case(world: World, home: Home, tmp_path: Path) -> None:
+    project = make_repository(tmp_path / "shop")
+    for index, command in enumerate(["make Build", "make build-docs", "make build"]):
+        world.now += 60
+        world.post(command, project=project, branch=None, event_id=f"order-{index}")
+    hits = _json(home, "build", "--cwd", project)["hits"]
+    assert [h["command"] for h in hits] == ["make build", "make build-docs", "make Build"]
+    assert [h["command"] for h in _json(home, "Build", "--cwd", project)["hits"]] == ["make Build"]
+
+
+def test_recall_keeps_to_the_project_unless_asked_for_all(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    shop = _shop(world, tmp_path)
+    other = make_repository(tmp_path / "other")
+    world.post("alembic downgrade -1", project=other, branch=None)
+    assert {h["project"] for h in _json(home, "alembic", "--cwd", shop)["hits"]} == {shop}
+    everywhere = _json(home, "alembic", "--all-projects")
+    assert everywhere["project"] is None
+    assert {h["project"] for h in everywhere["hits"]} == {shop, other}
+    text = _recall(home, "downgrade", "--all-projects").stdout
+    assert f"project {other}" in text
+
+
+def test_since_keeps_what_happened_within_the_duration(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    world.post("make deploy-old", project=project, branch=None, at=time.time() - 60 * DAY)
+    world.post("make deploy-new", project=project, branch=None, at=time.time() - DAY)
+    recent = _json(home, "deploy", "--cwd", project, "--since", "30d")["hits"]
+    assert [h["command"] for h in recent] == ["make deploy-new"]
+    assert len(_json(home, "deploy", "--cwd", project)["hits"]) == 2
+    bad = _recall(home, "deploy", "--since", "a month", check=False)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+    assert "--since a month" in bad.stderr
+
+
+def test_a_search_does_not_find_its_own_invocations(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    world.post("remem recall 'flaky'", project=project, branch=None)
+    world.post("pytest -k flaky", project=project, branch=None)
+    hits = _json(home, "flaky", "--cwd", project)["hits"]
+    assert [h["command"] for h in hits] == ["pytest -k flaky"]
+
+
+def test_a_bad_regular_expression_is_one_clear_line(home: Home, tmp_path: Path) -> None:
+    result = _recall(home, "migrat(", "--cwd", str(tmp_path), check=False)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("remem: Not a regular expression: 'migrat(' (missing ), ")
+    assert "escape special characters with a backslash" in result.stderr
+
+
+def test_no_match_says_so_on_one_line(world: World, home: Home, tmp_path: Path) -> None:
+    project = _shop(world, tmp_path)
+    result = _recall(home, "terraform", "--cwd", project)
+    assert result.stdout == f"No procedure, lesson or command in {project} matches 'terraform'.\n"
+
+
+def _capture_many(home: Home, project: str, commands: list[str], now: float) -> None:
+    """Generic hook payloads through the real capture code, stored in one transaction (one
+    hook process per event would take minutes)."""
+    connection = sqlite_settings.connect(str(home.db))
+    try:
+
+        def execute(sql: str, params: dict[str, Any]) -> list[Any]:
+            return connection.execute(sql, params).fetchall()
+
+        connection.execute("BEGIN IMMEDIATE")
+        for index, command in enumerate(commands):
+            payload = {
+                "session_id": "bulk",
+                "cwd": project,
+                "command": command,
+                "exit_code": index % 3 and 1,
+                "timestamp": now - len(commands) + index,
+                "event_id": f"bulk-{index}",
+            }
+            kind, event = hook.capture(json.dumps(payload).encode(), "generic", now)
+            assert kind == "event"
+            store_event(execute, event)
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+
+
+def _database_digest(home: Home) -> str:
+    """The database and its write-ahead log (readers mark the shared-memory index, not these)."""
+    digest = hashlib.sha256()
+    for path in (home.db, home.path / "remem.db-wal"):
+        digest.update(path.read_bytes() if path.exists() else b"")
+    return digest.hexdigest()
+
+
+def test_ten_thousand_matching_events_page_within_the_cap_each_hit_once(
+    home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    commands = [f"python -m pytest -q tests/test_module_{i:05d}.py" for i in range(10_000)]
+    _capture_many(home, project, commands, time.time())
+    before = _database_digest(home)
+
+    started = time.monotonic()
+    first = _recall(home, "test_module", "--cwd", project).stdout
+    elapsed_s = time.monotonic() - started
+    second = _recall(home, "test_module", "--cwd", project, "--page", "2").stdout
+
+    connection = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True)
+    try:
+        hits = recall.search(
+            lambda sql, params: connection.execute(sql, params).fetchall(),
+            recall.compile_pattern("test_module"),
+            project,
+        )
+    finally:
+        connection.close()
+    header = recall.header_for("test_module", project, None)
+    order = f"remem recall test_module --cwd {project} --page {{}}".format
+    pages = recall.text_pages(hits, header, order)
+    assert len(hits) == 10_000
+    assert len(pages) > recall.NARROW_AFTER_PAGES
+    for page in pages:
+        assert len(page) <= recall.MAX_CHARS
+        assert page.splitlines()[0] == header
+    # Newest first, every command exactly once over the pages.
+    shown = [line for page in pages for line in page.splitlines() if line.startswith("- ")]
+    assert [line.rsplit("`", 2)[1] for line in shown] == commands[::-1]
+
+    assert len(first) <= recall.MAX_CHARS and len(second) <= recall.MAX_CHARS
+    assert first.splitlines()[1:-1] == pages[0].splitlines()[1:-1]
+    assert second.splitlines()[1:-1] == pages[1].splitlines()[1:-1]
+    assert first.splitlines()[-1] == (
+        f"Narrow the pattern: 10000 hits fill {len(pages)} pages (or read on: remem recall "
+        f"test_module --cwd {project} --page 2)"
+    )
+    last = _recall(home, "test_module", "--cwd", project, "--page", str(len(pages))).stdout
+    assert last.splitlines()[-1] == f"(page {len(pages)} of {len(pages)}: the last page)"
+    past = _recall(home, "test_module", "--cwd", project, "--page", "999", check=False)
+    assert past.returncode == 1 and past.stderr.count("\n") == 1
+    assert _database_digest(home) == before  # read-only: not a byte of the database changed
+    assert elapsed_s < 10, elapsed_s
+
+
+def test_a_few_pages_end_with_the_order_to_read_the_next(home: Home, tmp_path: Path) -> None:
+    project = make_repository(tmp_path / "shop")
+    commands = [f"make target-{i:04d} && make check-{'x' * 80}" for i in range(300)]
+    _capture_many(home, project, commands, time.time())
+    first = _recall(home, "target", "--cwd", project).stdout
+    lines = first.splitlines()
+    assert lines[-1] == f"Run: remem recall target --cwd {project} --page 2"
+    printed = _recall(home, "target", "--cwd", project, "--json").stdout
+    assert len(printed) <= recall.MAX_CHARS
+    as_json = json.loads(printed)
+    assert as_json["pages"] >= 2 and as_json["total"] == 300
+    assert as_json["more"].endswith(f"remem recall target --cwd {project} --page 2 --json)")
