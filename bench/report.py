@@ -1,9 +1,10 @@
 """Run every benchmark and write their figures to BENCHMARKS.md at the repository root.
 
-Runs hook.py, pipeline.py, daemon_idle.py and concurrency.py one after another with --json (their
-progress goes to stderr as it happens), then writes one table: median, min–max, target and
-verdict per figure. A benchmark that fails is reported in its rows, and the script exits 1 once
-the file is written. --quick passes small run counts, for a smoke test of the whole chain.
+Runs hook.py, cli.py, pipeline.py, daemon_idle.py, concurrency.py and importer.py one after
+another with --json (their progress goes to stderr as it happens), then writes one table:
+median, min–max, target and verdict per figure. A benchmark that fails is reported in its rows,
+and the script exits 1 once the file is written. --quick passes small run counts, for a smoke
+test of the whole chain.
 
     .venv/bin/python bench/report.py [--quick]
 """
@@ -119,6 +120,45 @@ def concurrency_cells(report: dict[str, Any]) -> list[Cells]:
     ]
 
 
+def cli_cells(report: dict[str, Any]) -> list[Cells]:
+    cases, ratios = report["cases"], report["ratios"]
+    rows: list[Cells] = []
+    for case in ("baseline", "help", "context", "status"):
+        figures = cases[case]
+        rows.append(
+            (
+                f"{figures['median_ms']:.1f}",
+                f"{figures['min_ms']:.1f}–{figures['max_ms']:.1f}",
+                NONE,
+                NONE,
+            )
+        )
+        if case in ratios:
+            ratio = ratios[case]
+            target = f"≤ {ratio['target']:.2f}×"
+            rows.append((f"{ratio['ratio']:.2f}×", NONE, target, verdict(ratio["pass"])))
+    return rows
+
+
+def importer_cells(report: dict[str, Any]) -> list[Cells]:
+    rate, rss = report["rate"]["events_per_s"], report["rss"]
+    return [
+        (
+            f"{rate['median']:,.0f}",
+            span(rate, ",.0f"),
+            f"≥ {rate['target']:,}",
+            verdict(rate["pass"]),
+        ),
+        (f"{rss['small']['peak_rss_mb']:.1f}", NONE, NONE, NONE),
+        (
+            f"{rss['large']['peak_rss_mb']:.1f}",
+            NONE,
+            f"≤ {rss['target_mb']:g} MB",
+            verdict(rss["pass"]),
+        ),
+    ]
+
+
 BENCHES = (
     Bench(
         "hook.py",
@@ -135,6 +175,24 @@ BENCHES = (
         hook_cells,
         lambda r: (
             f"hook.py {count(r['runs'], 'run')} per case"
+            f" after {count(r['warmup_runs'], 'warm-up run')}"
+        ),
+    ),
+    Bench(
+        "cli.py",
+        ("--runs", "5"),
+        (
+            "bare interpreter start-up (CLI run), ms",
+            "remem --help, ms",
+            "remem --help / bare interpreter",
+            "remem context, ms",
+            "remem context / bare interpreter",
+            "remem status, ms",
+            "remem status / bare interpreter",
+        ),
+        cli_cells,
+        lambda r: (
+            f"cli.py {count(r['runs'], 'run')} per case"
             f" after {count(r['warmup_runs'], 'warm-up run')}"
         ),
     ),
@@ -166,6 +224,21 @@ BENCHES = (
         lambda r: (
             f"concurrency.py {count(r['runs'], 'wave')} of {r['hooks']} hooks"
             f" × {count(r['events_per_hook'], 'event')}"
+        ),
+    ),
+    Bench(
+        "importer.py",
+        ("--quick",),
+        (
+            "import, events/s (reading, redaction, identity, storing)",
+            "import peak RSS, small transcript, MB",
+            "import peak RSS, large transcript, MB",
+        ),
+        importer_cells,
+        lambda r: (
+            f"importer.py {count(r['runs'], 'import')} of {r['rate']['events']:,} calls"
+            f" ({r['rate']['dataset_mb']:g} MB), peak RSS at {r['rss']['small']['file_mb']}"
+            f" and {r['rss']['large']['file_mb']} MB"
         ),
     ),
 )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,9 @@ from remem.capture import spool
 from remem.config import Settings, load_settings
 from remem.db import migrate
 from remem.db.engine import READ_ONLY, integrity_check, make_engine
-from remem.errors import RememError
+from remem.errors import ConfigError, HomeUnusable, RememError
 from remem.paths import foreign_owner
-from remem.queue.heartbeats import list_heartbeats
+from remem.queue.heartbeats import list_heartbeats, lock_is_free, lock_path
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 CLOCK_SKEW_S = 300.0
@@ -42,8 +41,8 @@ def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = N
     try:
         settings = load_settings(environ)
     except RememError as exc:
-        return [Check("config", FAIL, str(exc), "fix the named setting")]
-    checks = [_home(settings), Check("config", OK, f"{settings.config_file} parses")]
+        return [_unusable_settings(exc)]
+    checks = [_home(settings), _config(settings)]
     if checks[0].status == FAIL:
         return checks
     engine = make_engine(settings.database_url, busy_timeout_s=2)
@@ -51,13 +50,34 @@ def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = N
         database = _database(settings, engine)
         checks.append(database)
         if database.status != FAIL:
-            checks += [_schema(engine), _failed_tasks(engine), _worker(engine), _clock(engine)]
+            checks += [
+                _schema(engine),
+                _failed_tasks(engine),
+                _worker(settings, engine),
+                _clock(engine),
+            ]
             checks.append(_codex_outcomes(engine))
+            checks.append(_dropped_payloads(engine))
+            checks.append(_drafts(engine))
     finally:
         engine.dispose()
     checks.append(_spool(settings))
-    checks += list(_hooks(user_home or Path.home()))
+    checks += list(_hooks(user_home or Path.home(), settings.home))
     return checks
+
+
+def _unusable_settings(exc: RememError) -> Check:
+    if isinstance(exc, HomeUnusable):
+        return Check("home", FAIL, str(exc), "set REMEM_HOME to a folder, then `remem init`")
+    if isinstance(exc, ConfigError) and exc.key is not None:
+        return Check("config", FAIL, str(exc), "fix or remove that setting")
+    return Check("config", FAIL, str(exc), "fix the file at that line")
+
+
+def _config(settings: Settings) -> Check:
+    if not os.path.exists(settings.config_file):
+        return Check("config", OK, f"{settings.config_file} missing (defaults in use)")
+    return Check("config", OK, f"{settings.config_file} parses")
 
 
 def _home(settings: Settings) -> Check:
@@ -130,7 +150,7 @@ def _failed_tasks(engine: Engine) -> Check:
     return Check("tasks", OK, "no failed task")
 
 
-def _worker(engine: Engine) -> Check:
+def _worker(settings: Settings, engine: Engine) -> Check:
     now = time.time()
     beats = list_heartbeats(engine)
     if not beats:
@@ -143,12 +163,20 @@ def _worker(engine: Engine) -> Check:
             "run `remem worker`, `remem service install` or `remem service cron`",
         )
     newest = beats[0]
-    if newest.health(now) != "running":
+    health = newest.health(now, lock_is_free(lock_path(settings.sqlite_file, settings.home)))
+    if health == "dead":
         return Check(
             "worker",
             WARN,
-            f"pid {newest.pid} last seen {now - newest.heartbeat_at:.0f}s ago",
-            "restart it: `remem worker`",
+            f"the daemon (pid {newest.pid}) is gone; its heartbeat remains",
+            "start it again: `remem worker` (the start clears the heartbeat)",
+        )
+    if health != "running":
+        return Check(
+            "worker",
+            WARN,
+            f"pid {newest.pid} on {newest.hostname} last seen {now - newest.heartbeat_at:.0f}s ago",
+            "check that machine's daemon, or restart it there: `remem worker`",
         )
     return Check("worker", OK, f"running, pid {newest.pid}")
 
@@ -183,6 +211,50 @@ def _codex_outcomes(engine: Engine) -> Check:
     return Check("codex", OK, "every Codex outcome older than a day is resolved")
 
 
+def _dropped_payloads(engine: Engine) -> Check:
+    from remem.capture.event import DROPS_BY_DESIGN
+    from remem.capture.store import count_drops_since
+    from remem.db.engine import executor
+
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        counts = count_drops_since(executor(connection), time.time() - 86_400)
+    lost = [(reason, count) for reason, count in counts if reason not in DROPS_BY_DESIGN]
+    if lost:
+        reason, count = lost[0]
+        return Check(
+            "drops",
+            WARN,
+            f"{sum(n for _r, n in lost)} payload(s) dropped in the last day; "
+            f"commonest reason: {reason} ({count})",
+            "see each one and its reason with `remem drops`",
+        )
+    return Check("drops", OK, "no payload dropped in the last day")
+
+
+def _drafts(engine: Engine) -> Check:
+    from sqlalchemy.exc import DBAPIError
+
+    from remem.db.engine import executor
+    from remem.export import outdated_drafts
+
+    try:
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            outdated = outdated_drafts(executor(connection))
+    except DBAPIError:  # no exports table: the schema check already says what to do
+        return Check("drafts", WARN, "the registry of exported drafts cannot be read", "")
+    if outdated:
+        path, procedure_id, why = outdated[0]
+        return Check(
+            "drafts",
+            WARN,
+            f"{len(outdated)} exported draft(s) no longer match their procedure; "
+            f"{path}: procedure {procedure_id} {why}",
+            "update or remove the document made from it, or export it again "
+            f"(`remem procedures export {procedure_id} --format ...`)",
+        )
+    return Check("drafts", OK, "every exported draft matches its procedure")
+
+
 def _spool(settings: Settings) -> Check:
     directory = settings.spool_dir
     names = os.listdir(directory) if os.path.isdir(directory) else []
@@ -215,74 +287,77 @@ def _spool(settings: Settings) -> Check:
     return Check("spool", OK, "empty")
 
 
-HOOK_FILES: dict[str, Callable[[Path], Path]] = {
-    "claude-code": lambda home: home / ".claude" / "settings.json",
-    "codex": lambda home: home / ".codex" / "hooks.json",
-    "cursor": lambda home: home / ".cursor" / "hooks.json",
-}
+def _hooks(user_home: Path, remem_home: str | None = None) -> Iterator[Check]:
+    """Per agent: are remem's hooks in its settings file, calling a remem-hook that exists (and
+    for Codex, are hooks turned on)? One failure when no agent captures anything."""
+    from remem.capture.install import AGENTS
 
-
-def _commands(document: Any) -> Iterator[str]:
-    if isinstance(document, dict):
-        for key, value in document.items():
-            if key == "command" and isinstance(value, str):
-                yield value
-            else:
-                yield from _commands(value)
-    elif isinstance(document, list):
-        for item in document:
-            yield from _commands(item)
-
-
-def _hooks(user_home: Path) -> Iterator[Check]:
     installed = 0
-    for host, locate in HOOK_FILES.items():
-        path = locate(user_home)
-        try:
-            document = json.loads(path.read_text())
-        except (OSError, ValueError):
-            yield Check(
-                f"hooks:{host}",
-                WARN,
-                f"no remem hook in {path}",
-                "paste the settings `remem init` prints",
-            )
-            continue
-        commands = [c for c in _commands(document) if "remem-hook" in c]
-        if not commands:
-            yield Check(
-                f"hooks:{host}",
-                WARN,
-                f"no remem hook in {path}",
-                "paste the settings `remem init` prints",
-            )
-            continue
-        named = {path for path in map(_executable, commands) if path}
-        missing = sorted(path for path in named if not _runnable(path))
-        if missing:
-            yield Check(
-                f"hooks:{host}",
-                FAIL,
-                f"{path} calls a missing {missing[0]}",
-                "run `remem init` again and paste the new settings",
-            )
-            continue
-        installed += 1
-        yield Check(f"hooks:{host}", OK, f"{path} calls remem-hook")
+    for agent in AGENTS:
+        check = _agent_hooks(agent, user_home, remem_home)
+        installed += check.status == OK
+        yield check
     if not installed:
         yield Check(
             "hooks",
             FAIL,
             "no agent calls remem-hook: nothing is being captured",
-            "paste the settings `remem init` prints into your agent",
+            "run `remem hooks install all`",
         )
 
 
+def _agent_hooks(agent: str, user_home: Path, remem_home: str | None) -> Check:
+    from remem import agents_settings
+    from remem.capture.install import settings_for
+
+    name, install = f"hooks:{agent}", f"run `remem hooks install {agent}`"
+    path = agents_settings.settings_file(agent, user_home)
+    try:
+        document = agents_settings.read_settings(path)[1]
+    except agents_settings.AgentFileInvalid as exc:
+        return Check(name, WARN, f"{path} {exc.problem}", f"fix the file, then {install}")
+    commands = agents_settings.remem_commands(document)
+    if not commands:
+        return Check(name, WARN, f"no remem hook in {path}", install)
+    named = {executable for executable in map(_executable, commands) if executable}
+    missing = sorted(executable for executable in named if not _runnable(executable))
+    if missing:
+        return Check(
+            name, FAIL, f"{path} calls a missing {missing[0]}", f"{install}: it replaces it"
+        )
+    if agent == "codex" and not _codex_hooks_on(user_home):
+        config = agents_settings.codex_config(user_home)
+        return Check(
+            name,
+            WARN,
+            f"{config} lacks `[features] codex_hooks = true`: Codex may run no hook",
+            install,
+        )
+    detail = f"{path} calls remem-hook"
+    wanted = settings_for(agent, remem_home) if remem_home else None
+    if wanted and not agents_settings.is_current(document, wanted):
+        detail += f", not all as this remem would: `remem hooks install {agent}` updates it"
+    return Check(name, OK, detail)
+
+
+def _codex_hooks_on(user_home: Path) -> bool:
+    from remem import agents_settings
+
+    try:
+        text = agents_settings.codex_config(user_home).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return agents_settings.codex_hooks_enabled(text)
+
+
 def _executable(command: str) -> str | None:
-    for word in command.split():
-        if "remem-hook" in word:
-            return word.strip("'\"")
-    return None
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return next((word for word in words if os.path.basename(word) == "remem-hook"), None)
 
 
 def _runnable(path: str) -> bool:

@@ -11,21 +11,50 @@ from remem.cli.app import cli, current_settings, print_json
 
 
 @cli.command()
+@click.option(
+    "--hooks/--no-hooks",
+    "with_hooks",
+    default=None,
+    help="Install remem's hooks into the agents found (~/.claude, ~/.codex, ~/.cursor), or "
+    "not, without asking.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def init(as_json: bool) -> None:
-    """Create the remem home, its config and database, and print the hook settings.
+def init(with_hooks: bool | None, as_json: bool) -> None:
+    """Create the remem home, its config and database, and connect your agents.
 
-    Safe to run again: an existing home is kept and its database migrated.
+    On a terminal it asks whether to install remem's hooks into the agents whose folders exist
+    (~/.claude, ~/.codex, ~/.cursor); otherwise it installs them only with --hooks, and prints
+    the command that does. Safe to run again: an existing home is kept and its database
+    migrated.
 
     \b
     Example:
-      REMEM_HOME=~/.remem remem init
+      remem init
+      REMEM_HOME=~/.remem remem init --no-hooks
     """
-    from remem.capture.install import hook_executable, render_instructions
+    from pathlib import Path
+
+    from remem.agents_settings import install, present_agents
+    from remem.capture.install import hook_executable
+    from remem.cli.hooks import echo_init_hooks
     from remem.home import init_home
 
-    settings = current_settings()
-    result = init_home(settings)
+    result = init_home(current_settings())
+    if not as_json:
+        click.echo(f"{'Created' if result.created_home else 'Found'} remem home at {result.home}")
+        click.echo(f"Database {result.database_url} at revision {result.revision}")
+    user_home = Path.home()
+    found = present_agents(user_home)
+    asked = with_hooks is None and bool(found) and not as_json
+    if asked and sys.stdin.isatty() and sys.stdout.isatty():
+        with_hooks = click.confirm(
+            f"Install remem's hooks for {', '.join(found)} (a backup of each changed file is "
+            "kept)?",
+            default=True,
+        )
+    changes = install(found, user_home, result.home) if with_hooks else []
+    from remem.transcripts.importer import count_sessions
+
     if as_json:
         print_json(
             {
@@ -34,16 +63,34 @@ def init(as_json: bool) -> None:
                 "database": result.database_url,
                 "revision": result.revision,
                 "hook": hook_executable(),
+                "hooks": [change.as_json() for change in changes],
+                "sessions_to_import": count_sessions(str(user_home)),
             }
         )
         return
-    verb = "Created" if result.created_home else "Found"
-    click.echo(f"{verb} remem home at {result.home}")
-    click.echo(f"Database {result.database_url} at revision {result.revision}")
+    echo_init_hooks(changes, with_hooks, found, user_home)
+    from remem.mcp_server import mcp_instructions
+
     click.echo("")
-    click.echo("Paste these hook settings into your agents:")
-    click.echo("")
-    click.echo(render_instructions(result.home))
+    click.echo(mcp_instructions(result.home))
+    offer = _import_offer(count_sessions(str(user_home)))
+    if offer:
+        click.echo("")
+        click.echo(offer)
+
+
+def _import_offer(sessions: dict[str, int]) -> str:
+    """The closing line: the sessions the agents already wrote, and the command that learns
+    from them."""
+    names = {"claude-code": "Claude Code", "codex": "Codex"}
+    found = [
+        f"{count:,} {names.get(host, host)} session{'' if count == 1 else 's'}"
+        for host, count in sessions.items()
+        if count
+    ]
+    if not found:
+        return ""
+    return f"Found {' and '.join(found)}: run `remem import all` to learn from them."
 
 
 @cli.command()
@@ -55,64 +102,9 @@ def status(as_json: bool) -> None:
     Example:
       remem status --json
     """
-    from remem.home import open_engine
-    from remem.status import collect_status
+    from remem.cli.fast import status_text
 
-    settings = current_settings()
-    engine = open_engine(settings, require_current_schema=False)
-    try:
-        report = collect_status(settings, engine)
-    finally:
-        engine.dispose()
-    if as_json:
-        print_json(report)
-        return
-    tasks = report["tasks"]
-    lag = report["oldest_pending_age_s"]
-    lines = [
-        ("home", report["home"]),
-        ("database", report["database"]),
-        ("schema", f"{report['schema_revision']} (head {report['schema_head']})"),
-        ("events", report["events"]),
-        ("dropped payloads", report["dropped_payloads"]),
-        ("codex outcomes never resolved", report["unresolved_codex_events"]),
-        ("tasks", ", ".join(f"{count} {name}" for name, count in tasks.items())),
-        ("oldest pending", "-" if lag is None else f"{lag:.0f}s"),
-        ("procedures", ", ".join(f"{n} {name}" for name, n in report["procedures"].items())),
-        ("worker", _worker_line(report["worker"])),
-        ("spool", _spool_line(report["spool"])),
-    ]
-    if report["database_access"]["writable"] is False:
-        lines.append(
-            (
-                "problem",
-                f"{report['database_access']['file']} is not writable: events "
-                "are spooled and the worker cannot apply them; give your user "
-                "write access to the file and its folder",
-            )
-        )
-    for label, value in lines:
-        click.echo(f"{label:>17}  {value}")
-
-
-def _spool_line(spool: dict[str, Any]) -> str:
-    text = f"{spool['pending']} waiting, {spool['dead_letters']} dead letters"
-    if spool["pending"] and spool["last_reason"]:
-        text += f" (last spooled because: {spool['last_reason']})"
-    if spool["overflow_dropped"]:
-        text += f"; {spool['overflow_dropped']} dropped: {spool['overflow_reason']}"
-    return text
-
-
-def _worker_line(worker: dict[str, Any]) -> str:
-    if worker["state"] == "not running":
-        return "not running: start it with `remem worker` (or `remem service install`)"
-    task = worker["current_task_id"]
-    return (
-        f"{worker['state']}, pid {worker['pid']}, up {worker['uptime_s']:.0f}s, "
-        f"heartbeat {worker['heartbeat_age_s']:.0f}s ago"
-        + (f", working on task {task}" if task else ", idle")
-    )
+    click.echo(status_text(as_json), nl=False)
 
 
 @cli.group()

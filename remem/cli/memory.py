@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from remem.cli.app import cli, open_home, print_json, print_table, project_root
-from remem.db.schema import PROCEDURE_STATUSES
+from remem.config import Settings
+from remem.db.vocabulary import PROCEDURE_STATUSES
 from remem.errors import RememError
 
 
@@ -22,6 +23,17 @@ def procedures() -> None:
     Example:
       remem procedures list --project ~/src/shop --branch main
     """
+
+
+def _no_procedures(
+    settings: Settings, statuses: tuple[str, ...] | None, root: str | None, branch: str | None
+) -> str:
+    runs = settings.min_verified_runs
+    if statuses == ("active",) and root is None and branch is None:
+        times = "twice" if runs == 2 else f"{runs} times"
+        return f"No procedures yet: they appear after a command passes {times}."
+    shown = "procedures" if statuses is None else " or ".join(statuses) + " procedures"
+    return f"No {shown} here: see `remem procedures list --all`."
 
 
 @procedures.command("list")
@@ -54,7 +66,7 @@ def procedures_list(
 
     statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
     root = project_root(project)
-    _settings_unused, engine = open_home()
+    settings, engine = open_home()
     try:
         found = list_procedures(engine, root, branch, statuses)
     finally:
@@ -68,7 +80,7 @@ def procedures_list(
         [
             [
                 str(p.id),
-                p.command,
+                _command_cell(p.command, p.needs_credentials),
                 p.project,
                 _where(p.scope, p.branch, p.directory, len(p.branches)),
                 p.status,
@@ -79,7 +91,14 @@ def procedures_list(
             ]
             for p in found
         ],
+        empty=_no_procedures(settings, statuses, root, branch),
     )
+
+
+def _command_cell(command: str, needs_credentials: bool) -> str:
+    from remem.procedures.digest import NEEDS_CREDENTIALS
+
+    return f"{command}  ({NEEDS_CREDENTIALS})" if needs_credentials else command
 
 
 def _where(scope: str, branch: str | None, directory: str, branches: int) -> str:
@@ -133,6 +152,7 @@ def procedures_show(procedure_id: int, as_json: bool) -> None:
 def _print_procedure(
     procedure: Any, runs: list[Any], unverified: int, lessons: list[Any], elsewhere: list[Any]
 ) -> None:
+    from remem.procedures.digest import NO_EDIT, NO_OUTPUT
     from remem.procedures.store import iso
 
     click.echo(
@@ -161,16 +181,22 @@ def _print_procedure(
             click.echo(f"  {line}")
         for attempt in lesson.attempts:
             repeat = f", repeats attempt {attempt.duplicate_of}" if attempt.duplicate_of else ""
-            edited = ", ".join(attempt.files) or "no edits"
+            edited = f"after editing {', '.join(attempt.files)}" if attempt.files else "no edit"
+            code = "?" if attempt.exit_code is None else attempt.exit_code
+            output = "" if attempt.has_output else f", {NO_OUTPUT}"
             click.echo(
                 f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
-                f"{attempt.exit_code}, after {edited}{repeat}"
+                f"{code}{output}, {edited} before it{repeat}"
             )
     for sighting in elsewhere:
-        fix = ", ".join(sighting.fix_files) or "no edit"
+        fix = (
+            f"fixed after editing {', '.join(sighting.fix_files)}"
+            if sighting.fix_files
+            else NO_EDIT
+        )
         click.echo(
             f"Same error under {json.dumps(sighting.workflow, ensure_ascii=False)} on "
-            f"{sighting.branch or '(no branch)'}: fixed by {fix}"
+            f"{sighting.branch or '(no branch)'}: {fix}"
         )
 
 
@@ -185,6 +211,7 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
     Example:
       remem procedures errors --project ~/src/shop
     """
+    from remem.procedures.digest import NO_OUTPUT
     from remem.procedures.store import iso, known_errors
 
     root = project_root(project)
@@ -201,14 +228,15 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
         ["error", "workflow", "branch", "fixed by", "when"],
         [
             [
-                s.error,
+                s.error if s.error and s.error.strip() else f"({NO_OUTPUT})",
                 s.workflow or "",
                 s.branch or "-",
-                ", ".join(s.fix_files) or "no edit",
+                ", ".join(s.fix_files) or "no edit in between",
                 (iso(s.resolved_at) or "")[:10],
             ]
             for s in found
         ],
+        empty="No known errors yet: a failure that a later run fixed is recorded here.",
     )
 
 
@@ -273,7 +301,9 @@ def procedures_archive(procedure_id: int) -> None:
     default=None,
     help="A directory of the project (default: the current one).",
 )
-@click.option("--page", type=int, default=1, show_default=True, help="Page of the digest.")
+@click.option(
+    "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page of the digest."
+)
 @click.option("--json", "as_json", is_flag=True, help="Every procedure of the digest as JSON.")
 def context(cwd: str | None, page: int, as_json: bool) -> None:
     """Print the digest the agent gets at session start: the procedures proven in this project
@@ -284,44 +314,9 @@ def context(cwd: str | None, page: int, as_json: bool) -> None:
     Example:
       remem context --cwd ~/src/shop --page 2
     """
-    from remem.capture.identity import locate
-    from remem.db.engine import READ_ONLY, executor
-    from remem.procedures import digest
+    from remem.cli.fast import context_text
 
-    settings, engine = open_home()
-    root, branch, _work_tree, directory = locate(
-        os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-    )
-    try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            execute = executor(connection)
-            entries = digest.read_entries(execute, root, branch, settings.inherit_from, directory)
-            known_errors = digest.read_known_errors(execute, root)
-    finally:
-        engine.dispose()
-    if as_json:
-        print_json(
-            {
-                "project": root,
-                "branch": branch,
-                "directory": directory,
-                "procedures": [entry.as_json() for entry in entries],
-                "known_errors": [error.as_json() for error in known_errors],
-            }
-        )
-        return
-    pages = digest.paginate(
-        entries,
-        digest.header_for(root, branch),
-        settings.context_max_chars,
-        settings.context_max_lines,
-        known_errors,
-    )
-    if not pages:
-        return
-    if not 1 <= page <= len(pages):
-        raise RememError(f"The digest has {len(pages)} page(s): ask for --page 1 to {len(pages)}.")
-    click.echo(pages[page - 1], nl=False)
+    click.echo(context_text(cwd, page, as_json), nl=False)
 
 
 @cli.command()
@@ -334,7 +329,6 @@ def demo(keep: bool) -> None:
     Example:
       remem demo
     """
-    import os
     import subprocess
     import tempfile
 
