@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import sqlite3
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import bytecode_env, compile_bytecode, remem_env
+from common import (
+    bytecode_env,
+    compile_bytecode,
+    print_start_up_table,
+    remem_env,
+    start_up_figures,
+)
 from hook import DIGEST_PROCEDURES, VENV_BIN, fill_procedures, init_home, run_checked
 
 WARMUP_RUNS = 3
@@ -55,42 +58,7 @@ def time_cases(runs: int, home: Path, project: Path) -> dict[str, list[float]]:
 
 
 def summarise(timings: dict[str, list[float]], runs: int) -> dict[str, Any]:
-    cases = {
-        case: {"median_ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms)}
-        for case, ms in timings.items()
-    }
-    ratios = {}
-    for case, target in TARGETS.items():
-        ratio = cases[case]["median_ms"] / cases["baseline"]["median_ms"]
-        ratios[case] = {"ratio": ratio, "target": target, "pass": ratio <= target}
-    machine = {
-        "python": sys.version.split()[0],
-        "sqlite": sqlite3.sqlite_version,
-        "cpu_count": os.cpu_count(),
-    }
-    return {
-        "machine": machine,
-        "runs": runs,
-        "warmup_runs": WARMUP_RUNS,
-        "cases": cases,
-        "ratios": ratios,
-    }
-
-
-def print_table(report: dict[str, Any]) -> None:
-    print(f"{report['runs']} runs after {report['warmup_runs']} warm-up runs each")
-    print(f"{'':<12}{'median':>9}{'min':>9}{'max':>9}  (ms)")
-    for case, figures in report["cases"].items():
-        print(
-            f"{case:<12}{figures['median_ms']:>9.1f}{figures['min_ms']:>9.1f}"
-            f"{figures['max_ms']:>9.1f}"
-        )
-    for case, figures in report["ratios"].items():
-        verdict = "PASS" if figures["pass"] else "MISS"
-        print(
-            f"{case + ' / baseline':<22}{figures['ratio']:.2f}×  "
-            f"target ≤ {figures['target']:.2f}×  {verdict}"
-        )
+    return {**start_up_figures(timings, TARGETS), "runs": runs, "warmup_runs": WARMUP_RUNS}
 
 
 def main() -> int:
@@ -115,7 +83,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print_table(report)
+        print_start_up_table(report)
     return 0
 
 

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import bytecode_env, compile_bytecode, remem_env
+from common import (
+    bytecode_env,
+    compile_bytecode,
+    print_start_up_table,
+    remem_env,
+    start_up_figures,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -230,50 +235,14 @@ def verify_stored(home: Path, ids: list[str], sql: str = _STORED) -> None:
 
 
 def summarise(timings: dict[str, list[float]], generate_s: float, runs: int) -> dict[str, Any]:
-    cases = {
-        case: {"median_ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms)}
-        for case, ms in timings.items()
-    }
-    ratios = {}
-    for case in CASES[1:]:
-        ratio = cases[case]["median_ms"] / cases["baseline"]["median_ms"]
-        ratios[case] = {"ratio": ratio, "target": TARGET_RATIO, "pass": ratio <= TARGET_RATIO}
-    machine = {
-        "python": sys.version.split()[0],
-        "sqlite": sqlite3.sqlite_version,
-        "cpu_count": os.cpu_count(),
-    }
+    figures = start_up_figures(timings, {case: TARGET_RATIO for case in CASES[1:]})
     return {
-        "machine": machine,
+        **figures,
         "events": EVENTS,
         "generate_s": generate_s,
         "runs": runs,
         "warmup_runs": WARMUP_RUNS,
-        "cases": cases,
-        "ratios": ratios,
     }
-
-
-def print_table(report: dict[str, Any]) -> None:
-    machine, cases, ratios = report["machine"], report["cases"], report["ratios"]
-    print(
-        f"Python {machine['python']}, SQLite {machine['sqlite']}, {machine['cpu_count']} CPUs; "
-        f"{report['runs']} runs after {report['warmup_runs']} warm-up runs each"
-    )
-    print()
-    print(f"{'':<12}{'median':>9}{'min':>9}{'max':>9}  (ms)")
-    for case, figures in cases.items():
-        print(
-            f"{case:<12}{figures['median_ms']:>9.1f}{figures['min_ms']:>9.1f}"
-            f"{figures['max_ms']:>9.1f}"
-        )
-    print()
-    for case, figures in ratios.items():
-        verdict = "PASS" if figures["pass"] else "MISS"
-        print(
-            f"{case + ' / baseline':<25}{figures['ratio']:.2f}×  "
-            f"target ≤ {figures['target']:.2f}×  {verdict}"
-        )
 
 
 def main() -> int:
@@ -314,7 +283,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print_table(report)
+        print_start_up_table(report)
     return 0
 
 
