@@ -3,8 +3,9 @@ Python start-up.
 
 Times `remem --help`, `remem context` (a project with procedures and lessons) and `remem status`
 (the same home) against `python -c "import sqlite3, json"`, taking turns within each round so
-that machine noise lands on every case. Every command must exit 0 and print something. The home
-lives in a temporary directory, removed at the end.
+that machine noise lands on every case. Every command must exit 0 and print something. Then
+times `remem mcp` from its start to its answer to an agent's `initialize`. The home lives in a
+temporary directory, removed at the end.
 
     .venv/bin/python bench/cli.py [--runs N] [--json]
 """
@@ -14,8 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,17 @@ from common import (
 from hook import DIGEST_PROCEDURES, VENV_BIN, fill_procedures, init_home, run_checked
 
 WARMUP_RUNS = 3
+MCP_TARGET_MS = 1000.0
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
+}
 # The ceilings, as ratios of the bare start-up's median.
 TARGETS = {"help": 2.0, "context": 2.0, "status": 3.0}
 CASES = ("baseline", *TARGETS)
@@ -57,8 +72,42 @@ def time_cases(runs: int, home: Path, project: Path) -> dict[str, list[float]]:
     return timings
 
 
-def summarise(timings: dict[str, list[float]], runs: int) -> dict[str, Any]:
-    return {**start_up_figures(timings, TARGETS), "runs": runs, "warmup_runs": WARMUP_RUNS}
+def time_mcp(runs: int, home: Path) -> list[float]:
+    """Milliseconds from starting `remem mcp` to reading its answer to `initialize`."""
+    timings = []
+    for round_index in range(WARMUP_RUNS + runs):
+        started = time.perf_counter()
+        server = subprocess.Popen(
+            [str(VENV_BIN / "remem"), "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=remem_env(home),
+        )
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        server.stdin.flush()
+        answer = server.stdout.readline()
+        elapsed = time.perf_counter() - started
+        server.stdin.close()
+        if server.wait(timeout=60) != 0 or json.loads(answer).get("id") != 1:
+            raise RuntimeError(f"remem mcp did not answer initialize: {answer!r}")
+        if round_index >= WARMUP_RUNS:
+            timings.append(elapsed * 1000)
+    return timings
+
+
+def summarise(timings: dict[str, list[float]], mcp_ms: list[float], runs: int) -> dict[str, Any]:
+    median = statistics.median(mcp_ms)
+    mcp = {
+        "median_ms": median,
+        "min_ms": min(mcp_ms),
+        "max_ms": max(mcp_ms),
+        "target_ms": MCP_TARGET_MS,
+        "pass": median <= MCP_TARGET_MS,
+    }
+    figures = start_up_figures(timings, TARGETS)
+    return {**figures, "mcp": mcp, "runs": runs, "warmup_runs": WARMUP_RUNS}
 
 
 def main() -> int:
@@ -77,13 +126,20 @@ def main() -> int:
         print(f"promoted {DIGEST_PROCEDURES} procedures", file=sys.stderr)
         print(f"timing {WARMUP_RUNS}+{args.runs} runs of {', '.join(CASES)}", file=sys.stderr)
         timings = time_cases(args.runs, home, project)
+        print(f"timing {WARMUP_RUNS}+{args.runs} starts of remem mcp", file=sys.stderr)
+        mcp_ms = time_mcp(args.runs, home)
     finally:
         shutil.rmtree(tmp)
-    report = summarise(timings, args.runs)
+    report = summarise(timings, mcp_ms, args.runs)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print_start_up_table(report)
+        mcp = report["mcp"]
+        print(
+            f"remem mcp to initialize: {mcp['median_ms']:.0f} ms (target ≤ {MCP_TARGET_MS:.0f} ms)"
+            f"  {'PASS' if mcp['pass'] else 'MISS'}"
+        )
     return 0
 
 

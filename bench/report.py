@@ -58,6 +58,17 @@ def span(figures: dict[str, Any], spec: str, unit: str = "") -> str:
     return f"{figures['min']:{spec}}–{figures['max']:{spec}}{unit}"
 
 
+def cli_cells(report: dict[str, Any]) -> list[Cells]:
+    mcp = report["mcp"]
+    server = (
+        f"{mcp['median_ms']:.0f}",
+        f"{mcp['min_ms']:.0f}–{mcp['max_ms']:.0f}",
+        f"≤ {mcp['target_ms']:.0f}",
+        verdict(mcp["pass"]),
+    )
+    return [*start_up_cells(report), server]
+
+
 def start_up_cells(report: dict[str, Any]) -> list[Cells]:
     """hook.py and cli.py: each case's milliseconds, then its ratio to the baseline (the first)."""
     rows: list[Cells] = []
@@ -168,8 +179,9 @@ BENCHES = (
             "remem context / bare interpreter",
             "remem status, ms",
             "remem status / bare interpreter",
+            "remem mcp start-up to its initialize answer, ms",
         ),
-        start_up_cells,
+        cli_cells,
         lambda r: (
             f"cli.py {count(r['runs'], 'run')} per case"
             f" after {count(r['warmup_runs'], 'warm-up run')}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -191,9 +190,10 @@ def test_a_missing_home_is_a_tool_error_not_a_crash(home: Home, tmp_path: Path) 
     assert not (tmp_path / "typo").exists()
 
 
-def test_start_up_and_initialize_stay_cheap(home: Home, tmp_path: Path) -> None:
-    """CPU time, not wall time: what the server costs does not depend on the machine's load.
-    The SDK's own import is most of it."""
+def test_a_piped_initialize_is_answered_and_the_server_ends_with_its_input(
+    home: Home, tmp_path: Path
+) -> None:
+    """What an agent does first, as raw JSON-RPC (its start-up time is bench/cli.py's)."""
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -204,7 +204,6 @@ def test_start_up_and_initialize_stay_cheap(home: Home, tmp_path: Path) -> None:
             "clientInfo": {"name": "test", "version": "1"},
         },
     }
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run(
         [REMEM, "mcp"],
         input=json.dumps(initialize) + "\n",
@@ -213,8 +212,6 @@ def test_start_up_and_initialize_stay_cheap(home: Home, tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     answer = json.loads(result.stdout.splitlines()[0])
     assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "remem"
-    assert cpu_s < 1.5, cpu_s
+    assert result.returncode == 0 and "Traceback" not in result.stderr
