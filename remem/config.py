@@ -66,6 +66,26 @@ def _string_list(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _boolean(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS:
+        return _BOOLEAN_WORDS[value.strip().lower()]
+    raise ValueError("must be true or false")
+
+
+_BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def _team_database_url(value: object) -> str:
+    url = _string(value).strip()
+    if url and not url.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+        raise ValueError(
+            "must be a PostgreSQL URL such as postgresql+psycopg://user@host/remem (or empty)"
+        )
+    return url
+
+
 def _log_level(value: object) -> str:
     level = _string(value).upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
@@ -158,6 +178,10 @@ SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
     ("context", "max_chars"): ("context_max_chars", _page_chars, 4000),
     ("context", "max_lines"): ("context_max_lines", _positive_int, 200),
     ("context", "inherit_from"): ("inherit_from", _string_list, ["main", "master"]),
+    ("team", "database_url"): ("team_database_url", _team_database_url, ""),
+    ("team", "machine"): ("team_machine", _string, ""),
+    ("team", "share"): ("team_share", _string_list, []),
+    ("team", "promote"): ("team_promote", _boolean, False),
 }
 
 
@@ -184,10 +208,20 @@ DOCS: dict[tuple[str, str], str] = {
     ): "the digest's budget per page, at most 9000 (it is re-sent with every request)",
     ("context", "max_lines"): "the digest's line budget per page",
     ("context", "inherit_from"): "default branches whose procedures other branches inherit",
+    ("team", "database_url"): (
+        "the team's PostgreSQL database (postgresql+psycopg://user@host/remem); empty: no team"
+    ),
+    ("team", "machine"): "this machine's name in the team database; empty means the host name",
+    ("team", "share"): (
+        "project keys (glob patterns: github.com/org/*) to share; nothing else is shared"
+    ),
+    ("team", "promote"): "whether this machine's daemon also works the team's queue",
 }
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, list):
@@ -233,6 +267,10 @@ class Settings:
     context_max_chars: int
     context_max_lines: int
     inherit_from: tuple[str, ...]
+    team_database_url: str
+    team_machine: str
+    team_share: tuple[str, ...]
+    team_promote: bool
 
     @property
     def sqlite_file(self) -> str | None:
@@ -318,4 +356,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             raise ConfigError(source, f"{section}.{key}", str(exc), line) from None
     if not values["database_url"]:
         values["database_url"] = paths.default_database_url(home)
+    if not values["team_machine"].strip():
+        values["team_machine"] = os.uname().nodename
     return Settings(**values)

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.pg_server import PostgresServer
+
 BIN = Path(sys.executable).parent
 REMEM = str(BIN / "remem")
 REMEM_HOOK = str(BIN / "remem-hook")
@@ -138,3 +140,28 @@ def home(template_home: Path, tmp_path: Path) -> Iterator[Home]:
     shutil.copytree(template_home, path)
     (tmp_path / "user-home").mkdir()
     yield Home(path)
+
+
+# ---- PostgreSQL: one throwaway cluster per test session (tests/pg_server.py) -------------------
+# Without PostgreSQL installed these fixtures fail the tests that use them, loudly; a developer
+# who has no server sets REMEM_NO_POSTGRES=1 to skip them instead.
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    if os.environ.get("REMEM_NO_POSTGRES") == "1":
+        pytest.skip("REMEM_NO_POSTGRES=1: the PostgreSQL tests are skipped")
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer) -> Iterator[str]:
+    """An empty database of its own, as a postgresql+psycopg:// URL."""
+    name = pg_server.create_database()
+    yield pg_server.url(name)
+    pg_server.drop_database(name)

@@ -111,6 +111,7 @@ def upgrade() -> None:
 
     op.drop_index("ix_procedures_listing", "procedures")
     op.rename_table("procedures", "procedures_0003")
+    _free_postgresql_names("procedures", "procedures_0003")
     op.create_table(
         "procedures",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -157,6 +158,7 @@ def upgrade() -> None:
         "evidence_event_ids, files, 0, first_verified_at, last_verified_at, body, created_at, "
         "updated_at FROM procedures_0003"
     )
+    _advance_postgresql_sequence("procedures", "procedures_0003_id_seq")
     op.drop_table("procedures_0003")
     op.create_index("ix_procedures_listing", "procedures", ["project_id", "branch", "status"])
     op.create_table(
@@ -187,6 +189,39 @@ def upgrade() -> None:
         ),
         {"reason": "schema 0004 derives procedures from workflows", "now": time.time()},
     )
+
+
+def _free_postgresql_names(table: str, renamed: str) -> None:
+    """PostgreSQL keeps a renamed table's primary key, its unique constraint (an index, named
+    in the schema's namespace) and its id sequence under their old names, which the new table
+    needs: they take the renamed table's name. SQLite's names live and die with their table."""
+    if op.get_bind().dialect.name != "postgresql":
+        return
+    op.execute(f"ALTER TABLE {renamed} RENAME CONSTRAINT {table}_pkey TO {renamed}_pkey")
+    op.execute(
+        f"ALTER TABLE {renamed} RENAME CONSTRAINT uq_{table}_group TO uq_{renamed}_group"
+    )
+    op.execute(f"ALTER SEQUENCE {table}_id_seq RENAME TO {renamed}_id_seq")
+
+
+def _advance_postgresql_sequence(table: str, previous_sequence: str | None = None) -> None:
+    """Rows copied with their ids leave PostgreSQL's sequence behind them: the next insert
+    would take an id already used. It moves past them, and past any id the previous table's
+    sequence handed out (ids are never reused)."""
+    bind = op.get_bind()
+    if bind.dialect.name != "postgresql":
+        return
+    high = bind.execute(sa.text(f"SELECT COALESCE(MAX(id), 0) FROM {table}")).scalar_one()
+    if previous_sequence is not None:
+        last, called = bind.execute(
+            sa.text(f"SELECT last_value, is_called FROM {previous_sequence}")
+        ).one()
+        high = max(high, last if called else 0)
+    if high > 0:
+        bind.execute(
+            sa.text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), :high)"),
+            {"high": high},
+        )
 
 
 def _run_table_0003(name: str, at: str, *extra: sa.Column) -> None:  # type: ignore[type-arg]
@@ -325,3 +360,4 @@ def _procedures_0003() -> None:
         )
     if kept:
         op.bulk_insert(procedures, kept)
+    _advance_postgresql_sequence("procedures")

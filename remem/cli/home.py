@@ -118,27 +118,50 @@ def db() -> None:
 
 
 @db.command("upgrade")
-def db_upgrade() -> None:
+@click.option(
+    "--team",
+    is_flag=True,
+    help="Migrate the team's PostgreSQL database (team.database_url) instead of this home's.",
+)
+def db_upgrade(team: bool) -> None:
     """Migrate the database to the schema this remem needs.
+
+    With --team, the team's database: the same migrations, run by any one machine of the
+    team (concurrent upgrades wait for each other).
 
     \b
     Example:
       remem db upgrade
+      remem db upgrade --team
     """
+    import contextlib
+
     from remem.db import migrate
+    from remem.db.engine import make_engine
+    from remem.errors import RememError
     from remem.home import migration_lock, open_engine
 
     settings = current_settings()
-    engine = open_engine(settings, require_current_schema=False)
+    if team and not settings.team_database_url:
+        raise RememError(
+            "No team database: set `database_url` under [team] in "
+            f"{settings.config_file} (or REMEM_TEAM_DATABASE_URL), then run it again."
+        )
+    engine = (
+        make_engine(settings.team_database_url)
+        if team
+        else open_engine(settings, require_current_schema=False)
+    )
     try:
-        with migration_lock(settings):
+        with contextlib.nullcontext() if team else migration_lock(settings):
             before = migrate.current_revision(engine)
             migrate.upgrade(engine)
             after = migrate.current_revision(engine)
     finally:
         engine.dispose()
+    label = "Team schema" if team else "Schema"
     click.echo(
-        f"Schema {before or 'empty'} -> {after}" if before != after else f"Schema at {after}"
+        f"{label} {before or 'empty'} -> {after}" if before != after else f"{label} at {after}"
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 
 from remem.db import sqlite as sqlite_settings
 from remem.paths import sqlite_path
@@ -22,7 +22,7 @@ def make_engine(url: str, busy_timeout_s: float = sqlite_settings.DEFAULT_BUSY_T
     and begin every transaction with BEGIN IMMEDIATE, so that writers queue instead of failing
     on a lock upgrade; a connection asked for AUTOCOMMIT (as `compact` does) begins none."""
     if sqlite_path(url) is None and not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
+        return _server_engine(url)
     engine = create_engine(url, connect_args={"timeout": busy_timeout_s})
 
     @event.listens_for(engine, "connect")
@@ -53,6 +53,23 @@ def make_engine(url: str, busy_timeout_s: float = sqlite_settings.DEFAULT_BUSY_T
             dbapi_connection.isolation_level = None
 
     return engine
+
+
+# A connection attempt to an unreachable server gives up after this, instead of the minutes
+# the operating system would wait: the caller backs off and tries again later.
+CONNECT_TIMEOUT_S = 10
+
+
+def _server_engine(url: str) -> Engine:
+    """PostgreSQL (or another server) through psycopg 3, the driver remem depends on: a URL
+    naming no driver would otherwise ask SQLAlchemy for psycopg2."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            url = "postgresql+psycopg://" + url[len(prefix) :]
+    connect_args: dict[str, Any] = {}
+    if url.startswith("postgresql") and "connect_timeout" not in make_url(url).query:
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
 def is_sqlite(engine: Engine) -> bool:

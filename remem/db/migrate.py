@@ -8,7 +8,7 @@ from pathlib import Path
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, text
 
 import remem
 from alembic import command
@@ -42,10 +42,24 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+# Any fixed number: the key of the PostgreSQL advisory lock every remem migration takes.
+MIGRATION_LOCK_KEY = 0x72656D656D
+
+
+def _serialise(connection: Connection) -> None:
+    """Concurrent migrations of one database run one after the other. SQLite's BEGIN IMMEDIATE
+    already did that; on PostgreSQL (a team database that several machines upgrade) a
+    transaction-scoped advisory lock does, and the one that waited then finds the schema
+    current and has nothing left to do."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Migrate in one transaction; on SQLite it begins IMMEDIATE, so concurrent upgrades queue."""
+    """Migrate in one transaction; concurrent upgrades queue (see _serialise)."""
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with engine.begin() as connection:
+        _serialise(connection)
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 
@@ -54,6 +68,7 @@ def downgrade(engine: Engine, revision: str) -> None:
     """Back to an earlier revision, in one transaction."""
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with engine.begin() as connection:
+        _serialise(connection)
         config.attributes["connection"] = connection
         command.downgrade(config, revision)
 

@@ -58,12 +58,16 @@ def require_home(home: str) -> None:
 
 def revision(execute: Execute) -> str | None:
     """The schema revision stamped in the database; None before the first migration."""
+    # Inside a savepoint: on PostgreSQL a failed statement would abort the whole snapshot.
+    execute("SAVEPOINT remem_revision", {})
     try:
         rows = execute(REVISION, {})
-    except Exception as exc:  # no alembic_version table yet: both drivers say "no such table"
-        if "alembic_version" in str(exc) or "no such table" in str(exc):
-            return None
-        raise
+    except Exception as exc:  # no alembic_version table yet: each driver names the table
+        if "alembic_version" not in str(exc) and "no such table" not in str(exc):
+            raise
+        execute("ROLLBACK TO SAVEPOINT remem_revision", {})
+        return None
+    execute("RELEASE SAVEPOINT remem_revision", {})
     return str(rows[0][0]) if rows else None
 
 
