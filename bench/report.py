@@ -1,7 +1,7 @@
 """Run every benchmark and write their figures to BENCHMARKS.md at the repository root.
 
-Runs hook.py, cli.py, pipeline.py, daemon_idle.py, concurrency.py and importer.py one after
-another with --json (their progress goes to stderr as it happens), then writes one table:
+Runs hook.py, cli.py, pipeline.py, scale.py, daemon_idle.py, concurrency.py and importer.py one
+after another with --json (their progress goes to stderr as it happens), then writes one table:
 median, min–max, target and verdict per figure. A benchmark that fails is reported in its rows,
 and the script exits 1 once the file is written. --quick passes small run counts, for a smoke
 test of the whole chain.
@@ -98,7 +98,12 @@ def pipeline_cells(report: dict[str, Any]) -> list[Cells]:
             f"≥ {rate['target']:,}",
             verdict(rate["pass"]),
         ),
-        (f"{over_raw['median']:.1f}×", span(over_raw, ".1f", "×"), NONE, NONE),
+        (
+            f"{over_raw['median']:.1f}×",
+            span(over_raw, ".1f", "×"),
+            f"≤ {over_raw['target']:g}×",
+            verdict(over_raw["pass"]),
+        ),
         (f"{claims['median_us']['1k']:.0f}", NONE, NONE, NONE),
         (f"{claims['median_us']['1M']:.0f}", NONE, NONE, NONE),
         (
@@ -107,6 +112,20 @@ def pipeline_cells(report: dict[str, Any]) -> list[Cells]:
             f"≤ {claims['target']:.2f}×",
             verdict(claims["pass"]),
         ),
+    ]
+
+
+def scale_cells(report: dict[str, Any]) -> list[Cells]:
+    windows, maintenance = report["windows"], report["maintenance"]
+    ratio, lock, hooks = windows["window_ratio"], windows["lock_p99_ms"], windows["hooks"]
+    worst = maintenance["max_transaction_ms"]
+    return [
+        (f"{windows['small']['window_ms']:.1f}", NONE, NONE, NONE),
+        (f"{windows['large']['window_ms']:.1f}", NONE, NONE, NONE),
+        (f"{ratio['ratio']:.2f}×", NONE, f"≤ {ratio['target']:g}×", verdict(ratio["pass"])),
+        (f"{lock['value']:.1f}", NONE, f"≤ {lock['target']:g}", verdict(lock["pass"])),
+        (f"{hooks['spooled']}", NONE, f"0 of {hooks['hooks']}", verdict(hooks["pass"])),
+        (f"{worst['value']:.1f}", NONE, f"≤ {worst['target']:g}", verdict(worst["pass"])),
     ]
 
 
@@ -199,6 +218,25 @@ BENCHES = (
         ),
         pipeline_cells,
         lambda r: f"pipeline.py {count(r['runs'], 'burst')} of {r['pipeline']['events']:,} events",
+    ),
+    Bench(
+        "scale.py",
+        ("--quick",),
+        (
+            "window, small group, ms",
+            "window, large group, ms",
+            "window cost, large / small group",
+            "write lock per window, p99, large group, ms",
+            "hooks spooled during a burst over the large group",
+            "maintenance, longest transaction, ms",
+        ),
+        scale_cells,
+        lambda r: (
+            f"scale.py {r['windows']['small']['prior_runs']:,} and "
+            f"{r['windows']['large']['prior_runs']:,} prior runs, maintenance over "
+            f"{r['maintenance']['procedures']:,} procedures × "
+            f"{r['maintenance']['runs_per_group']:,} runs"
+        ),
     ),
     Bench(
         "daemon_idle.py",

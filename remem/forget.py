@@ -11,7 +11,6 @@ the bytes leave the database file too.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -291,12 +290,13 @@ def _procedure_events(connection: Connection, procedure_ids: set[int]) -> set[in
     project-wide procedure): what would derive it again."""
     ids: set[int] = set()
     query = text(
-        "SELECT id, project_id, scope, branch, directory, workflow, workflow_hash, "
-        "evidence_event_ids FROM procedures WHERE id = :id"
+        "SELECT id, project_id, scope, branch, directory, workflow, workflow_hash "
+        "FROM procedures WHERE id = :id"
     )
+    evidence = text("SELECT event_id FROM procedure_evidence WHERE procedure_id = :id")
     for procedure_id in sorted(procedure_ids):
         row = connection.execute(query, {"id": procedure_id}).one()
-        ids.update(int(i) for i in json.loads(row.evidence_event_ids))
+        ids.update(connection.execute(evidence, {"id": procedure_id}).scalars())
         group = Group(*row[1:7])
         for table in RUN_TABLES:
             sql = text(f"SELECT event_id FROM {table} WHERE {group.where()}")
@@ -350,12 +350,14 @@ def _excerpt(command: str, pattern: re.Pattern[str] | None) -> str:
 
 
 def _rederived(connection: Connection, event_ids: set[int], deleted: set[int]) -> tuple[int, ...]:
-    rows = connection.execute(text("SELECT id, evidence_event_ids FROM procedures")).all()
-    return tuple(
-        row.id
-        for row in rows
-        if row.id not in deleted and event_ids.intersection(json.loads(row.evidence_event_ids))
-    )
+    """Procedures citing a forgotten event: by the evidence table's index on events."""
+    sql = _in("SELECT DISTINCT procedure_id FROM procedure_evidence WHERE event_id IN :ids")
+    found = {
+        procedure_id
+        for chunk in _chunks(event_ids)
+        for procedure_id in connection.execute(sql, {"ids": chunk}).scalars()
+    }
+    return tuple(sorted(found - deleted))
 
 
 # (table, statement) in deletion order: lessons whose streak included a forgotten attempt go
@@ -372,6 +374,7 @@ DELETIONS = (
     ("attempts", "DELETE FROM attempts WHERE event_id IN :ids OR resolved_by_event_id IN :ids"),
     ("verifications", "DELETE FROM verifications WHERE event_id IN :ids"),
     ("unverified_runs", "DELETE FROM unverified_runs WHERE event_id IN :ids"),
+    ("procedure_evidence", "DELETE FROM procedure_evidence WHERE event_id IN :ids"),
     ("captured_events", "DELETE FROM captured_events WHERE id IN :ids"),
 )
 

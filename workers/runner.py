@@ -7,7 +7,7 @@ import os
 import socket
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +25,7 @@ from remem.queue import store as queue
 from workers.handlers import Handler, default_handlers
 
 log = logging.getLogger("remem.worker")
+WRITE_LOCKS_KEPT = 10_000
 
 
 def new_worker_id() -> str:
@@ -44,6 +45,9 @@ class Worker:
     # interrupt a statement that would outlast its shutdown timeout.
     current_connection: Any = None
     stopping: Callable[[], bool] = lambda: False
+    # Seconds each window's apply held the write lock, from BEGIN IMMEDIATE to COMMIT (the
+    # newest ones; the benchmark reads them).
+    write_lock_s: deque[float] = field(default_factory=lambda: deque(maxlen=WRITE_LOCKS_KEPT))
 
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""
@@ -66,12 +70,16 @@ class Worker:
             crash_point("prepare")
             prepared = handler.prepare(self.engine, task, self.settings)
             with self.engine.begin() as connection:
+                # BEGIN IMMEDIATE has returned: the write lock is held from here to COMMIT.
+                locked_at = time.perf_counter()
                 self.current_connection = connection.connection.dbapi_connection
                 now = self.clock()
                 result = handler.apply(connection, task, prepared, self.settings, now)
                 crash_point("apply")
                 queue.complete(connection, task, now)
                 crash_point("complete")
+            held_s = time.perf_counter() - locked_at
+            self.write_lock_s.append(held_s)
         except queue.LeaseLost:
             self.stats["leases_lost"] += 1
             log.warning(
@@ -92,7 +100,11 @@ class Worker:
             )
             self.stats[f"tasks_{outcome}"] += 1
         else:
-            log.info("completed task %s", task.id, extra={"action": "complete", "task_id": task.id})
+            log.info(
+                "completed task %s",
+                task.id,
+                extra={"action": "complete", "task_id": task.id, "write_lock_ms": held_s * 1e3},
+            )
             self.stats["tasks_done"] += 1
             self.stats.update(result)
             if result.get("promoted"):
@@ -137,6 +149,7 @@ class Worker:
         result = mark_stale(self.engine, self.settings, self.clock())
         self.stats["stale"] += result["stale"]
         self.stats["broken"] += result["broken"]
+        self.stats["aged_groups"] += result["aged_groups"]
 
 
 def run_burst(

@@ -111,20 +111,28 @@ def _where(scope: str, branch: str | None, directory: str, branches: int) -> str
 @procedures.command("show")
 @click.argument("procedure_id", type=int)
 @click.option("--json", "as_json", is_flag=True, help="Print the procedure as JSON.")
-def procedures_show(procedure_id: int, as_json: bool) -> None:
+@click.option(
+    "--evidence-page",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Which page of evidence runs to show, newest first (50 a page).",
+)
+def procedures_show(procedure_id: int, as_json: bool, evidence_page: int) -> None:
     """Show one procedure: its variants, evidence runs, files and lessons, and where else the
     errors of its lessons were met in the project.
 
     \b
     Example:
       remem procedures show 3 --json
+      remem procedures show 3 --evidence-page 2
     """
     from remem.procedures import store
 
     _settings_unused, engine = open_home()
     try:
         procedure = store.get_procedure(engine, procedure_id)
-        runs = store.evidence_runs(engine, procedure)
+        evidence = store.evidence_runs(engine, procedure, evidence_page)
         lessons = store.lessons_of(engine, procedure_id)
         unverified = store.unverified_count(engine, procedure)
         keys = tuple(sorted({lesson.error_key for lesson in lessons if lesson.error_key}))
@@ -140,17 +148,18 @@ def procedures_show(procedure_id: int, as_json: bool) -> None:
             {
                 **procedure.as_json(),
                 "unverified_runs": unverified,
-                "evidence": [run.as_json() for run in runs],
+                "evidence": [run.as_json() for run in evidence.runs],
+                **evidence.as_json(),
                 "lessons": [lesson.as_json() for lesson in lessons],
                 "same_errors_elsewhere": [sighting.as_json() for sighting in elsewhere],
             }
         )
         return
-    _print_procedure(procedure, runs, unverified, lessons, elsewhere)
+    _print_procedure(procedure, evidence, unverified, lessons, elsewhere)
 
 
 def _print_procedure(
-    procedure: Any, runs: list[Any], unverified: int, lessons: list[Any], elsewhere: list[Any]
+    procedure: Any, evidence: Any, unverified: int, lessons: list[Any], elsewhere: list[Any]
 ) -> None:
     from remem.procedures.digest import NO_EDIT, NO_OUTPUT
     from remem.procedures.store import iso
@@ -166,8 +175,18 @@ def _print_procedure(
     click.echo("Variants:")
     for command, count in procedure.variants:
         click.echo(f"  {count} run(s)  {json.dumps(command, ensure_ascii=False)}")
-    click.echo("Evidence:")
-    for run in runs:
+    if evidence.pages > 1:
+        more = (
+            f"; --evidence-page {evidence.page + 1} for older"
+            if evidence.page < evidence.pages
+            else ""
+        )
+        click.echo(
+            f"Evidence (page {evidence.page} of {evidence.pages}, {evidence.total} runs{more}):"
+        )
+    else:
+        click.echo("Evidence:")
+    for run in evidence.runs:
         branch = f"  branch {run.branch}" if procedure.scope == "project" else ""
         click.echo(
             f"  event {run.event_id}  {iso(run.at)}  {run.host}  session "

@@ -351,3 +351,53 @@ exports = Table(
     CheckConstraint(_one_of("format", EXPORT_FORMATS), name="ck_exports_format"),
     Index("ix_exports_procedure", "procedure_id"),
 )
+
+# Each workflow group's tally (remem/procedures/tally.py): what the promotion rules need, kept
+# up to date from each window's runs. Maintenance finds the tallies whose oldest fresh run aged
+# out of max_age by the index on oldest_fresh_at, never by reading the runs.
+group_states = Table(
+    "group_states",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("workflow", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
+    Column("tally", Text, nullable=False),
+    Column("oldest_fresh_at", Float),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    UniqueConstraint(
+        "project_id", "scope", "branch", "directory", "workflow_hash", name="uq_group_states_group"
+    ),
+    Index("ix_group_states_aging", "oldest_fresh_at", "id"),
+    Index("ix_group_states_workflow", "project_id", "workflow_hash"),
+)
+
+# Each session's latest verified run of a group, beside its tally: how many sessions are fresh
+# is kept as a count, and the sessions that age out are counted by the index on time.
+group_sessions = Table(
+    "group_sessions",
+    metadata,
+    Column("group_id", Integer, ForeignKey("group_states.id"), nullable=False),
+    Column("session_id", Integer, nullable=False),
+    Column("last_verified_at", Float, nullable=False),
+    PrimaryKeyConstraint("group_id", "session_id", name="pk_group_sessions"),
+    Index("ix_group_sessions_time", "group_id", "last_verified_at"),
+)
+
+# A procedure's evidence: every verified run of its group; the newest `verified_runs` of them
+# (all of them when none is fresh) are what it cites. No foreign keys: a rebuild gives
+# procedures their ids back, and forgetting an event deletes its rows here first.
+procedure_evidence = Table(
+    "procedure_evidence",
+    metadata,
+    Column("procedure_id", Integer, nullable=False),
+    Column("event_id", Integer, nullable=False),
+    Column("verified_at", Float, nullable=False),
+    PrimaryKeyConstraint("procedure_id", "event_id", name="pk_procedure_evidence"),
+    Index("ix_procedure_evidence_time", "procedure_id", "verified_at", "event_id"),
+    Index("ix_procedure_evidence_event", "event_id"),
+)

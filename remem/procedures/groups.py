@@ -1,5 +1,5 @@
-"""A workflow group -> its procedure: the runs are read, the policy decides, the row is written
-only when something changed.
+"""A workflow group -> its procedure: the tally decides, the row is written only when
+something changed.
 
 A branch group is (project, branch, directory, workflow); its project group is the same
 workflow on every branch of the project, promoted when it was verified on at least two.
@@ -8,18 +8,22 @@ workflow on every branch of the project, promoted when it was verified on at lea
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, text
 
-from remem.procedures import journal, lessons, policy
+from remem.procedures import lessons, policy
 from remem.procedures.digest import needs_credentials
+from remem.procedures.tally import Tally, variant_rows
+from remem.procedures.tally import decide as decide_from_tally
 
 BRANCH, PROJECT = "branch", "project"
 VARIANTS_KEPT = 10
 FILES_FROM_LAST_RUNS = 10
+# The evidence ids a procedure row lists (its newest); every one is in procedure_evidence.
+EVIDENCE_LISTED = 20
 PROJECT_MIN_BRANCHES = 2
 
 
@@ -50,71 +54,17 @@ class Group:
             names.append("branch")
         return " AND ".join(f"{prefix}{name} = :{name}" for name in names)
 
+    def key(self) -> dict[str, Any]:
+        return {**self.params(), "scope": self.scope, "branch": self.branch}
+
     def project_wide(self) -> Group:
         return replace(self, scope=PROJECT, branch="")
 
+    def min_branches(self) -> int:
+        return PROJECT_MIN_BRANCHES if self.scope == PROJECT else 1
+
     def sort_key(self) -> tuple[int, str, str, str, str]:
         return (self.project_id, self.scope, self.branch, self.directory, self.workflow_hash)
-
-
-def load_runs(connection: Connection, group: Group) -> list[policy.Run]:
-    if group.scope == BRANCH:
-        return journal.load_history(connection, group.params()).runs()
-    where = group.where()
-    query = text(
-        f"SELECT event_id, session_id, verified_at, 1, branch FROM verifications WHERE {where} "
-        f"UNION ALL SELECT event_id, session_id, failed_at, 0, branch FROM attempts WHERE {where}"
-    )
-    found: dict[tuple[int, bool], policy.Run] = {}
-    for event_id, session_id, at, succeeded, branch in connection.execute(
-        query, group.params()
-    ).all():
-        run = policy.Run(event_id, session_id, at, bool(succeeded), branch)
-        found[(event_id, run.succeeded)] = run
-    return list(found.values())
-
-
-def _on_two_branches(connection: Connection, group: Group) -> bool:
-    query = text(
-        "SELECT count(*) FROM (SELECT DISTINCT branch FROM verifications "
-        f"WHERE {group.where()} AND branch != '' LIMIT 2) AS named"
-    )
-    return int(connection.execute(query, group.params()).scalar_one()) >= PROJECT_MIN_BRANCHES
-
-
-def variants(
-    connection: Connection, group: Group, history: journal.History | None = None
-) -> list[tuple[str, bool, int, int]]:
-    """(command, masked, verified runs, all runs) of each way the workflow was written; from
-    the group's history when the caller has read it, else from the tables."""
-    where = group.where()
-    if history is None:
-        query = text(
-            "SELECT command, masked, sum(verified), count(*) FROM ("
-            f"SELECT command, masked, 1 AS verified FROM verifications WHERE {where} "
-            f"UNION ALL SELECT command, masked, 0 FROM attempts WHERE {where} "
-            f"UNION ALL SELECT command, masked, 0 FROM unverified_runs WHERE {where}"
-            ") AS runs GROUP BY command, masked"
-        )
-        return [
-            (command, bool(masked), int(verified), int(runs))
-            for command, masked, verified, runs in connection.execute(query, group.params()).all()
-        ]
-    runs: Counter[tuple[str, bool]] = Counter()
-    verified: Counter[tuple[str, bool]] = Counter()
-    for row in history.successes.values():
-        verified[(row.command, bool(row.masked))] += 1
-    runs.update(verified)
-    runs.update((row.command, bool(row.masked)) for row in history.attempts.values())
-    query = text(
-        f"SELECT command, masked, count(*) FROM unverified_runs WHERE {where} "
-        "GROUP BY command, masked"
-    )
-    for command, masked, count in connection.execute(query, group.params()).all():
-        runs[(command, bool(masked))] += int(count)
-    return [
-        (command, masked, verified[(command, masked)], n) for (command, masked), n in runs.items()
-    ]
 
 
 def recommended(found: list[tuple[str, bool, int, int]], workflow: str) -> str:
@@ -136,16 +86,6 @@ def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, An
     return [{"command": command, "runs": runs} for command, _m, _v, runs in ordered][:VARIANTS_KEPT]
 
 
-def latest_evidence(runs: list[policy.Run], evidence: tuple[int, ...]) -> list[tuple[int, int]]:
-    """(session, event) of the latest evidence runs whose files are looked for."""
-    sessions = {run.event_id: run.session_id for run in runs if run.succeeded}
-    return [
-        (sessions[event_id], event_id)
-        for event_id in evidence[-FILES_FROM_LAST_RUNS:]
-        if event_id in sessions
-    ]
-
-
 # The files edited right before one run: in its own session, after the session's previous run
 # of any workflow (verified, failed or unverified), up to the run itself. An edit the agent made
 # before running something else belongs to that other run, not to every later one.
@@ -163,21 +103,22 @@ _EDITED_BEFORE_RUN = (
 )
 
 
-def ranked_files(
-    connection: Connection, runs: list[policy.Run], evidence: tuple[int, ...]
-) -> tuple[list[str], int]:
-    """The files most often edited right before the group's latest verified runs, in each
-    run's own session: at most 5, and how many more."""
-    latest = latest_evidence(runs, evidence)
+@lru_cache(maxsize=FILES_FROM_LAST_RUNS)
+def _edited_before_runs(count: int) -> Any:
+    """One statement for `count` runs, one index range per run."""
+    return text(" UNION ALL ".join(_EDITED_BEFORE_RUN.format(i=i) for i in range(count)))
+
+
+def ranked_files(connection: Connection, latest: list[tuple[int, int]]) -> tuple[list[str], int]:
+    """The files most often edited right before the group's latest verified runs, given as
+    (session, event), in each run's own session: at most 5, and how many more."""
     if not latest:
         return [], 0
-    # One statement, one index range per run.
-    query = " UNION ALL ".join(_EDITED_BEFORE_RUN.format(i=i) for i in range(len(latest)))
     params: dict[str, Any] = {}
     for i, (session_id, event_id) in enumerate(latest):
         params.update({f"s{i}": session_id, f"run{i}": event_id})
     before: dict[int, set[str]] = {}
-    for run, encoded in connection.execute(text(query), params).all():
+    for run, encoded in connection.execute(_edited_before_runs(len(latest)), params).all():
         before.setdefault(run, set()).update(json.loads(encoded))
     return policy.rank_files(lessons.in_project(sorted(names)) for names in before.values())
 
@@ -218,7 +159,9 @@ _INSERT_VALUES = (
     ":first_verified_at, :last_verified_at, :created_at, :now, "
     + ", ".join(f":{name}" for name in COMPARED)
 )
-INSERT_PROCEDURE = text(f"INSERT INTO procedures ({_INSERT_COLUMNS}) VALUES ({_INSERT_VALUES})")
+INSERT_PROCEDURE = text(
+    f"INSERT INTO procedures ({_INSERT_COLUMNS}) VALUES ({_INSERT_VALUES}) RETURNING id"
+)
 INSERT_PROCEDURE_WITH_ID = text(
     f"INSERT INTO procedures (id, {_INSERT_COLUMNS}) VALUES (:id, {_INSERT_VALUES})"
 )
@@ -228,29 +171,55 @@ TAKE_IDENTITY = text(
     "AND branch = :branch AND directory = :directory AND workflow_hash = :workflow_hash "
     "RETURNING procedure_id, created_at"
 )
+INSERT_EVIDENCE = text(
+    "INSERT INTO procedure_evidence (procedure_id, event_id, verified_at) "
+    "VALUES (:procedure_id, :event_id, :verified_at) ON CONFLICT DO NOTHING"
+)
+# The newest evidence runs of a procedure, from `since` (its fresh runs, or all of them): the
+# index on (procedure, time) read backwards, `n` rows of it.
+LATEST_EVIDENCE = text(
+    "SELECT e.event_id, c.session_id FROM procedure_evidence e "
+    "JOIN captured_events c ON c.id = e.event_id WHERE e.procedure_id = :id "
+    "AND e.verified_at >= :since ORDER BY e.verified_at DESC, e.event_id DESC LIMIT :n"
+)
 
 
-def _key(group: Group) -> dict[str, Any]:
-    return {**group.params(), "scope": group.scope, "branch": group.branch}
+def _fill_evidence(connection: Connection, group: Group, procedure_id: int) -> None:
+    """A newly promoted procedure's evidence: every verified run of its group, read once."""
+    where = group.where()
+    connection.execute(
+        text(
+            "INSERT INTO procedure_evidence (procedure_id, event_id, verified_at) "
+            "SELECT DISTINCT CAST(:procedure_id AS INTEGER), event_id, verified_at "
+            "FROM verifications "
+            f"WHERE {where} ON CONFLICT DO NOTHING"
+        ),
+        {**group.params(), "procedure_id": procedure_id},
+    )
 
 
 def _values(
     connection: Connection,
     group: Group,
+    tally: Tally,
     decision: policy.Decision,
+    procedure_id: int,
     now: float,
-    runs: list[policy.Run],
     existing: Any = None,
-    history: journal.History | None = None,
 ) -> dict[str, Any]:
-    found = variants(connection, group, history)
+    found = variant_rows(tally)
     command = recommended(found, group.workflow)
-    evidence = json.dumps(list(decision.evidence_event_ids))
+    since = tally.cutoff if tally.fresh_runs else float("-inf")
+    latest = connection.execute(
+        LATEST_EVIDENCE, {"id": procedure_id, "since": since, "n": EVIDENCE_LISTED}
+    ).all()
+    evidence = json.dumps(sorted(event_id for event_id, _session in latest))
     if existing is not None and existing.evidence_event_ids == evidence:
         # Files come from the edits before the evidence runs: same runs, same files.
         files, files_more = json.loads(existing.files), existing.files_more
     else:
-        files, files_more = ranked_files(connection, runs, decision.evidence_event_ids)
+        newest = [(session, event) for event, session in latest[:FILES_FROM_LAST_RUNS]]
+        files, files_more = ranked_files(connection, sorted(newest, key=lambda r: r[1]))
     root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
     where = policy.Where(root, group.branch, group.directory, group.scope == PROJECT)
     return {
@@ -274,36 +243,72 @@ def _values(
 def evaluate(
     connection: Connection,
     group: Group,
-    rules: policy.Rules,
+    tally: Tally,
     now: float,
-    history: journal.History | None = None,
+    new_evidence: list[dict[str, Any]] | None = None,
 ) -> str:
-    """Re-decide one group's procedure and store it if anything changed. Returns what happened:
-    promoted, refreshed, broken, stale, unchanged or unpromoted. A caller that has read a
-    branch group's history passes it."""
-    existing = connection.execute(SELECT_PROCEDURE, _key(group)).first()
+    """Re-decide one group's procedure from its tally and store it if anything changed.
+    `new_evidence` are the window's verified runs of the group ({event_id, verified_at}).
+    Returns what happened: promoted, refreshed, broken, stale, unchanged or unpromoted."""
+    existing = connection.execute(SELECT_PROCEDURE, group.key()).first()
     status = existing.status if existing else None
-    if existing is None and group.scope == PROJECT and not _on_two_branches(connection, group):
-        return "unpromoted"  # the common case, answered without reading the history
-    runs = history.runs() if history is not None else load_runs(connection, group)
-    min_branches = PROJECT_MIN_BRANCHES if group.scope == PROJECT else 1
-    decision = policy.decide(runs, status, rules, now, min_branches)
+    decision = decide_from_tally(tally, status)
     if decision is None:
         return "unpromoted" if existing is None else "unchanged"
-    values = _values(connection, group, decision, now, runs, existing, history)
     if existing is None:
-        topic = policy.topic_key(group.workflow, (group.scope, group.branch, group.directory))
-        params = {**values, **_key(group), "workflow": group.workflow, "topic_key": topic}
-        identity = connection.execute(TAKE_IDENTITY, _key(group)).first()
-        if identity is None:
-            connection.execute(INSERT_PROCEDURE, {**params, "created_at": now})
-        else:
-            params.update(id=identity.procedure_id, created_at=identity.created_at)
-            connection.execute(INSERT_PROCEDURE_WITH_ID, params)
+        _promote(connection, group, tally, decision, now)
         return "promoted"
+    if new_evidence:
+        connection.execute(
+            INSERT_EVIDENCE, [{**row, "procedure_id": existing.id} for row in new_evidence]
+        )
+    values = _values(connection, group, tally, decision, existing.id, now, existing)
     if tuple(getattr(existing, key) for key in COMPARED) == tuple(values[k] for k in COMPARED):
         return "unchanged"
     connection.execute(UPDATE_PROCEDURE, {**values, "id": existing.id})
     if decision.status != status and decision.status in (policy.BROKEN, policy.STALE):
         return decision.status
     return "refreshed"
+
+
+_PLACEHOLDER = {
+    "command": "",
+    "variants": "[]",
+    "evidence_event_ids": "[]",
+    "files": "[]",
+    "files_more": 0,
+    "body": "",
+    "branches": "[]",
+}
+
+
+def _promote(
+    connection: Connection, group: Group, tally: Tally, decision: policy.Decision, now: float
+) -> None:
+    """Insert the procedure (with the id a rebuild kept for its group), then its evidence, then
+    what is derived from the evidence."""
+    topic = policy.topic_key(group.workflow, (group.scope, group.branch, group.directory))
+    params = {
+        **_PLACEHOLDER,
+        **group.key(),
+        "workflow": group.workflow,
+        "topic_key": topic,
+        "status": decision.status,
+        "confidence": decision.confidence,
+        "verified_runs": decision.verified_runs,
+        "distinct_sessions": decision.distinct_sessions,
+        "first_verified_at": decision.first_verified_at,
+        "last_verified_at": decision.last_verified_at,
+        "now": now,
+    }
+    identity = connection.execute(TAKE_IDENTITY, group.key()).first()
+    if identity is None:
+        procedure_id = connection.execute(INSERT_PROCEDURE, {**params, "created_at": now})
+        procedure_id = procedure_id.scalar_one()
+    else:
+        procedure_id = identity.procedure_id
+        params.update(id=procedure_id, created_at=identity.created_at)
+        connection.execute(INSERT_PROCEDURE_WITH_ID, params)
+    _fill_evidence(connection, group, procedure_id)
+    values = _values(connection, group, tally, decision, procedure_id, now)
+    connection.execute(UPDATE_PROCEDURE, {**values, "id": procedure_id})

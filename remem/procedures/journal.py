@@ -17,16 +17,26 @@ _GROUP = (
     "project_id = :project_id AND branch = :branch AND directory = :directory "
     "AND workflow_hash = :workflow_hash"
 )
+# A run found by its event, then checked for its group: `+ 0` keeps the planner from reading
+# the group's index, whose range is the group's whole history.
+_EVENT_IN_GROUP = (
+    "{t}.project_id + 0 = :project_id AND {t}.branch = :branch AND {t}.directory = :directory "
+    "AND {t}.workflow_hash = :workflow_hash"
+)
+_GROUP_V = _EVENT_IN_GROUP.format(t="v")
+_GROUP_A = _EVENT_IN_GROUP.format(t="a")
 
 # Edits of the session after its previous run of the command (verified or failed) and before
-# this run: one statement, as it runs for every failed attempt and every lesson.
+# this run: one statement, as it runs for every failed attempt and every lesson. The previous
+# run is looked for among the session's events, newest first, not among the group's runs,
+# which may be many.
 EDITS_SINCE_PREVIOUS_RUN = text(
     "SELECT files, change_hash FROM captured_events WHERE session_id = :session_id "
-    "AND kind = 'edit' AND id < :before AND id > COALESCE((SELECT max(event_id) FROM ("
-    f"SELECT event_id FROM verifications WHERE {_GROUP} AND session_id = :session_id "
-    "AND event_id < :before UNION ALL "
-    f"SELECT event_id FROM attempts WHERE {_GROUP} AND session_id = :session_id "
-    "AND event_id < :before) AS runs), 0) ORDER BY id"
+    "AND kind = 'edit' AND id < :before AND id > COALESCE((SELECT c.id FROM captured_events c "
+    "WHERE c.session_id = :session_id AND c.id < :before AND c.kind = 'command' AND ("
+    f"EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = c.id AND {_GROUP_V}) OR "
+    f"EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = c.id AND {_GROUP_A})) "
+    "ORDER BY c.id DESC LIMIT 1), 0) ORDER BY id"
 )
 SELECT_ATTEMPTS = text(
     "SELECT id, event_id, failed_at, change_hash, attempt_number, duplicate_of, "
@@ -36,6 +46,16 @@ SELECT_ATTEMPTS = text(
 SELECT_SUCCESSES = text(
     "SELECT event_id, verified_at, session_id, branch, command, masked FROM verifications "
     f"WHERE {_GROUP}"
+)
+TAIL_ATTEMPTS = text(SELECT_ATTEMPTS.text + " AND failed_at >= :since AND failed_at <= :until")
+_GROUP_F = " AND ".join(f"f.{clause}" for clause in _GROUP.split(" AND "))
+_GROUP_N = " AND ".join(f"n.{clause}" for clause in _GROUP.split(" AND "))
+TAIL_RESOLVERS = text(
+    "SELECT DISTINCT v.event_id, v.verified_at, v.session_id, v.branch, v.command, v.masked "
+    "FROM attempts f JOIN verifications v ON v.id = (SELECT n.id FROM verifications n "
+    f"WHERE {_GROUP_N} AND n.verified_at >= f.failed_at AND (n.verified_at > f.failed_at "
+    "OR n.event_id > f.event_id) ORDER BY n.verified_at, n.event_id LIMIT 1) "
+    f"WHERE {_GROUP_F} AND f.failed_at >= :since AND f.failed_at <= :until"
 )
 UPDATE_ATTEMPT = text(
     "UPDATE attempts SET attempt_number = :attempt_number, duplicate_of = :duplicate_of, "
@@ -116,9 +136,104 @@ def load_history(connection: Connection, group: dict[str, Any]) -> History:
     return History(attempts, successes)
 
 
-def rebuild(connection: Connection, group: dict[str, Any], history: History, now: float) -> None:
+Key = tuple[float, int]  # (at, event_id)
+
+
+def _inside(key: Key, after: Key, end: Key | None) -> bool:
+    return after < key and (end is None or key <= end)
+
+
+def load_tail(
+    connection: Connection, group: dict[str, Any], after: Key, end: Key | None = None
+) -> History:
+    """The failed runs after `after` and up to `end` (both (at, event_id)), and the verified
+    runs among them that can close a streak: the first after each failure. The others, which
+    follow a success, change no streak, and many agents' runs of one workflow may lie between
+    two failures."""
+    params = {**group, "since": after[0], "until": end[0] if end else float("inf")}
+    attempts = {
+        row.event_id: row
+        for row in connection.execute(TAIL_ATTEMPTS, params).all()
+        if _inside((row.failed_at, row.event_id), after, end)
+    }
+    successes = {
+        row.event_id: row
+        for row in connection.execute(TAIL_RESOLVERS, params).all()
+        if _inside((row.verified_at, row.event_id), after, end)
+    }
+    return History(attempts, successes)
+
+
+FIRST_SUCCESS_AFTER = text(
+    "SELECT event_id, verified_at FROM verifications WHERE "
+    f"{_GROUP} AND verified_at >= :at ORDER BY verified_at, event_id LIMIT 8"
+)
+
+
+def first_success_after(connection: Connection, group: dict[str, Any], key: Key) -> Key | None:
+    """The (at, event_id) of the group's earliest verified run after `key`: the streaks a run
+    at `key` can change end there."""
+    rows = connection.execute(FIRST_SUCCESS_AFTER, {**group, "at": key[0]}).all()
+    for event_id, at in rows:
+        if (at, event_id) > key:
+            return (at, event_id)
+    if len(rows) < 8:
+        return None
+    row = connection.execute(
+        text(
+            f"SELECT event_id, verified_at FROM verifications WHERE {_GROUP} "
+            "AND (verified_at > :at OR (verified_at = :at AND event_id > :event_id)) "
+            "ORDER BY verified_at, event_id LIMIT 1"
+        ),
+        {**group, "at": key[0], "event_id": key[1]},
+    ).first()
+    return None if row is None else (row.verified_at, row.event_id)
+
+
+LAST_SUCCESS_BEFORE = text(
+    "SELECT event_id, verified_at FROM verifications WHERE "
+    f"{_GROUP} AND verified_at <= :at ORDER BY verified_at DESC, event_id DESC LIMIT 8"
+)
+
+
+def last_success_before(
+    connection: Connection, group: dict[str, Any], key: tuple[float, int]
+) -> tuple[float, int] | None:
+    """The (at, event_id) of the group's latest verified run before `key`: where the streaks
+    a run at `key` can change begin."""
+    rows = connection.execute(LAST_SUCCESS_BEFORE, {**group, "at": key[0]}).all()
+    for event_id, at in rows:
+        if (at, event_id) < key:
+            return (at, event_id)
+    return None if len(rows) < 8 else _before_ties(connection, group, key)
+
+
+def _before_ties(
+    connection: Connection, group: dict[str, Any], key: tuple[float, int]
+) -> tuple[float, int] | None:
+    """Many runs at one time: strictly before it, then."""
+    row = connection.execute(
+        text(
+            f"SELECT event_id, verified_at FROM verifications WHERE {_GROUP} "
+            "AND (verified_at < :at OR (verified_at = :at AND event_id < :event_id)) "
+            "ORDER BY verified_at DESC, event_id DESC LIMIT 1"
+        ),
+        {**group, "at": key[0], "event_id": key[1]},
+    ).first()
+    return None if row is None else (row.verified_at, row.event_id)
+
+
+def rebuild(
+    connection: Connection,
+    group: dict[str, Any],
+    history: History,
+    now: float,
+    region: tuple[Key, Key | None] | None = None,
+) -> None:
     """Re-derive the group's streaks from its runs, in time order, whatever order the windows
-    arrived in; write only what changed. Journal rows are never deleted."""
+    arrived in; write only what changed. Journal rows are never deleted. A history of only the
+    runs in a `region` (after a success, up to the next one: see load_tail) re-derives the
+    streaks there: those outside it and their lessons stand."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return
@@ -143,28 +258,41 @@ def rebuild(connection: Connection, group: dict[str, Any], history: History, now
     if not changed - {None}:
         return  # only the open streak (which has no lesson yet) moved: every lesson stands
     closed = [streak for streak in found if streak.resolved_by is not None]
-    closed.sort(key=lambda s: (s.resolved_by.at, s.resolved_by.event_id))  # type: ignore[union-attr]
-    kept = closed[-lessons.LESSONS_KEPT :]
-    _write_lessons(connection, group, kept, attempts, successes, changed, now)
+    _write_lessons(connection, group, closed, attempts, successes, changed, now, region)
 
 
 def _write_lessons(
     connection: Connection,
     group: dict[str, Any],
-    kept: list[lessons.Streak],
+    closed: list[lessons.Streak],
     attempts: dict[int, Any],
     successes: dict[int, Any],
     changed: set[int | None],
     now: float,
+    region: tuple[Key, Key | None] | None = None,
 ) -> None:
     existing = {
         row.resolved_by_event_id: tuple(row) for row in connection.execute(SELECT_LESSONS, group)
     }
-    wanted = set()
-    for streak in kept:
+    # The newest streaks keep their lessons: those closed here, and the lessons of streaks
+    # outside the region, which stand.
+    candidates: list[tuple[Key, lessons.Streak | None]] = [
+        ((s.resolved_by.at, s.resolved_by.event_id), s)  # type: ignore[union-attr]
+        for s in closed
+    ]
+    if region is not None:
+        candidates += [
+            ((row[-1], r), None)
+            for r, row in existing.items()
+            if not _inside((row[-1], r), *region)
+        ]
+    newest = sorted(candidates, key=lambda candidate: candidate[0])[-lessons.LESSONS_KEPT :]
+    wanted = {key[1] for key, _streak in newest}
+    for _key, streak in newest:
+        if streak is None:
+            continue
         resolver = streak.resolved_by
         assert resolver is not None
-        wanted.add(resolver.event_id)
         if resolver.event_id in existing and resolver.event_id not in changed:
             continue  # nothing in this streak moved: its lesson stands
         details = [

@@ -1,8 +1,10 @@
 """The promote handler: a session's window of events -> runs of workflow steps -> procedures.
 
-`prepare` reads and analyses (outside any write transaction: it parses commands and may open
-rollout files); `apply` writes, in the transaction that also completes the task, so a window is
-applied entirely or not at all.
+`prepare` reads and analyses outside any write transaction: it parses commands, may open
+rollout files, and reads the groups' tallies and what advancing them needs. `apply` writes, in
+the transaction that also completes the task, so a window is applied entirely or not at all; it
+still reads what depends on the window's own rows (the fix journal around them, the evidence
+files), each an index range as small as the window.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, bindparam, text
 
 from remem.capture.hosts import output_excerpt, output_text
 from remem.capture.identity import directory_under
 from remem.config import Settings
 from remem.db.engine import READ_ONLY
-from remem.procedures import journal, policy
+from remem.procedures import journal, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.rollout import Resolution, resolve_exit_codes
-from remem.procedures.steps import UNVERIFIED, VERIFIED, StepRun, classify
+from remem.procedures.steps import FAILED, UNVERIFIED, VERIFIED, StepRun, classify
+from remem.procedures.tally import GroupRun, Tally, advance, session_lasts
 from remem.queue.store import ClaimedTask
 
 log = logging.getLogger("remem.worker")
@@ -57,6 +60,22 @@ class Window:
     steps: dict[int, list[StepRun]]
     # Earlier Codex events of the session whose outcome the rollout file holds only now.
     late: tuple[WindowEvent, ...] = ()
+    # What apply needs from the database, read by prepare outside the write transaction.
+    reads: Reads | None = None
+
+
+@dataclass(frozen=True)
+class Reads:
+    """A window's runs as rows to insert and as runs of their groups, the groups' stored
+    tallies, and for a group that has not qualified the stored verified runs near the new
+    ones. Each tally is written back guarded by the version read here: one that another
+    window moved meanwhile is derived again under the lock."""
+
+    rows: dict[Any, list[dict[str, Any]]]
+    runs: dict[Group, list[GroupRun]]  # branch groups, then project groups
+    stored: dict[Group, tallies.Stored | None]
+    nearby: dict[Group, list[policy.Run]]
+    sessions: dict[Group, dict[int, float]]  # the stored latest run of the window's sessions
 
 
 def rules_of(settings: Settings) -> policy.Rules:
@@ -101,7 +120,8 @@ def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
         if any(event.host == "codex" for event in events):
             params["since"] = max(event.captured_at for event in events) - LATE_RESOLUTION_S
             late = tuple(_event(row) for row in connection.execute(SELECT_UNRESOLVED, params))
-    return build_window(events, late, settings)
+        window = build_window(events, late, settings)
+        return replace(window, reads=read_window(connection, window, settings))
 
 
 def build_window(
@@ -206,12 +226,55 @@ INSERT_ATTEMPT = text(
 )
 
 
-def apply(connection: Connection, window: Window, settings: Settings, now: float) -> Counter[str]:
-    """Record the window's runs, then re-decide every group it touched, on its branch and
-    across the project."""
-    stats: Counter[str] = Counter(events=len(window.events))
-    groups: set[Group] = set()
+def read_window(connection: Connection, window: Window, settings: Settings) -> Reads:
+    """Everything apply reads, read once (prepare calls it outside the write transaction)."""
     batch = _Batch(connection)
+    found: dict[Group, list[GroupRun]] = {}
+    for event in window.events + window.late:
+        resolution = window.resolutions.get(event.id)
+        for run in window.steps.get(event.id, ()):
+            group, group_run = _record(batch, event, run, resolution)
+            found.setdefault(group, []).append(group_run)
+    # A window applied again (its runs are stored) counts nothing twice.
+    stored = _stored_events(connection, {r.event_id for runs in found.values() for r in runs})
+    runs = {g: [r for r in rs if r.event_id not in stored] for g, rs in sorted_groups(found)}
+    projects: dict[Group, list[GroupRun]] = {}
+    for group, group_runs in runs.items():
+        projects.setdefault(group.project_wide(), []).extend(group_runs)
+    runs.update(sorted_groups(projects))
+    tallies_found = tallies.load_many(connection, runs)
+    max_age_s = rules_of(settings).max_age_s
+    nearby = {
+        group: tallies.nearby(connection, group, runs[group], max_age_s)
+        for group, found_tally in tallies_found.items()
+        if found_tally is not None and _may_qualify(group, found_tally.tally, runs[group])
+    }
+    sessions = {
+        group: tallies.known_sessions(connection, tallies_found[group], group_runs)
+        for group, group_runs in runs.items()
+    }
+    return Reads(batch.rows, runs, tallies_found, nearby, sessions)
+
+
+def sorted_groups(found: dict[Group, list[GroupRun]]) -> list[tuple[Group, list[GroupRun]]]:
+    return sorted(found.items(), key=lambda item: item[0].sort_key())
+
+
+def _may_qualify(group: Group, tally: Tally, runs: list[GroupRun]) -> bool:
+    """Whether the window's runs may qualify a group that has not qualified: they must hold a
+    verified run, and a project group runs on two named branches."""
+    if tally.qualified or not any(run.verdict == VERIFIED for run in runs):
+        return False
+    branches = {*tally.all_branches, *(run.branch for run in runs if run.branch)}
+    return group.min_branches() == 1 or len(branches) >= group.min_branches()
+
+
+def apply(connection: Connection, window: Window, settings: Settings, now: float) -> Counter[str]:
+    """Record the window's runs, advance the tally of every group it touched, on its branch and
+    across the project, and re-decide their procedures: work in proportion to the window, not
+    to the groups' histories."""
+    stats: Counter[str] = Counter(events=len(window.events))
+    reads = window.reads if window.reads is not None else read_window(connection, window, settings)
     for event in window.events + window.late:
         resolution = window.resolutions.get(event.id)
         if resolution is not None:
@@ -225,19 +288,113 @@ def apply(connection: Connection, window: Window, settings: Settings, now: float
                     "output": resolution.output,
                 },
             )
-        for run in window.steps.get(event.id, ()):
-            groups.add(_record(batch, event, run, resolution))
-    batch.flush()
     rules = rules_of(settings)
-    for group in sorted(groups, key=Group.sort_key):
-        history = journal.load_history(connection, group.params())
-        journal.rebuild(connection, group.params(), history, now)
-        stats[evaluate(connection, group, rules, now, history)] += 1
-    for group in sorted({g.project_wide() for g in groups}, key=Group.sort_key):
-        outcome = evaluate(connection, group, rules, now)
-        if outcome != "unpromoted":
+    # Tallies advance from what was stored before the window: aged before its runs go in.
+    steps = [
+        _Step.advance(connection, group, runs, reads, rules, now)
+        for group, runs in reads.runs.items()
+    ]
+    for statement, rows in reads.rows.items():
+        if rows:
+            connection.execute(statement, rows)
+    for step in steps:
+        outcome = step.write(connection, rules, now)
+        if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
     return stats
+
+
+class _Step:
+    """One group's share of a window: its new runs, its tally before and after."""
+
+    def __init__(
+        self,
+        group: Group,
+        runs: list[GroupRun],
+        stored: tallies.Stored | None,
+        advanced: Tally | None,
+    ) -> None:
+        self.group, self.runs, self.stored, self.advanced = group, runs, stored, advanced
+
+    @classmethod
+    def advance(
+        cls,
+        connection: Connection,
+        group: Group,
+        runs: list[GroupRun],
+        reads: Reads,
+        rules: policy.Rules,
+        now: float,
+    ) -> _Step:
+        stored = reads.stored[group]
+        cutoff = now - rules.max_age_s
+        if stored is None or cutoff < stored.tally.cutoff:
+            return cls(group, runs, stored, None)  # derived from every run once they are stored
+        # Read only when a run crossed the cutoff since: a range of the index on time.
+        aging = tallies.aging(connection, group, stored, cutoff)
+        nearby = reads.nearby.get(group, ())
+        known = reads.sessions.get(group, {})
+        advanced = advance(
+            stored.tally, runs, now, rules, aging, nearby, group.min_branches(), known
+        )
+        return cls(group, runs, stored, advanced)
+
+    def write(self, connection: Connection, rules: policy.Rules, now: float) -> str:
+        group = self.group
+        tally = self.advanced
+        lasts = session_lasts(self.runs)
+        current = tally is not None and tallies.write(
+            connection, group, tally, self.stored, now, lasts
+        )
+        if tally is None or not current:
+            tally, lasts = tallies.rederive(connection, group, rules, now)
+            stored = tallies.load(connection, group)
+            tallies.write(connection, group, tally, stored, now, lasts)
+        if group.scope == BRANCH:
+            # The tally read before the window tells what it can leave standing only when no
+            # other window moved it meanwhile.
+            self._journal(connection, now, self.stored.tally if current and self.stored else None)
+        evidence = {
+            run.event_id: {"event_id": run.event_id, "verified_at": run.at}
+            for run in self.runs
+            if run.verdict == VERIFIED
+        }
+        return evaluate(connection, group, tally, now, list(evidence.values()))
+
+    def _journal(self, connection: Connection, now: float, previous: Tally | None) -> None:
+        """Only the streaks from the group's last success before the window's earliest run to
+        its first success after the window's latest run can change: they are re-derived from
+        the runs between, read by time."""
+        counted = [run for run in self.runs if run.verdict != UNVERIFIED]
+        if not counted:
+            return
+        params = self.group.params()
+        first = min((run.at, run.event_id) for run in counted)
+        if (
+            previous is not None
+            and not previous.failures
+            and all(run.verdict != FAILED for run in counted)
+            and (previous.last is None or first > previous.last)
+        ):
+            return  # no open streak, no failure, no run inside a closed streak
+        last = max((run.at, run.event_id) for run in counted)
+        start = journal.last_success_before(connection, params, first) or (float("-inf"), 0)
+        end = journal.first_success_after(connection, params, last)
+        tail = journal.load_tail(connection, params, start, end)
+        journal.rebuild(connection, params, tail, now, region=(start, end))
+
+
+SELECT_STORED_EVENTS = text(
+    "SELECT event_id FROM verifications WHERE event_id IN :ids UNION "
+    "SELECT event_id FROM attempts WHERE event_id IN :ids UNION "
+    "SELECT event_id FROM unverified_runs WHERE event_id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+
+
+def _stored_events(connection: Connection, event_ids: set[int]) -> set[int]:
+    if not event_ids:
+        return set()
+    return set(connection.execute(SELECT_STORED_EVENTS, {"ids": sorted(event_ids)}).scalars())
 
 
 class _Batch:
@@ -257,16 +414,10 @@ class _Batch:
     def add(self, statement: Any, params: dict[str, Any]) -> None:
         self.rows[statement].append(params)
 
-    def flush(self) -> None:
-        for statement, rows in self.rows.items():
-            if rows:
-                self.connection.execute(statement, rows)
-                rows.clear()
-
 
 def _record(
     batch: _Batch, event: WindowEvent, run: StepRun, resolution: Resolution | None
-) -> Group:
+) -> tuple[Group, GroupRun]:
     group = Group(
         event.project_id,
         BRANCH,
@@ -287,14 +438,23 @@ def _record(
         "host": event.host,
         "at": event.event_at,
     }
+    group_run = GroupRun(
+        event.id,
+        event.session_id,
+        event.event_at,
+        run.verdict,
+        group.branch,
+        run.command,
+        run.masked,
+    )
     if run.verdict == UNVERIFIED:
         batch.add(INSERT_UNVERIFIED, params)
-        return group
+        return group, group_run
     previous = batch.last_run.get((group, event.session_id))
     batch.last_run[(group, event.session_id)] = event.id
     if run.verdict == VERIFIED:
         batch.add(INSERT_VERIFICATION, params)
-        return group
+        return group, group_run
     files, change_hash = journal.edits_before(
         batch.connection, group.params(), event.session_id, event.id, previous
     )
@@ -306,7 +466,7 @@ def _record(
         change_hash=change_hash,
     )
     batch.add(INSERT_ATTEMPT, params)
-    return group
+    return group, group_run
 
 
 SELECT_UNRESOLVED_SESSIONS = text(
@@ -336,21 +496,44 @@ def resolve_late(engine: Engine, settings: Settings, now: float) -> Counter[str]
     return stats
 
 
-def mark_stale(engine: Engine, settings: Settings, now: float) -> Counter[str]:
-    """Maintenance: re-decide every active or broken procedure, so runs that aged out of
-    max_age lower its runs and confidence, and one with no fresh run becomes stale."""
+AGING_BATCH = 16
+SELECT_AGED = text(
+    "SELECT g.id, g.project_id, g.scope, g.branch, g.directory, g.workflow, g.workflow_hash, "
+    "p.root FROM group_states g JOIN projects p ON p.id = g.project_id "
+    "WHERE g.oldest_fresh_at < :cutoff AND g.id > :after ORDER BY g.id LIMIT :n"
+)
+
+
+def mark_stale(
+    engine: Engine, settings: Settings, now: float, batch_size: int = AGING_BATCH
+) -> Counter[str]:
+    """Maintenance: the groups whose oldest fresh run aged out of max_age (found by the index
+    on it) lose it from their tally, and their procedures are re-decided: lower runs and
+    confidence, stale with no fresh run. Each batch is read and computed outside the write
+    transaction, which only writes what a newer tally did not overtake."""
     stats: Counter[str] = Counter()
-    with engine.begin() as connection:
-        groups = [
-            Group(*row)
-            for row in connection.execute(
-                text(
-                    "SELECT p.project_id, p.scope, p.branch, p.directory, p.workflow, "
-                    "p.workflow_hash, pr.root FROM procedures p JOIN projects pr "
-                    "ON pr.id = p.project_id WHERE p.status IN ('active', 'broken') ORDER BY p.id"
-                )
-            )
-        ]
-        for group in groups:
-            stats[evaluate(connection, group, rules_of(settings), now)] += 1
-    return stats
+    rules = rules_of(settings)
+    after = 0
+    while True:
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            params = {"cutoff": now - rules.max_age_s, "after": after, "n": batch_size}
+            rows = connection.execute(SELECT_AGED, params).all()
+            aged = []
+            for row in rows:
+                group = Group(*row[1:])
+                stored = tallies.load(connection, group)
+                if stored is None or now - rules.max_age_s < stored.tally.cutoff:
+                    continue
+                aging = tallies.aging(connection, group, stored, now - rules.max_age_s)
+                tally = advance(stored.tally, [], now, rules, aging, (), group.min_branches())
+                aged.append((group, stored, tally))
+        if not rows:
+            return stats
+        after = rows[-1].id
+        with engine.begin() as connection:
+            for group, stored, tally in aged:
+                if tallies.write(connection, group, tally, stored, now, {}):
+                    outcome = evaluate(connection, group, tally, now)
+                    if outcome != "unpromoted":
+                        stats[outcome] += 1
+        stats["aged_groups"] += len(aged)

@@ -23,7 +23,14 @@ from remem.db.engine import READ_ONLY
 from remem.procedures.steps import workflow_hash
 
 REBUILD_JOB = "rebuild_procedures"
-DERIVED_TABLES = ("lessons", "attempts", "verifications", "unverified_runs")
+DERIVED_TABLES = (
+    "group_sessions",
+    "group_states",
+    "lessons",
+    "attempts",
+    "verifications",
+    "unverified_runs",
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ def rebuild(engine: Engine, now: float, ignore_commands: tuple[str, ...] = ()) -
         cleared = connection.execute(
             text("DELETE FROM procedures WHERE status != 'archived'")
         ).rowcount
+        connection.execute(_CLEAR_EVIDENCE)
         rewound = connection.execute(
             text(
                 "UPDATE extraction_tasks SET cursor_event_id = 0, status = 'pending', "
@@ -140,6 +148,11 @@ def _merge_worktrees(connection: Connection, now: float) -> int:
     return merged
 
 
+# An archived procedure keeps its evidence; every other one's is derived again.
+_CLEAR_EVIDENCE = text(
+    "DELETE FROM procedure_evidence WHERE procedure_id NOT IN "
+    "(SELECT id FROM procedures WHERE status = 'archived')"
+)
 _KEEP_IDENTITIES = text(
     "INSERT INTO procedure_identities (project_id, scope, branch, directory, workflow_hash, "
     "procedure_id, created_at) SELECT project_id, scope, branch, directory, workflow_hash, id, "

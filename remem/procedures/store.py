@@ -39,7 +39,7 @@ class Procedure:
     verified_runs: int
     distinct_sessions: int
     branches: tuple[str, ...]
-    evidence_event_ids: tuple[int, ...]
+    evidence_event_ids: tuple[int, ...]  # the newest 20; evidence_runs pages through all
     files: tuple[str, ...]
     files_more: int
     first_verified_at: float
@@ -149,17 +149,54 @@ def get_procedure(engine: Engine, procedure_id: int) -> Procedure:
     return _procedure(row)
 
 
-def evidence_runs(engine: Engine, procedure: Procedure) -> list[EvidenceRun]:
-    if not procedure.evidence_event_ids:
-        return []
-    ids = ", ".join(str(int(i)) for i in procedure.evidence_event_ids)
-    query = (
-        "SELECT e.id, e.host, s.session_key, e.outcome, e.exit_code, e.event_at, e.branch "
-        f"FROM captured_events e JOIN sessions s ON s.id = e.session_id WHERE e.id IN ({ids}) "
-        "ORDER BY e.event_at, e.id"
-    )
+EVIDENCE_PAGE = 50
+
+
+@dataclass(frozen=True)
+class EvidencePage:
+    """One page of a procedure's evidence, newest page first, each page in time order."""
+
+    runs: tuple[EvidenceRun, ...]
+    page: int
+    pages: int
+    total: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "evidence_page": self.page,
+            "evidence_pages": self.pages,
+            "evidence_runs": self.total,
+        }
+
+
+_EVIDENCE_COUNT = text("SELECT count(*) FROM procedure_evidence WHERE procedure_id = :id")
+_EVIDENCE_PAGE = text(
+    "SELECT e.id, e.host, s.session_key, e.outcome, e.exit_code, e.event_at, e.branch "
+    "FROM procedure_evidence pe JOIN captured_events e ON e.id = pe.event_id "
+    "JOIN sessions s ON s.id = e.session_id WHERE pe.procedure_id = :id "
+    "ORDER BY pe.verified_at DESC, pe.event_id DESC LIMIT :limit OFFSET :offset"
+)
+
+
+def evidence_runs(
+    engine: Engine, procedure: Procedure, page: int = 1, per_page: int = EVIDENCE_PAGE
+) -> EvidencePage:
+    """The verified runs a procedure cites (its fresh ones, or all when none is fresh), a page
+    at a time: a procedure may cite thousands."""
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        return [EvidenceRun(*row) for row in connection.execute(text(query))]
+        total = procedure.verified_runs
+        if not total:
+            total = int(connection.execute(_EVIDENCE_COUNT, {"id": procedure.id}).scalar_one())
+        pages = max(1, -(-total // per_page))
+        if not 1 <= page <= pages:
+            raise NotFound(
+                f"Procedure {procedure.id} has {pages} evidence page(s): ask for 1 to {pages}."
+            )
+        offset = (page - 1) * per_page
+        params = {"id": procedure.id, "limit": min(per_page, total - offset), "offset": offset}
+        rows = connection.execute(_EVIDENCE_PAGE, params).all() if total else []
+    runs = sorted((EvidenceRun(*row) for row in rows), key=lambda run: (run.at, run.event_id))
+    return EvidencePage(tuple(runs), page, pages, total)
 
 
 def unverified_count(engine: Engine, procedure: Procedure) -> int:

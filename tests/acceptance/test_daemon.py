@@ -204,7 +204,8 @@ def test_sigkill_mid_stream_then_restart_gives_the_never_killed_result(home: Hom
 
     reference = Home(home.path.parent / "reference")
     shutil.copytree(home.path, reference.path)
-    for table in ("procedures", "verifications", "attempts", "unverified_runs"):
+    derived = ("procedures", "procedure_evidence", "group_sessions", "group_states")
+    for table in (*derived, "verifications", "attempts", "unverified_runs"):
         subprocess.run(
             [
                 sys.executable,

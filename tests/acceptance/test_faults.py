@@ -79,6 +79,9 @@ def _serial_reference(tmp_path: Path, template: Home, payloads: list[dict[str, A
     for table in (
         "procedures",
         "procedure_identities",
+        "procedure_evidence",
+        "group_sessions",
+        "group_states",
         "lessons",
         "attempts",
         "verifications",

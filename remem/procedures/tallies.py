@@ -1,0 +1,205 @@
+"""Storing group tallies (remem/procedures/tally.py): reading one, the index ranges that age it
+and qualify it, re-deriving it from every run when it cannot be advanced, and writing it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, text
+
+from remem.procedures import policy
+from remem.procedures.groups import Group
+from remem.procedures.tally import (
+    FAILED,
+    UNVERIFIED,
+    VERIFIED,
+    Aging,
+    GroupRun,
+    Tally,
+    derive,
+    session_lasts,
+)
+
+SELECT_TALLY = text(
+    "SELECT id, tally, version FROM group_states WHERE project_id = :project_id "
+    "AND scope = :scope AND branch = :branch AND directory = :directory "
+    "AND workflow_hash = :workflow_hash"
+)
+INSERT_TALLY = text(
+    "INSERT INTO group_states (project_id, scope, branch, directory, workflow, workflow_hash, "
+    "tally, oldest_fresh_at, version, updated_at) VALUES (:project_id, :scope, :branch, "
+    ":directory, :workflow, :workflow_hash, :tally, :oldest_fresh_at, 1, :now) RETURNING id"
+)
+UPSERT_SESSION = text(
+    "INSERT INTO group_sessions (group_id, session_id, last_verified_at) "
+    "VALUES (:group_id, :session_id, :at) ON CONFLICT (group_id, session_id) DO UPDATE SET "
+    "last_verified_at = CASE WHEN excluded.last_verified_at > group_sessions.last_verified_at "
+    "THEN excluded.last_verified_at ELSE group_sessions.last_verified_at END"
+)
+SELECT_SESSIONS = text(
+    "SELECT session_id, last_verified_at FROM group_sessions WHERE group_id = :group_id "
+    "AND session_id IN :sessions"
+).bindparams(bindparam("sessions", expanding=True))
+SESSIONS_AGED_OUT = text(
+    "SELECT count(*) FROM group_sessions WHERE group_id = :group_id "
+    "AND last_verified_at >= :old AND last_verified_at < :new"
+)
+# Guarded by the version it was read at: a tally written in between wins, and this one is
+# derived again.
+UPDATE_TALLY = text(
+    "UPDATE group_states SET tally = :tally, oldest_fresh_at = :oldest_fresh_at, "
+    "version = version + 1, updated_at = :now WHERE id = :id AND version = :version"
+)
+
+
+class Stored:
+    """A tally as read, with what guards its update."""
+
+    __slots__ = ("id", "tally", "version")
+
+    def __init__(self, row: Any) -> None:
+        self.id, self.version = row.id, row.version
+        self.tally = Tally.from_json(row.tally)
+
+
+def load(connection: Connection, group: Group) -> Stored | None:
+    row = connection.execute(SELECT_TALLY, group.key()).first()
+    return None if row is None else Stored(row)
+
+
+SELECT_TALLIES = text(
+    "SELECT id, tally, version, scope, branch, directory, workflow_hash FROM group_states "
+    "WHERE project_id = :project_id AND workflow_hash IN :hashes"
+).bindparams(bindparam("hashes", expanding=True))
+
+
+def load_many(connection: Connection, groups: Iterable[Group]) -> dict[Group, Stored | None]:
+    """The stored tallies of a window's groups: one statement per project."""
+    by_project: dict[int, list[Group]] = {}
+    for group in groups:
+        by_project.setdefault(group.project_id, []).append(group)
+    found: dict[Group, Stored | None] = {}
+    for project_id, members in by_project.items():
+        wanted = {(g.scope, g.branch, g.directory, g.workflow_hash): g for g in members}
+        found.update(dict.fromkeys(members))
+        params = {"project_id": project_id, "hashes": sorted({g.workflow_hash for g in members})}
+        for row in connection.execute(SELECT_TALLIES, params):
+            match = wanted.get((row.scope, row.branch, row.directory, row.workflow_hash))
+            if match is not None:
+                found[match] = Stored(row)
+    return found
+
+
+@lru_cache(maxsize=64)
+def _statement(template: str, scope: str) -> Any:
+    """A statement over one scope's group key, built once."""
+    return text(template.format(where=Group(0, scope, "", "", "", "").where()))
+
+
+_AGED_OUT = (
+    "SELECT count(DISTINCT event_id) FROM verifications WHERE {where} "
+    "AND verified_at >= :old AND verified_at < :new"
+)
+_OLDEST_FRESH = "SELECT min(verified_at) FROM verifications WHERE {where} AND verified_at >= :new"
+_NEARBY = (
+    "SELECT event_id, session_id, verified_at, branch FROM verifications "
+    "WHERE {where} AND verified_at >= :start AND verified_at <= :end"
+)
+
+
+def aging(connection: Connection, group: Group, stored: Stored, cutoff: float) -> Aging:
+    """The stored verified runs and sessions that aged out between the tally's cutoff and
+    `cutoff`, and the oldest run left: ranges of the indexes on time."""
+    tally = stored.tally
+    if tally.oldest_fresh_at is None or tally.oldest_fresh_at >= cutoff:
+        return Aging(0, tally.oldest_fresh_at)
+    params = {**group.params(), "old": tally.cutoff, "new": cutoff, "group_id": stored.id}
+    left = connection.execute(_statement(_AGED_OUT, group.scope), params).scalar_one()
+    oldest = connection.execute(_statement(_OLDEST_FRESH, group.scope), params).scalar_one()
+    sessions = connection.execute(SESSIONS_AGED_OUT, params).scalar_one()
+    return Aging(int(left), oldest, int(sessions))
+
+
+def known_sessions(
+    connection: Connection, stored: Stored | None, runs: Sequence[GroupRun]
+) -> dict[int, float]:
+    """The stored latest verified run of each session with a verified run among `runs`."""
+    sessions = sorted({run.session_id for run in runs if run.verdict == VERIFIED})
+    if stored is None or not sessions:
+        return {}
+    params = {"group_id": stored.id, "sessions": sessions}
+    return dict(connection.execute(SELECT_SESSIONS, params).all())
+
+
+def nearby(
+    connection: Connection, group: Group, runs: Sequence[GroupRun], max_age_s: float
+) -> list[policy.Run]:
+    """The stored verified runs within max_age of the window's verified runs: all a group
+    that has not qualified yet needs to know whether it does now."""
+    times = [run.at for run in runs if run.verdict == VERIFIED]
+    if not times:
+        return []
+    rows = connection.execute(
+        _statement(_NEARBY, group.scope),
+        {**group.params(), "start": min(times) - max_age_s, "end": max(times) + max_age_s},
+    ).all()
+    return [policy.Run(e, s, at, True, b) for e, s, at, b in rows]
+
+
+_RUNS = (
+    "SELECT event_id, session_id, {at}, '{verdict}', branch, command, masked FROM {table} "
+    "WHERE {where}"
+)
+
+
+def all_runs(connection: Connection, group: Group) -> list[GroupRun]:
+    """Every stored run of the group, in the order they were stored."""
+    where = group.where()
+    query = " UNION ALL ".join(
+        _RUNS.format(at=at, verdict=verdict, table=table, where=where)
+        for table, at, verdict in (
+            ("verifications", "verified_at", VERIFIED),
+            ("attempts", "failed_at", FAILED),
+            ("unverified_runs", "ran_at", UNVERIFIED),
+        )
+    )
+    rows = connection.execute(text(f"SELECT * FROM ({query}) AS runs"), group.params()).all()
+    return [GroupRun(e, s, at, v, b, c, bool(m)) for e, s, at, v, b, c, m in rows]
+
+
+def rederive(
+    connection: Connection, group: Group, rules: policy.Rules, now: float
+) -> tuple[Tally, dict[int, float]]:
+    """The tally from every stored run, and each session's latest verified run."""
+    runs = all_runs(connection, group)
+    return derive(runs, now, rules, group.min_branches()), session_lasts(runs)
+
+
+def write(
+    connection: Connection,
+    group: Group,
+    tally: Tally,
+    stored: Stored | None,
+    now: float,
+    lasts: dict[int, float],
+) -> bool:
+    """Store the tally and its sessions' latest verified runs; False when another
+    transaction changed the tally since it was read (nothing is written then)."""
+    params = {"tally": tally.to_json(), "oldest_fresh_at": tally.oldest_fresh_at, "now": now}
+    if stored is None:
+        group_id = connection.execute(
+            INSERT_TALLY, {**params, **group.key(), "workflow": group.workflow}
+        ).scalar_one()
+    else:
+        group_id = stored.id
+        updated = connection.execute(
+            UPDATE_TALLY, {**params, "id": stored.id, "version": stored.version}
+        ).rowcount
+        if not updated:
+            return False
+    if lasts:
+        rows = [{"group_id": group_id, "session_id": s, "at": at} for s, at in lasts.items()]
+        connection.execute(UPSERT_SESSION, rows)
+    return True

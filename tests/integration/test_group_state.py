@@ -1,0 +1,283 @@
+"""Group tallies and evidence rows through the real worker: bursts window by window give the
+state a rebuild derives from the events, maintenance ages tallies in batches, and `show`
+pages the evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+from remem.db import migrate
+from remem.procedures import journal, rebuild, tallies
+from remem.procedures.groups import Group
+from remem.procedures.promote import mark_stale
+from remem.procedures.store import archive
+from remem.procedures.tally import Tally
+from remem.queue import store as queue
+from tests.integration.conftest import DAY, NOW, World, make_repository
+from workers.handlers import PromoteHandler
+
+MIX_PASSED = "Finished in 1.0 seconds (1.0s async, 0.00s sync)\n49 tests, 0 failures"
+
+DERIVED = {
+    "procedures": (
+        "id, project_id, scope, branch, directory, workflow_hash, command, variants, status, "
+        "confidence, verified_runs, distinct_sessions, branches, evidence_event_ids, files, "
+        "files_more, first_verified_at, last_verified_at, body"
+    ),
+    "procedure_evidence": "procedure_id, event_id, verified_at",
+    "lessons": (
+        "project_id, branch, directory, workflow_hash, resolved_by_event_id, failed_attempts, "
+        "fix_files, repeats, body, resolved_at"
+    ),
+    "attempts": "event_id, step, attempt_number, duplicate_of, resolved_by_event_id",
+}
+
+
+def stored_tallies(world: World) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Each group's tally, without the cutoff it was last brought up to date at (a group no
+    window touched lately keeps an older one, with the same counts)."""
+    with world.engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT project_id, scope, branch, directory, workflow_hash, tally, "
+                "oldest_fresh_at FROM group_states"
+            )
+        ).all()
+    found = {}
+    for *key, encoded, oldest in rows:
+        tally = Tally.from_json(encoded)
+        assert tally.oldest_fresh_at == oldest
+        data = dict(tally.__dict__)
+        del data["cutoff"]
+        found[tuple(key)] = data
+    return found
+
+
+def derived(world: World) -> dict[str, Any]:
+    with world.engine.connect() as connection:
+        state: dict[str, Any] = {
+            table: sorted(
+                (tuple(r) for r in connection.execute(text(f"SELECT {columns} FROM {table}"))),
+                key=repr,
+            )
+            for table, columns in DERIVED.items()
+        }
+    state["group_states"] = stored_tallies(world)
+    return state
+
+
+def assert_full_derivation_agrees(world: World) -> None:
+    """Each tally equals one derived from all of its group's runs at the time it was brought
+    up to date, and the journal equals one derived from scratch from all of its runs."""
+    before = derived(world)
+    rules = world.settings
+    with world.engine.connect() as connection:
+        transaction = connection.begin()
+        connection.execute(text("DELETE FROM lessons"))
+        connection.execute(
+            text(
+                "UPDATE attempts SET attempt_number = 1, duplicate_of = NULL, "
+                "resolved_by_event_id = NULL"
+            )
+        )
+        rows = connection.execute(
+            text(
+                "SELECT project_id, scope, branch, directory, workflow, workflow_hash, tally "
+                "FROM group_states"
+            )
+        ).all()
+        for *key, encoded in rows:
+            group = Group(*key)
+            stored = Tally.from_json(encoded)
+            now = stored.cutoff + rules.max_age_s
+            derived_rules = promote_rules(world)
+            found, lasts = tallies.rederive(connection, group, derived_rules, now)
+            assert found == stored, group
+            kept = connection.execute(
+                text(
+                    "SELECT s.session_id, s.last_verified_at FROM group_sessions s "
+                    "JOIN group_states g ON g.id = s.group_id WHERE g.project_id = :project_id "
+                    "AND g.scope = :scope AND g.branch = :branch AND g.directory = :directory "
+                    "AND g.workflow_hash = :workflow_hash"
+                ),
+                group.key(),
+            ).all()
+            assert dict(kept) == lasts, group
+            if group.scope == "branch":
+                params = group.params()
+                history = journal.load_history(connection, params)
+                journal.rebuild(connection, params, history, world.now)
+        after = {
+            table: sorted(
+                (tuple(r) for r in connection.execute(text(f"SELECT {columns} FROM {table}"))),
+                key=repr,
+            )
+            for table, columns in DERIVED.items()
+        }
+        transaction.rollback()
+    assert after == {table: before[table] for table in DERIVED}
+
+
+def promote_rules(world: World) -> Any:
+    from remem.procedures.promote import rules_of
+
+    return rules_of(world.settings)
+
+
+def _interleaved_history(world: World, root: str) -> None:
+    """Three sessions on two branches over five weeks, bursts between them, runs arriving
+    out of time order, failure streaks closed by a pass, an archived procedure, and a gap
+    long enough for runs to age out."""
+    for week in range(5):
+        base = NOW - (34 - 7 * week) * DAY
+        world.now = base
+        world.post("make test", 2, project=root, output="FAILED test_cart", session=f"a{week}")
+        world.edit("src/cart.py", project=root, session=f"a{week}")
+        world.post("make test", 2, project=root, output="FAILED test_cart", session=f"a{week}")
+        world.edit("src/cart.py", project=root, session=f"a{week}")
+        world.post("make test 2>&1", project=root, session=f"a{week}")
+        world.post("make lint", project=root, branch="dev", session=f"b{week}")
+        world.post("cd api && mix test", project=root, session=f"b{week}", output=MIX_PASSED)
+        world.burst()
+        # A session whose events carry times from before those already applied.
+        world.post("make test", at=base - 3 * DAY, project=root, branch="dev", session=f"c{week}")
+        world.post("make lint", 1, at=base - 2 * DAY, project=root, session=f"c{week}")
+        world.post("make lint", at=base - 2 * DAY + 60, project=root, session=f"c{week}")
+        world.now = base + 60
+        world.burst()
+        if week == 1:
+            lint = world.execute(
+                "SELECT id FROM procedures WHERE workflow = 'make lint' AND scope = 'branch' "
+                "AND branch = 'dev'",
+                {},
+            )
+            archive(world.engine, lint[0][0], world.now)
+    world.now = NOW
+    world.burst()
+
+
+def test_bursts_window_by_window_equal_a_rebuild_from_the_events(
+    world: World, tmp_path: Path
+) -> None:
+    root = make_repository(tmp_path / "shop")
+    (tmp_path / "shop" / "api").mkdir()
+    _interleaved_history(world, root)
+    before = derived(world)
+    statuses = {row[8] for row in before["procedures"]}
+    assert {"active", "archived"} <= statuses
+    assert {row[2] for row in before["procedures"]} == {"branch", "project"}
+    assert before["lessons"] and before["procedure_evidence"]
+    assert_full_derivation_agrees(world)
+
+    world.now += 60
+    rebuild.rebuild(world.engine, world.now, world.settings.ignore_commands)
+    assert world.burst()["tasks_done"] == 15
+    assert derived(world) == before
+
+
+def test_maintenance_ages_tallies_in_batches_to_what_a_rebuild_derives(
+    world: World, tmp_path: Path
+) -> None:
+    root = make_repository(tmp_path / "shop")
+    for n in range(7):
+        for session in ("s1", "s2"):
+            world.post(f"make test-{n}", project=root, session=session)
+    world.now += DAY
+    world.post("make test-0", project=root, session="s3")
+    world.burst()
+    assert {row[1] for row in world.procedures()} == {"active"}
+
+    world.now += 14 * DAY - 60  # the first runs aged out; the last one of test-0 did not
+    stats = mark_stale(world.engine, world.settings, world.now, batch_size=2)
+    assert stats["stale"] == 6 and stats["aged_groups"] == 14
+    rows = world.procedures("workflow", "status", "verified_runs", "confidence")
+    assert ("make test-0", "active", 1, 0.78) in rows
+    assert sorted(status for _w, status, *_ in rows) == ["active"] + ["stale"] * 6
+    assert mark_stale(world.engine, world.settings, world.now)["aged_groups"] == 0
+
+    assert_full_derivation_agrees(world)
+    before = derived(world)
+    rebuild.rebuild(world.engine, world.now, world.settings.ignore_commands)
+    world.burst()
+    assert derived(world) == before
+
+
+def test_show_pages_the_evidence_newest_page_first(world: World, tmp_path: Path) -> None:
+    root = make_repository(tmp_path / "shop")
+    for n in range(60):
+        world.now = NOW + n * 60
+        world.post("make test", project=root, session=f"s{n % 3}")
+    world.burst()
+    (procedure_id, listed) = world.one("id", "evidence_event_ids")
+    assert len(json.loads(listed)) == 20  # the newest; every one is in procedure_evidence
+
+    first = json.loads(world.home.remem("procedures", "show", str(procedure_id), "--json").stdout)
+    second = json.loads(
+        world.home.remem(
+            "procedures", "show", str(procedure_id), "--json", "--evidence-page", "2"
+        ).stdout
+    )
+    assert (first["evidence_page"], first["evidence_pages"], first["evidence_runs"]) == (1, 2, 60)
+    assert len(first["evidence"]) == 50 and len(second["evidence"]) == 10
+    newest = [run["event_id"] for run in first["evidence"]]
+    oldest = [run["event_id"] for run in second["evidence"]]
+    assert newest[-20:] == json.loads(listed)
+    assert max(oldest) < min(newest) and len(set(oldest + newest)) == 60
+
+    shown = world.home.remem("procedures", "show", str(procedure_id)).stdout
+    assert "Evidence (page 1 of 2, 60 runs; --evidence-page 2 for older):" in shown
+    refused = world.home.remem("procedures", "show", str(procedure_id), "--evidence-page", "3",
+                               check=False)  # fmt: skip
+    assert refused.returncode != 0 and "1 to 2" in refused.stderr
+
+
+def test_migration_0007_moves_evidence_into_rows_and_asks_for_a_rebuild(
+    world: World, tmp_path: Path
+) -> None:
+    root = make_repository(tmp_path / "shop")
+    world.post("make test", project=root)
+    world.post("make test", project=root, session="s2")
+    world.burst()
+    events = [row[0] for row in world.execute("SELECT id FROM captured_events ORDER BY id", {})]
+
+    migrate.downgrade(world.engine, "0006")
+    listed = world.execute("SELECT evidence_event_ids FROM procedures", {})
+    assert [json.loads(row[0]) for row in listed] == [events]
+    migrate.upgrade(world.engine)
+    rows = world.execute("SELECT event_id, verified_at FROM procedure_evidence ORDER BY 1", {})
+    assert [row[0] for row in rows] == events
+    jobs = world.execute("SELECT name FROM pending_jobs", {})
+    assert jobs == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert world.one("status", "verified_runs") == ("active", 2)
+
+
+def test_a_window_prepared_before_another_was_applied_is_derived_again(
+    world: World, tmp_path: Path
+) -> None:
+    """Workers on one group: each window's reads were taken before the others were applied,
+    so their tally updates are refused and tallies derived again under the lock, and the fix
+    journal does not trust what those reads said of its streaks."""
+    root = make_repository(tmp_path / "shop")
+    world.post("make test", project=root, session="s1")
+    world.post("make test", project=root, session="s1")
+    world.burst()
+    world.post("make test", 1, project=root, session="s2", output="FAILED test_cart")
+    world.post("make test", 1, project=root, session="s3", output="FAILED test_cart")
+    world.post("make test", project=root, session="s4")
+    handler = PromoteHandler()
+    tasks = [queue.claim_next(world.engine, f"worker-{n}", world.now, 60) for n in range(3)]
+    prepared = [handler.prepare(world.engine, task, world.settings) for task in tasks if task]
+    assert len(prepared) == 3
+    for task, window in zip(tasks, prepared, strict=True):
+        assert task is not None
+        with world.engine.begin() as connection:
+            handler.apply(connection, task, window, world.settings, world.now)
+            queue.complete(connection, task, world.now)
+    assert world.one("status", "verified_runs", "confidence") == ("active", 3, 0.94)
+    assert world.execute("SELECT failed_attempts FROM lessons", {}) == [(2,)]
+    assert_full_derivation_agrees(world)
