@@ -2,7 +2,7 @@
 
 Revision ID: 0005
 Revises: 0004
-Create Date: 2026-12-07
+Create Date: 2026-11-30
 """
 
 from __future__ import annotations

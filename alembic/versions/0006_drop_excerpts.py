@@ -4,7 +4,7 @@ Rows dropped before this revision keep a null excerpt.
 
 Revision ID: 0006
 Revises: 0005
-Create Date: 2026-12-08
+Create Date: 2026-11-30
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ memory, which fills the tallies.
 
 Revision ID: 0007
 Revises: 0006
-Create Date: 2026-12-09
+Create Date: 2026-11-30
 """
 
 from __future__ import annotations
