@@ -341,6 +341,11 @@ EARLIER = (
     "(`bench/pipeline.py --runs 2` in a checkout of each): 5,922 events/s against 5,421",
     "hook before the wider redaction: 1.10× a bare interpreter on an empty DB, 1.11× on a "
     "1M-event DB; SessionStart 1.15×",
+    "burst pipeline before the incremental group state (schema 0006, commit 4407328): 5,129 "
+    "events/s (4,815–5,406), 41.9× raw inserts",
+    "CLI before the stdlib front door (every command imported click and SQLAlchemy), medians "
+    "of 21 runs against a 21.3 ms bare start: `remem --help` 328 ms (15.4×), `remem context` "
+    "373 ms (17.5×), `remem status` 380 ms (17.8×)",
 )
 
 
