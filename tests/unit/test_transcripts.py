@@ -3,6 +3,7 @@ would have sent, and the counts they report agree with an independent reading of
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -20,7 +21,16 @@ NOW = 1_790_000_000.0
 IN_REPO = REPO / "tests" / "fixtures" / "transcripts"
 SHARED = REPO.parent / "shared" / "fixtures" / "transcripts"
 CLAUDE_FILES = ["01.jsonl", "02.jsonl", "03.jsonl", "spotter-fum.jsonl"]
-COPIED = ["PROVENANCE.md", *(f"claude/{name}" for name in CLAUDE_FILES), "codex/01.jsonl"]
+# The copies' SHA-256, taken when they were copied from ../shared: checked whether or not the
+# shared originals sit beside the repository (a fresh clone has only the copies).
+COPIED = {
+    "PROVENANCE.md": "3c98f536799744e67273d464697bb1d95b0e3d4f0e9b3798bfabd362b650dba1",
+    "claude/01.jsonl": "70ca651be5d42379c11e7b457b0498cd2c1dd29d459f147e28f0d6deaa05dce2",
+    "claude/02.jsonl": "41d3dd5e30d21c58d1d5c3512835c71bbec89bf18a1e708ab054b655d4cd0f41",
+    "claude/03.jsonl": "952d5baf992c1a0f80352ceffc0a98ad74e44ba1830cc063422bcae3da1ea479",
+    "claude/spotter-fum.jsonl": "1d923022ceceb62510b443358d0d7caa93bd668ef778500908aac990c7d25bc9",
+    "codex/01.jsonl": "a97e75729381d6d3e43b5286ca3b82e2388a17b03ea4a51ca4f9be072aac59be",
+}
 EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
 
@@ -30,10 +40,9 @@ def locate(cwd: str) -> tuple[str, str | None, str, str]:
 
 
 def transcript(relative: str) -> Path:
-    for root in (IN_REPO, SHARED):
-        if (root / relative).is_file():
-            return root / relative
-    pytest.skip(f"transcript fixture {relative} is in neither {IN_REPO} nor {SHARED}")
+    path = IN_REPO / relative
+    assert path.is_file(), f"transcript fixture {path} is missing: copy it from {SHARED}"
+    return path
 
 
 def raw_records(path: Path) -> Iterator[dict[str, Any]]:
@@ -93,12 +102,12 @@ def write_lines(path: Path, lines: list[Any], tail: str = "") -> Path:
     return path
 
 
-@pytest.mark.parametrize("relative", COPIED)
+@pytest.mark.parametrize("relative", sorted(COPIED))
 def test_the_repository_copy_is_byte_for_byte_the_shared_original(relative: str) -> None:
-    if not (SHARED / relative).is_file() or not (IN_REPO / relative).is_file():
-        pytest.skip(f"needs both {IN_REPO / relative} and {SHARED / relative}")
-
-    assert (IN_REPO / relative).read_bytes() == (SHARED / relative).read_bytes()
+    copy = (IN_REPO / relative).read_bytes()
+    assert hashlib.sha256(copy).hexdigest() == COPIED[relative]
+    if (SHARED / relative).is_file():  # beside a checkout of the shared material: compare too
+        assert copy == (SHARED / relative).read_bytes()
 
 
 @pytest.mark.parametrize("name", CLAUDE_FILES)
