@@ -200,12 +200,16 @@ def _print_procedure(
             click.echo(f"  {line}")
         for attempt in lesson.attempts:
             repeat = f", repeats attempt {attempt.duplicate_of}" if attempt.duplicate_of else ""
-            edited = f"after editing {', '.join(attempt.files)}" if attempt.files else "no edit"
+            edited = (
+                f"after editing {', '.join(attempt.files)}"
+                if attempt.files
+                else "no edit before it"
+            )
             code = "?" if attempt.exit_code is None else attempt.exit_code
             output = "" if attempt.has_output else f", {NO_OUTPUT}"
             click.echo(
                 f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
-                f"{code}{output}, {edited} before it{repeat}"
+                f"{code}{output}, {edited}{repeat}"
             )
     for sighting in elsewhere:
         fix = (

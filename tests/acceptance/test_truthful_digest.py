@@ -219,3 +219,18 @@ def test_a_fix_made_in_the_failing_session_is_named_when_another_session_passes(
         line for line in block_of(context(home, project).stdout, TEST) if "pitfall" in line
     ]
     assert pitfall.endswith("; fixed after editing src/cart.py"), pitfall
+
+
+def test_an_attempt_made_after_an_edit_names_the_edit_once(home: Home, project: Path) -> None:
+    agent = Agent(home, project)
+    agent.edited("src/app.js", "s1", "first try")
+    agent.failed(LINT, "s1", "src/app.js: 1 problem")
+    agent.edited("src/app.js", "s1", "second try")
+    agent.ran(LINT, "s1")
+    agent.ran(LINT, "s2")
+    home.remem("worker", "--burst")
+
+    (procedure,) = json.loads(home.remem("procedures", "list", "--json").stdout)
+    shown = home.remem("procedures", "show", str(procedure["id"])).stdout
+    (attempt,) = [line for line in shown.splitlines() if line.strip().startswith("attempt 1:")]
+    assert attempt.endswith(", after editing src/app.js"), attempt
