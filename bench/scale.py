@@ -36,11 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from common import remem_env
+from pipeline import store_dataset
 
-from remem.capture.hosts import build_event
-from remem.capture.store import store_event
 from remem.config import load_settings
-from remem.db import sqlite as sqlite_settings
 from remem.db.engine import make_engine
 from remem.procedures import promote
 from remem.procedures.steps import workflow_hash
@@ -100,23 +98,6 @@ def session_events(
     return payloads
 
 
-def store(path: Path, payloads: list[tuple[float, dict[str, Any]]]) -> None:
-    connection = sqlite_settings.connect(str(path))
-
-    def execute(sql: str, params: dict[str, Any]) -> list[Any]:
-        return connection.execute(sql, params).fetchall()
-
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-        for at, payload in payloads:
-            event = build_event(payload, "generic", at + 0.05, lambda cwd: (cwd, None, cwd, "."))
-            if store_event(execute, event) is None:
-                raise RuntimeError(f"event {event.idempotency_key} was stored twice")
-        connection.execute("COMMIT")
-    finally:
-        connection.close()
-
-
 class GroupHome:
     """A home whose one workflow group holds `prior_runs` runs, drained by a worker."""
 
@@ -131,7 +112,7 @@ class GroupHome:
         for _ in range(sessions):
             start_at = now - 10 * DAY + 9 * DAY * self.sessions / sessions
             payloads += self.new_session(start_at, RUNS_PER_SESSION)
-        store(self.database, payloads)
+        store_dataset(self.database, payloads)
         self.settings = load_settings(remem_env(self.home))
         self.engine = make_engine(self.settings.database_url)
         self.worker = Worker(self.engine, self.settings, clock=time.time)
@@ -148,7 +129,7 @@ class GroupHome:
         """Seconds per window (prepare + apply) and the write lock each held."""
         elapsed, locks = [], []
         for _ in range(windows):
-            store(self.database, self.new_session(time.time() - 60, WINDOW_EVENTS))
+            store_dataset(self.database, self.new_session(time.time() - 60, WINDOW_EVENTS))
             started = time.perf_counter()
             if not self.worker.run_once():
                 raise RuntimeError("the new window was not claimed")
@@ -200,7 +181,7 @@ def measure_hooks(group: GroupHome, sessions: int) -> dict[str, Any]:
     payloads = []
     for _ in range(sessions):
         payloads += group.new_session(time.time() - 3_600, RUNS_PER_SESSION)
-    store(group.database, payloads)
+    store_dataset(group.database, payloads)
     before = spooled(group.home)
     running, results = threading.Event(), []
     running.set()
