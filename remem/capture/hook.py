@@ -22,6 +22,7 @@ from remem.capture.hosts import (
     detect_host,
     payload_excerpt,
     sha256_hex,
+    without_lone_surrogates,
 )
 from remem.capture.identity import locate
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
@@ -105,20 +106,9 @@ def _decode(raw: bytes) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise Dropped("not_object", type(payload).__name__)
     if b"\\ud" in raw or b"\\uD" in raw:  # only an escape can carry a lone surrogate
-        cleaned: dict[str, Any] = _without_lone_surrogates(payload)
+        cleaned: dict[str, Any] = without_lone_surrogates(payload)
         return cleaned
     return payload
-
-
-def _without_lone_surrogates(value: Any) -> Any:
-    """Lone surrogates are valid JSON but not UTF-8: they could be stored nowhere."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_lone_surrogates(item) for item in value]
-    return value
 
 
 def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:

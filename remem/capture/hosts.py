@@ -550,3 +550,14 @@ def build_event(
         event_at_reported=reported,
         captured_at=now,
     )
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """Lone surrogates are valid JSON but not UTF-8: they could be stored nowhere."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    return value

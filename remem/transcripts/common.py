@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from remem.capture.hosts import without_lone_surrogates
+
 SHELL_WRAPPERS = frozenset({"bash", "sh", "zsh"})
 
 
@@ -69,17 +71,6 @@ def read_records(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
             if b"\\ud" in line or b"\\uD" in line:  # only an escape can carry a lone surrogate
                 record = without_lone_surrogates(record)
             yield record
-
-
-def without_lone_surrogates(value: Any) -> Any:
-    """Lone surrogates are valid JSON but not UTF-8: they could be stored nowhere."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, dict):
-        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_lone_surrogates(item) for item in value]
-    return value
 
 
 def parse_time(value: Any) -> float | None:
