@@ -168,32 +168,27 @@ FIRST_SUCCESS_AFTER = text(
     "SELECT event_id, verified_at FROM verifications WHERE "
     f"{_GROUP} AND verified_at >= :at ORDER BY verified_at, event_id LIMIT 8"
 )
+LAST_SUCCESS_BEFORE = text(
+    "SELECT event_id, verified_at FROM verifications WHERE "
+    f"{_GROUP} AND verified_at <= :at ORDER BY verified_at DESC, event_id DESC LIMIT 8"
+)
+# More than 8 runs at one instant: the neighbour strictly beyond `key`, ties broken by id.
+_STRICTLY_AFTER = text(
+    f"SELECT event_id, verified_at FROM verifications WHERE {_GROUP} "
+    "AND (verified_at > :at OR (verified_at = :at AND event_id > :event_id)) "
+    "ORDER BY verified_at, event_id LIMIT 1"
+)
+_STRICTLY_BEFORE = text(
+    f"SELECT event_id, verified_at FROM verifications WHERE {_GROUP} "
+    "AND (verified_at < :at OR (verified_at = :at AND event_id < :event_id)) "
+    "ORDER BY verified_at DESC, event_id DESC LIMIT 1"
+)
 
 
 def first_success_after(connection: Connection, group: dict[str, Any], key: Key) -> Key | None:
     """The (at, event_id) of the group's earliest verified run after `key`: the streaks a run
     at `key` can change end there."""
-    rows = connection.execute(FIRST_SUCCESS_AFTER, {**group, "at": key[0]}).all()
-    for event_id, at in rows:
-        if (at, event_id) > key:
-            return (at, event_id)
-    if len(rows) < 8:
-        return None
-    row = connection.execute(
-        text(
-            f"SELECT event_id, verified_at FROM verifications WHERE {_GROUP} "
-            "AND (verified_at > :at OR (verified_at = :at AND event_id > :event_id)) "
-            "ORDER BY verified_at, event_id LIMIT 1"
-        ),
-        {**group, "at": key[0], "event_id": key[1]},
-    ).first()
-    return None if row is None else (row.verified_at, row.event_id)
-
-
-LAST_SUCCESS_BEFORE = text(
-    "SELECT event_id, verified_at FROM verifications WHERE "
-    f"{_GROUP} AND verified_at <= :at ORDER BY verified_at DESC, event_id DESC LIMIT 8"
-)
+    return _neighbour(connection, group, key, later=True)
 
 
 def last_success_before(
@@ -201,25 +196,22 @@ def last_success_before(
 ) -> tuple[float, int] | None:
     """The (at, event_id) of the group's latest verified run before `key`: where the streaks
     a run at `key` can change begin."""
-    rows = connection.execute(LAST_SUCCESS_BEFORE, {**group, "at": key[0]}).all()
+    return _neighbour(connection, group, key, later=False)
+
+
+def _neighbour(connection: Connection, group: dict[str, Any], key: Key, later: bool) -> Key | None:
+    """The nearest verified run beyond `key` on one side: a short indexed read from `key`'s
+    time, and a strict one only when more than its 8 rows share that time."""
+    nearest, strictly = (
+        (FIRST_SUCCESS_AFTER, _STRICTLY_AFTER) if later else (LAST_SUCCESS_BEFORE, _STRICTLY_BEFORE)
+    )
+    rows = connection.execute(nearest, {**group, "at": key[0]}).all()
     for event_id, at in rows:
-        if (at, event_id) < key:
+        if ((at, event_id) > key) if later else ((at, event_id) < key):
             return (at, event_id)
-    return None if len(rows) < 8 else _before_ties(connection, group, key)
-
-
-def _before_ties(
-    connection: Connection, group: dict[str, Any], key: tuple[float, int]
-) -> tuple[float, int] | None:
-    """Many runs at one time: strictly before it, then."""
-    row = connection.execute(
-        text(
-            f"SELECT event_id, verified_at FROM verifications WHERE {_GROUP} "
-            "AND (verified_at < :at OR (verified_at = :at AND event_id < :event_id)) "
-            "ORDER BY verified_at DESC, event_id DESC LIMIT 1"
-        ),
-        {**group, "at": key[0], "event_id": key[1]},
-    ).first()
+    if len(rows) < 8:
+        return None
+    row = connection.execute(strictly, {**group, "at": key[0], "event_id": key[1]}).first()
     return None if row is None else (row.verified_at, row.event_id)
 
 

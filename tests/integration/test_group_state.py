@@ -281,3 +281,26 @@ def test_a_window_prepared_before_another_was_applied_is_derived_again(
     assert world.one("status", "verified_runs", "confidence") == ("active", 3, 0.94)
     assert world.execute("SELECT failed_attempts FROM lessons", {}) == [(2,)]
     assert_full_derivation_agrees(world)
+
+
+def test_more_runs_at_one_instant_than_a_neighbour_read_holds_agree_with_a_rebuild(
+    world: World, tmp_path: Path
+) -> None:
+    """The journal reads the runs around a window 8 rows at a time from their time: with more
+    runs than that sharing one instant, windows still give what a rebuild derives."""
+    root = make_repository(tmp_path / "shop")
+    instant = NOW - DAY
+    for run in range(12):
+        world.post("make test", project=root, at=instant, session=f"s{run % 3}")
+    world.burst()
+    world.post("make test", 2, project=root, at=instant, output="FAILED test_cart", session="late")
+    world.edit("src/cart.py", project=root, session="late")
+    world.post("make test", project=root, at=instant, session="late")
+    world.burst()
+    for run in range(10):
+        world.post("make test", project=root, at=instant, session=f"t{run % 2}")
+    world.burst()
+
+    state = derived(world)
+    assert state["lessons"] and len(state["procedure_evidence"]) == 23
+    assert_full_derivation_agrees(world)
