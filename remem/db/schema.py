@@ -37,6 +37,10 @@ projects = Table(
     Column("id", Integer, primary_key=True),
     Column("root", Text, nullable=False, unique=True),
     Column("created_at", Float, nullable=False),
+    # The machine-independent name of the project (remem/team/keys.py), once shipping has read
+    # it; in the team database, root is that key too.
+    Column("project_key", Text),
+    Index("ix_projects_key", "project_key"),
 )
 
 sessions = Table(
@@ -48,6 +52,8 @@ sessions = Table(
     Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
     Column("started_at", Float, nullable=False),
     Column("last_event_at", Float, nullable=False),
+    # In the team database, the machine the session ran on (NULL in a local database).
+    Column("machine", Text),
     UniqueConstraint("host", "session_key", name="uq_sessions_host_key"),
 )
 
@@ -89,6 +95,8 @@ captured_events = Table(
         "outcome IS NULL OR " + _one_of("outcome", OUTCOMES), name="ck_captured_events_outcome"
     ),
     Index("ix_captured_events_session", "session_id", "id"),
+    # What a shared project has not shipped yet: its events past the cursor.
+    Index("ix_captured_events_project", "project_id", "id"),
     sqlite_autoincrement=True,
 )
 
@@ -400,4 +408,80 @@ procedure_evidence = Table(
     PrimaryKeyConstraint("procedure_id", "event_id", name="pk_procedure_evidence"),
     Index("ix_procedure_evidence_time", "procedure_id", "verified_at", "event_id"),
     Index("ix_procedure_evidence_event", "event_id"),
+)
+
+
+# ---- The team (DESIGN.md §9): local tables of a machine that shares projects ---------------------
+
+# Each shared project's link to the team database: the newest local event shipped (a crash
+# between shipping and moving this cursor ships the same events again, which the team ignores).
+team_links = Table(
+    "team_links",
+    metadata,
+    Column("project_id", Integer, ForeignKey("projects.id"), primary_key=True),
+    Column("project_key", Text, nullable=False),
+    Column("shipped_event_id", Integer, nullable=False, server_default=text("0")),
+    Column("shipped_at", Float),
+    Column("pulled_at", Float),
+    Column("created_at", Float, nullable=False),
+)
+
+# What the daemon last heard from the team database, for `remem status` (which never connects):
+# last_contact, last_error, team_revision, last_ship, last_pull; value is text, updated_at when.
+team_state = Table(
+    "team_state",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("value", Text),
+    Column("updated_at", Float, nullable=False),
+)
+
+# The team's procedures of the shared projects, pulled into the local database so the digest
+# stays a local read and works offline. Ids are the team database's; evidence stays there.
+team_procedures = Table(
+    "team_procedures",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("team_procedure_id", Integer, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("workflow", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
+    Column("command", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("verified_runs", Integer, nullable=False),
+    Column("distinct_sessions", Integer, nullable=False),
+    Column("machines", Integer, nullable=False),
+    Column("branches", Text, nullable=False),
+    Column("files", Text, nullable=False),
+    Column("files_more", Integer, nullable=False),
+    Column("first_verified_at", Float, nullable=False),
+    Column("last_verified_at", Float, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("pulled_at", Float, nullable=False),
+    UniqueConstraint("project_id", "team_procedure_id", name="uq_team_procedures_team_id"),
+)
+
+# The team's lessons of the shared projects, pulled beside their procedures (their pitfalls).
+team_lessons = Table(
+    "team_lessons",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("team_lesson_id", Integer, nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
+    Column("failed_attempts", Integer, nullable=False),
+    Column("last_error", Text),
+    Column("error_key", Text),
+    Column("repeats", Text, nullable=False),
+    Column("fix_files", Text, nullable=False),
+    Column("resolved_at", Float, nullable=False),
+    Column("pulled_at", Float, nullable=False),
+    UniqueConstraint("project_id", "team_lesson_id", name="uq_team_lessons_team_id"),
+    Index("ix_team_lessons_workflow", "project_id", "directory", "workflow_hash"),
 )
