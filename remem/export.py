@@ -406,14 +406,15 @@ def _write_file(path: str, content: str) -> None:
 
 # --- what `remem doctor` reports -------------------------------------------------------------
 
-_EXPORTS = "SELECT path, procedure_id, procedure_sha256 FROM exports ORDER BY path"
+_EXPORTS = "SELECT path, procedure_id, procedure_sha256 FROM exports"
 
 
 def outdated_drafts(execute: Execute) -> list[tuple[str, int, str]]:
     """(path, procedure id, why) of each draft whose procedure is no longer what it says: not
     active any more, gone, or changed (command, where, pitfalls) since the export."""
     found = []
-    for path, procedure_id, said in execute(_EXPORTS, {}):
+    # By path, sorted here: a server's collation may order text otherwise than SQLite does.
+    for path, procedure_id, said in sorted(execute(_EXPORTS, {}), key=lambda row: str(row[0])):
         procedure = read_procedure(execute, procedure_id)
         if procedure is None:
             found.append((path, procedure_id, "is gone"))

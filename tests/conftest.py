@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.pg_server import PostgresServer
+from tests.pg_server import DatabaseCopies, PostgresServer
 
 BIN = Path(sys.executable).parent
 REMEM = str(BIN / "remem")
@@ -165,3 +165,29 @@ def pg_url(pg_server: PostgresServer) -> Iterator[str]:
     name = pg_server.create_database()
     yield pg_server.url(name)
     pg_server.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: PostgresServer) -> str:
+    """One database migrated to head by remem's own migration code, once per test session:
+    each test that needs a migrated database gets a copy (pg_server.create_database)."""
+    from remem.db import migrate
+    from remem.db.engine import make_engine
+
+    name = pg_server.create_database()
+    engine = make_engine(pg_server.url(name))
+    try:
+        migrate.upgrade(engine)
+    finally:
+        engine.dispose()  # a template must have no connection when it is copied
+    return name
+
+
+@pytest.fixture(scope="session")
+def pg_copies(pg_server: PostgresServer, pg_template: str) -> Iterator[DatabaseCopies]:
+    """Copies of pg_template, each test's own, made ahead of the tests that take them."""
+    copies = DatabaseCopies(pg_server, pg_template)
+    try:
+        yield copies
+    finally:
+        copies.close()

@@ -32,6 +32,21 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class Interruptible:
+    """A DBAPI connection whose running statement can be stopped from another thread: sqlite3
+    interrupts it, psycopg asks the server to cancel it. Either way the statement fails and
+    its transaction rolls back."""
+
+    def __init__(self, dbapi_connection: Any) -> None:
+        self.dbapi_connection = dbapi_connection
+
+    def interrupt(self) -> None:
+        stop = getattr(self.dbapi_connection, "interrupt", None)
+        if stop is None:
+            stop = self.dbapi_connection.cancel_safe
+        stop()
+
+
 @dataclass
 class Worker:
     engine: Engine
@@ -41,13 +56,15 @@ class Worker:
     clock: Callable[[], float] = time.time
     stats: Counter[str] = field(default_factory=Counter)
     current_task: queue.ClaimedTask | None = None
-    # The DBAPI connection of the apply transaction in progress, so a stopping daemon can
-    # interrupt a statement that would outlast its shutdown timeout.
+    # The apply transaction in progress (an Interruptible), so a stopping daemon can interrupt
+    # a statement that would outlast its shutdown timeout.
     current_connection: Any = None
     stopping: Callable[[], bool] = lambda: False
     # Seconds each window's apply held the write lock, from BEGIN IMMEDIATE to COMMIT (the
     # newest ones; the benchmark reads them).
     write_lock_s: deque[float] = field(default_factory=lambda: deque(maxlen=WRITE_LOCKS_KEPT))
+    # Which queue the log lines speak of: "" for this machine's, "team " for the team's.
+    queue_name: str = ""
 
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""
@@ -72,7 +89,7 @@ class Worker:
             with self.engine.begin() as connection:
                 # BEGIN IMMEDIATE has returned: the write lock is held from here to COMMIT.
                 locked_at = time.perf_counter()
-                self.current_connection = connection.connection.dbapi_connection
+                self.current_connection = Interruptible(connection.connection.dbapi_connection)
                 now = self.clock()
                 result = handler.apply(connection, task, prepared, self.settings, now)
                 crash_point("apply")
@@ -83,7 +100,8 @@ class Worker:
         except queue.LeaseLost:
             self.stats["leases_lost"] += 1
             log.warning(
-                "lost the lease of task %s; its window was rolled back",
+                "lost the lease of %stask %s; its window was rolled back",
+                self.queue_name,
                 task.id,
                 extra={"action": "complete", "task_id": task.id},
             )
@@ -101,7 +119,8 @@ class Worker:
             self.stats[f"tasks_{outcome}"] += 1
         else:
             log.info(
-                "completed task %s",
+                "completed %stask %s",
+                self.queue_name,
                 task.id,
                 extra={"action": "complete", "task_id": task.id, "write_lock_ms": held_s * 1e3},
             )
@@ -109,8 +128,9 @@ class Worker:
             self.stats.update(result)
             if result.get("promoted"):
                 log.info(
-                    "promoted %s procedure(s) from task %s",
+                    "promoted %s procedure(s) from %stask %s",
                     result["promoted"],
+                    self.queue_name,
                     task.id,
                     extra={"action": "promote_procedure", "task_id": task.id},
                 )

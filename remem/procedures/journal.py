@@ -38,16 +38,20 @@ EDITS_SINCE_PREVIOUS_RUN = text(
     f"EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = c.id AND {_GROUP_A})) "
     "ORDER BY c.id DESC LIMIT 1), 0) ORDER BY id"
 )
-SELECT_ATTEMPTS = text(
+# A run is an event: of two steps of one event in a group, the later is the one read (each
+# statement orders them, as the rows may lie in any order on PostgreSQL).
+_ATTEMPTS = (
     "SELECT id, event_id, failed_at, change_hash, attempt_number, duplicate_of, "
     "resolved_by_event_id, exit_code, error_excerpt, salient_error, session_id, branch, "
     f"command, masked FROM attempts WHERE {_GROUP}"
 )
+_BY_STEP = " ORDER BY event_id, step"
+SELECT_ATTEMPTS = text(_ATTEMPTS + _BY_STEP)
 SELECT_SUCCESSES = text(
     "SELECT event_id, verified_at, session_id, branch, command, masked FROM verifications "
-    f"WHERE {_GROUP}"
+    f"WHERE {_GROUP}{_BY_STEP}"
 )
-TAIL_ATTEMPTS = text(SELECT_ATTEMPTS.text + " AND failed_at >= :since AND failed_at <= :until")
+TAIL_ATTEMPTS = text(_ATTEMPTS + " AND failed_at >= :since AND failed_at <= :until" + _BY_STEP)
 _GROUP_F = " AND ".join(f"f.{clause}" for clause in _GROUP.split(" AND "))
 _GROUP_N = " AND ".join(f"n.{clause}" for clause in _GROUP.split(" AND "))
 TAIL_RESOLVERS = text(

@@ -347,9 +347,7 @@ class _Step:
             connection, group, tally, self.stored, now, lasts
         )
         if tally is None or not current:
-            tally, lasts = tallies.rederive(connection, group, rules, now)
-            stored = tallies.load(connection, group)
-            tallies.write(connection, group, tally, stored, now, lasts)
+            tally, _lasts = tallies.rederive_locked(connection, group, rules, now)
         if group.scope == BRANCH:
             # The tally read before the window tells what it can leave standing only when no
             # other window moved it meanwhile.
@@ -530,6 +528,10 @@ def mark_stale(
         if not rows:
             return stats
         after = rows[-1].id
+        # Written in the order windows write groups (read_window): on PostgreSQL, where
+        # writers run side by side, each holds its groups' locks in one order, so none waits
+        # for another that waits for it.
+        aged.sort(key=lambda found: (found[0].scope != BRANCH, found[0].sort_key()))
         with engine.begin() as connection:
             for group, stored, tally in aged:
                 if tallies.write(connection, group, tally, stored, now, {}):

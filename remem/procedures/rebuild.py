@@ -11,6 +11,7 @@ Running it twice changes nothing more.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -57,7 +58,7 @@ def rebuild(engine: Engine, now: float, ignore_commands: tuple[str, ...] = ()) -
     """Clear derived memory and queue its re-derivation, in one transaction."""
     with engine.begin() as connection:
         filled = _fill_directories(connection)
-        connection.execute(_CLAMP_TIMES)
+        _clamp_times(connection)
         for table in DERIVED_TABLES:
             connection.execute(text(f"DELETE FROM {table}"))
         merged = _merge_worktrees(connection, now)
@@ -83,10 +84,24 @@ def rebuild(engine: Engine, now: float, ignore_commands: tuple[str, ...] = ()) -
 
 # Events stored before their times were clamped (DESIGN.md §5): a time in the future or before
 # the epoch becomes the capture time, and what was claimed is kept.
-_CLAMP_TIMES = text(
-    "UPDATE captured_events SET event_at_reported = CAST(event_at AS TEXT), "
-    "event_at = captured_at WHERE event_at > captured_at + 300 OR event_at < 0"
+_UNCLAMPED_TIMES = text(
+    "SELECT id, event_at FROM captured_events WHERE event_at > captured_at + 300 OR event_at < 0"
 )
+_CLAMP_TIME = text(
+    "UPDATE captured_events SET event_at_reported = :reported, event_at = captured_at "
+    "WHERE id = :id"
+)
+
+
+def _clamp_times(connection: Connection) -> None:
+    """The claimed time is written as capture writes it (as JSON): each database spells a
+    number cast to text its own way."""
+    rows = connection.execute(_UNCLAMPED_TIMES).all()
+    if rows:
+        connection.execute(
+            _CLAMP_TIME,
+            [{"id": event_id, "reported": json.dumps(at)[:100]} for event_id, at in rows],
+        )
 
 
 def _fill_directories(connection: Connection) -> int:
@@ -123,7 +138,9 @@ def _merge_worktrees(connection: Connection, now: float) -> int:
     """Projects that are worktrees of one repository become that repository's project (for the
     roots still on disk: the others cannot be told apart and stay as they are)."""
     merged = 0
-    for project_id, root in connection.execute(text("SELECT id, root FROM projects")).all():
+    # By id: the order decides the ids of the projects merged into (rows lie in any order).
+    projects = connection.execute(text("SELECT id, root FROM projects ORDER BY id")).all()
+    for project_id, root in projects:
         if not os.path.isdir(root):
             continue
         canonical = locate(root)[0]

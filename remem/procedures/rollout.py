@@ -9,6 +9,10 @@ from remem.capture.event import ERROR_EXCERPT_CHARS
 from remem.capture.hosts import output_excerpt
 from remem.capture.redact import redact_text
 
+# The exit codes a database column holds on every backend (PostgreSQL's INTEGER is 32 bits):
+# a record claiming one outside is skipped like any other unreadable record.
+EXIT_CODE_RANGE = range(-(2**31), 2**31)
+
 
 @dataclass(frozen=True)
 class Resolution:
@@ -41,7 +45,12 @@ def _collect(line: str, call_ids: set[str], found: dict[str, Resolution]) -> Non
     exit_code = payload.get("exit_code")
     if not isinstance(exit_code, int) or isinstance(exit_code, bool):
         return
+    if exit_code not in EXIT_CODE_RANGE:
+        return
     output = payload.get("aggregated_output")
+    if isinstance(output, str):
+        # PostgreSQL text holds no NUL character, which an output may: shown as U+FFFD.
+        output = output.replace("\x00", "\ufffd")
     redacted = redact_text(output) if isinstance(output, str) and output else None
     excerpt = redacted[:ERROR_EXCERPT_CHARS] if exit_code != 0 and redacted else None
     found[payload["call_id"]] = Resolution(exit_code, excerpt, output_excerpt(redacted))

@@ -27,10 +27,17 @@ SELECT_TALLY = text(
     "AND scope = :scope AND branch = :branch AND directory = :directory "
     "AND workflow_hash = :workflow_hash"
 )
+# The group's lock on PostgreSQL, where write transactions run side by side: held to commit,
+# it makes a window that re-derives the tally wait for any other writing it. SQLite's write
+# transaction already shuts every other writer out.
+LOCK_TALLY = text(SELECT_TALLY.text + " FOR UPDATE")
+# A window that found no tally may race another inserting the group's first one: the loser
+# inserts nothing, then locks the winner's row and derives the tally again.
 INSERT_TALLY = text(
     "INSERT INTO group_states (project_id, scope, branch, directory, workflow, workflow_hash, "
     "tally, oldest_fresh_at, version, updated_at) VALUES (:project_id, :scope, :branch, "
-    ":directory, :workflow, :workflow_hash, :tally, :oldest_fresh_at, 1, :now) RETURNING id"
+    ":directory, :workflow, :workflow_hash, :tally, :oldest_fresh_at, 1, :now) "
+    "ON CONFLICT (project_id, scope, branch, directory, workflow_hash) DO NOTHING RETURNING id"
 )
 UPSERT_SESSION = text(
     "INSERT INTO group_sessions (group_id, session_id, last_verified_at) "
@@ -64,8 +71,10 @@ class Stored:
         self.tally = Tally.from_json(row.tally)
 
 
-def load(connection: Connection, group: Group) -> Stored | None:
-    row = connection.execute(SELECT_TALLY, group.key()).first()
+def load(connection: Connection, group: Group, lock: bool = False) -> Stored | None:
+    """The group's tally; with `lock`, locked until the transaction ends (PostgreSQL)."""
+    statement = LOCK_TALLY if lock and connection.dialect.name == "postgresql" else SELECT_TALLY
+    row = connection.execute(statement, group.key()).first()
     return None if row is None else Stored(row)
 
 
@@ -149,13 +158,14 @@ def nearby(
 
 
 _RUNS = (
-    "SELECT event_id, session_id, {at}, '{verdict}', branch, command, masked FROM {table} "
-    "WHERE {where}"
+    "SELECT event_id, step, session_id, {at} AS run_at, '{verdict}' AS verdict, branch, "
+    "command, masked FROM {table} WHERE {where}"
 )
 
 
 def all_runs(connection: Connection, group: Group) -> list[GroupRun]:
-    """Every stored run of the group, in the order they were stored."""
+    """Every stored run of the group, by event then step, as a window lists them: of two steps
+    of one event, the later counts (tally.derive), whatever order the rows lie in."""
     where = group.where()
     query = " UNION ALL ".join(
         _RUNS.format(at=at, verdict=verdict, table=table, where=where)
@@ -165,8 +175,10 @@ def all_runs(connection: Connection, group: Group) -> list[GroupRun]:
             ("unverified_runs", "ran_at", UNVERIFIED),
         )
     )
-    rows = connection.execute(text(f"SELECT * FROM ({query}) AS runs"), group.params()).all()
-    return [GroupRun(e, s, at, v, b, c, bool(m)) for e, s, at, v, b, c, m in rows]
+    rows = connection.execute(
+        text(f"SELECT * FROM ({query}) AS runs ORDER BY event_id, step"), group.params()
+    ).all()
+    return [GroupRun(e, s, at, v, b, c, bool(m)) for e, _step, s, at, v, b, c, m in rows]
 
 
 def rederive(
@@ -175,6 +187,22 @@ def rederive(
     """The tally from every stored run, and each session's latest verified run."""
     runs = all_runs(connection, group)
     return derive(runs, now, rules, group.min_branches()), session_lasts(runs)
+
+
+def rederive_locked(
+    connection: Connection, group: Group, rules: policy.Rules, now: float
+) -> tuple[Tally, dict[int, float]]:
+    """Derive the tally again from every stored run and write it, under the group's lock:
+    taken before the runs are read, so that every window that wrote the tally before has
+    committed its runs, and none writes it until this transaction ends."""
+    for _round in range(2):
+        stored = load(connection, group, lock=True)
+        tally, lasts = rederive(connection, group, rules, now)
+        # Refused only when another window inserted the group's first tally meanwhile: the
+        # row exists now, and the second round waits for that window's lock.
+        if write(connection, group, tally, stored, now, lasts):
+            return tally, lasts
+    raise RuntimeError(f"the tally of group {group.key()} changed under its lock")
 
 
 def write(
@@ -186,12 +214,15 @@ def write(
     lasts: dict[int, float],
 ) -> bool:
     """Store the tally and its sessions' latest verified runs; False when another
-    transaction changed the tally since it was read (nothing is written then)."""
+    transaction changed the tally since it was read, or inserted the group's first one
+    (nothing is written then)."""
     params = {"tally": tally.to_json(), "oldest_fresh_at": tally.oldest_fresh_at, "now": now}
     if stored is None:
         group_id = connection.execute(
             INSERT_TALLY, {**params, **group.key(), "workflow": group.workflow}
-        ).scalar_one()
+        ).scalar()
+        if group_id is None:
+            return False
     else:
         group_id = stored.id
         updated = connection.execute(

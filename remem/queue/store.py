@@ -109,7 +109,8 @@ def retry_or_fail(
         "owner": task.owner,
         "now": now,
         "attempts": attempts,
-        "error": error[:2000],
+        # PostgreSQL text holds no NUL character, which an error may quote: shown as U+FFFD.
+        "error": error.replace("\x00", "\ufffd")[:2000],
     }
     if permanent or policy.is_exhausted(attempts, max_attempts):
         statement, outcome = sql.FAIL, "failed"

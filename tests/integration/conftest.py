@@ -1,10 +1,17 @@
-"""A world for promotion tests: real capture into a real SQLite file, a worker with a clock."""
+"""A world for promotion tests: real capture into a real database, a worker with a clock.
+
+Every test that takes `world` runs on both backends (DESIGN.md §1, STYLE.md 22): a SQLite file
+copied from the migrated template home, and a PostgreSQL database copied from a migrated
+template database (tests/conftest.py). A test that is about the SQLite file itself (its bytes,
+PRAGMAs, the hook's stdlib path) says so with `@pytest.mark.sqlite_only("why")`, and is then
+collected for SQLite alone.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +19,37 @@ import pytest
 from sqlalchemy import Engine, text
 
 from remem.capture import hook
+from remem.capture.store import store_event
 from remem.config import Settings, load_settings
-from remem.db.engine import make_engine
+from remem.db.engine import executor, is_sqlite, make_engine
 from tests.conftest import Home
+from tests.pg_server import DatabaseCopies
 from workers.runner import Worker, run_burst
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
+
+BACKENDS = ("sqlite", "postgresql")
+SQLITE_ONLY = "sqlite_only"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{SQLITE_ONLY}(reason): a `world` test about the SQLite file itself; it is collected "
+        "for the sqlite backend alone",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each test whose fixtures include `backend` (every `world` test) runs once per backend,
+    unless it is marked sqlite_only, which must say why."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    only = metafunc.definition.get_closest_marker(SQLITE_ONLY)
+    if only is not None and not (only.args and isinstance(only.args[0], str)):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: sqlite_only needs a reason")
+    metafunc.parametrize("backend", ["sqlite"] if only else list(BACKENDS))
 
 
 class World:
@@ -27,6 +58,7 @@ class World:
         self.now = NOW
         self.settings: Settings = load_settings(home.env)
         self.engine: Engine = make_engine(self.settings.database_url)
+        self.backend = self.engine.dialect.name
         self.worker = Worker(self.engine, self.settings, "test-worker", clock=lambda: self.now)
         self._ids = 0
 
@@ -72,15 +104,26 @@ class World:
             payload["branch"] = branch
         self.post_payload(payload)
 
-    def execute(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """The `execute(sql, params) -> rows` the digest readers take."""
+    def execute(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """The `execute(sql, params) -> rows` the digest readers take; named parameters, on
+        either backend."""
         with self.engine.connect() as connection:
-            return [tuple(r) for r in connection.execute(text(sql), params)]
+            return [tuple(r) for r in connection.execute(text(sql), params or {})]
+
+    def scalar(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        """The first column of the first row."""
+        return self.execute(sql, params)[0][0]
 
     def post_payload(self, payload: dict[str, Any], host: str | None = None) -> None:
+        """Capture as the hook does; SQLite stores through the hook's own stdlib path, any
+        other database through the store the spool ingestion uses (remem/capture/ingest.py)."""
         kind, body = hook.capture(json.dumps(payload).encode(), host, self.now)
         assert kind == "event", body
-        assert hook.save(str(self.home.path), kind, body) == "stored"
+        if is_sqlite(self.engine):
+            assert hook.save(str(self.home.path), kind, body) == "stored"
+            return
+        with self.engine.begin() as connection:
+            store_event(executor(connection), body)
 
     def burst(self) -> dict[str, int]:
         self.worker.stats.clear()
@@ -132,7 +175,33 @@ def make_worktree(repository: Path, root: Path, branch: str) -> str:
 
 
 @pytest.fixture
-def world(home: Home) -> Iterator[World]:
-    created = World(home)
-    yield created
-    created.engine.dispose()
+def make_world(backend: str, request: pytest.FixtureRequest) -> Iterator[Callable[[Home], World]]:
+    """Worlds on the test's backend, as many as it asks for. On PostgreSQL each home's
+    environment names a fresh copy of the migrated template database (tests/conftest.py), so
+    that the `remem` commands a test runs read it too; the copies are dropped at the end."""
+    made: list[World] = []
+    taken: list[str] = []
+    copies: DatabaseCopies | None = None
+    if backend == "postgresql":
+        copies = request.getfixturevalue("pg_copies")
+
+    def make(home: Home) -> World:
+        if copies is not None:
+            taken.append(copies.take())
+            home.env["REMEM_DATABASE_URL"] = copies.server.url(taken[-1])
+        made.append(World(home))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for created in made:
+            created.engine.dispose()
+        for name in taken:
+            assert copies is not None
+            copies.give_back(name)
+
+
+@pytest.fixture
+def world(make_world: Callable[[Home], World], home: Home) -> World:
+    return make_world(home)

@@ -255,7 +255,7 @@ def test_a_draft_edited_by_a_person_is_never_overwritten_without_force(
     forced = json.loads(_export(home, procedure_id, "runbook", "--force", "--json").stdout)
     assert forced["outcome"] == "written"
     assert "Dana" not in path.read_text()
-    rows = home.query("SELECT procedure_id, format, path, draft_sha256 FROM exports")
+    rows = world.execute("SELECT procedure_id, format, path, draft_sha256 FROM exports")
     assert rows == [(procedure_id, "runbook", str(path), forced["draft_sha256"])]
 
 

@@ -1,4 +1,4 @@
-"""Forgetting (remem/forget.py) on a real SQLite file: what goes with an event, what stays,
+"""Forgetting (remem/forget.py) on a real database: what goes with an event, what stays,
 the spool and log lines, and the bytes left in the file."""
 
 from __future__ import annotations
@@ -145,6 +145,7 @@ def test_a_match_in_a_task_error_clears_the_error_and_keeps_the_task(world: Worl
     assert world.tasks()[0][6] is None
 
 
+@pytest.mark.sqlite_only("compacts the SQLite file and reads its bytes and its WAL")
 def test_matches_past_one_batch_of_ids_all_go_and_the_file_is_compacted(world: World) -> None:
     for number in range(1100):
         world.post(f"deploy --mode {SECRET} --run {number}", session=f"s{number % 3}")
@@ -164,6 +165,7 @@ def test_matches_past_one_batch_of_ids_all_go_and_the_file_is_compacted(world: W
     assert world.procedures("command", "verified_runs") == [("make build", 2)]
 
 
+@pytest.mark.sqlite_only("compares the bytes of the SQLite file before and after the plan")
 def test_a_plan_changes_nothing_and_masks_the_match(world: World) -> None:
     world.post(f"./deploy.sh --mode {SECRET}")
     world.post(f"./deploy.sh --mode {SECRET}")

@@ -1,5 +1,5 @@
 """No clock can pin a procedure, no data can blow the digest's budget, and a branch's own
-verdict holds over the default branch's (real capture, real SQLite, a worker with a clock)."""
+verdict holds over the default branch's (real capture, a real database, a worker with a clock)."""
 
 from __future__ import annotations
 

@@ -145,20 +145,20 @@ def test_a_session_the_hooks_captured_counts_each_run_once(home: Home, engine: E
 
 
 def test_a_codex_session_the_hooks_captured_resolves_to_what_the_import_read(
-    world: World, engine: Engine
+    world: World,
 ) -> None:
     rollout = TRANSCRIPTS / "codex" / "01.jsonl"
     calls = list(read_codex(str(rollout)))
     for call in calls:  # live: the hook cannot know the outcome, the worker reads it later
         world.post_payload(call.payload, "codex")
-    assert {r[0] for r in rows(world.home, "outcome")} == {"unknown"}
+    assert {r[0] for r in world.execute("SELECT outcome FROM captured_events")} == {"unknown"}
 
-    summary = run_import(engine, "codex", rollout)
+    summary = run_import(world.engine, "codex", rollout)
     world.burst()
 
     assert len(calls) == 6
     assert (summary.events_new, summary.events_known) == (0, 6)
-    resolved = dict(rows(world.home, "tool_use_id, exit_code"))
+    resolved = dict(world.execute("SELECT tool_use_id, exit_code FROM captured_events"))
     assert resolved == {call.payload["tool_use_id"]: call.exit_code for call in calls}
 
 

@@ -1,4 +1,4 @@
-"""Promotion rules (DESIGN.md §5) over real captured events in a real SQLite file."""
+"""Promotion rules (DESIGN.md §5) over real captured events in a real database."""
 
 from __future__ import annotations
 

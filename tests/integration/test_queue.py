@@ -165,6 +165,7 @@ def test_claim_skips_tasks_whose_retry_time_is_not_due(world: World) -> None:
     assert queue.claim_next(world.engine, "w", world.now + 5, 60) is not None
 
 
+@pytest.mark.sqlite_only("reads SQLite's query plan (EXPLAIN QUERY PLAN)")
 def test_claim_uses_the_pending_index(world: World) -> None:
     with world.engine.connect() as connection:
         plan = connection.execute(

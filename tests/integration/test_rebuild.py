@@ -7,14 +7,14 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, inspect, text
 
 from remem.db import migrate
 from remem.db.engine import make_engine
@@ -183,9 +183,12 @@ EVENTS = st.lists(
 
 
 @pytest.fixture
-def fresh_world(template_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def fresh_world(
+    template_home: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    make_world: Callable[[Home], World],
+) -> Any:
     """A factory of worlds, one per hypothesis example (function fixtures outlive examples)."""
-    made: list[World] = []
 
     def make() -> tuple[World, str]:
         base = tmp_path_factory.mktemp("example")
@@ -193,12 +196,9 @@ def fresh_world(template_home: Path, tmp_path_factory: pytest.TempPathFactory) -
         (base / "user-home").mkdir()
         root = make_repository(base / "shop")
         (base / "shop" / "api").mkdir()
-        made.append(World(Home(base / "home")))
-        return made[-1], root
+        return make_world(Home(base / "home")), root
 
-    yield make
-    for world in made:
-        world.engine.dispose()
+    return make
 
 
 @settings(
@@ -579,7 +579,7 @@ def test_0004_downgrades_to_0003_and_back_without_losing_events_or_verdicts(
         rows = connection.execute(
             text("SELECT branch, command, command_hash, status FROM procedures ORDER BY id")
         ).all()
-        columns = {r[1] for r in connection.execute(text("PRAGMA table_info(captured_events)"))}
+        columns = {column["name"] for column in inspect(connection).get_columns("captured_events")}
     assert [tuple(r) for r in rows] == [
         ("main", "make test", _sha("make test"), "active"),
         ("main", "make lint", _sha("make lint"), "archived"),

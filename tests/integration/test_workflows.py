@@ -1,5 +1,5 @@
 """Promotion by workflow (DESIGN.md §5-§7): variants, masked runs, directories, project-wide
-procedures, known errors and files, over real captured events in a real SQLite file."""
+procedures, known errors and files, over real captured events in a real database."""
 
 from __future__ import annotations
 
