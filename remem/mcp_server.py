@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from remem import recall
 from remem.config import Settings, load_settings
@@ -78,8 +78,23 @@ def procedures_answer(settings: Settings, cwd: str | None, page: int = 1) -> dic
 EVIDENCE_SHOWN = 20
 
 
-def procedure_answer(settings: Settings, procedure_id: int) -> dict[str, Any]:
-    """One procedure with its newest verified runs and its lessons."""
+def procedure_answer(
+    settings: Settings, procedure_id: int, source: str = "local"
+) -> dict[str, Any]:
+    """One procedure with its newest verified runs and its lessons; a team one (the
+    `procedures` entries whose source is "team") as it was pulled, its evidence being the
+    team database's."""
+    if source == "team":
+        from remem.team.pulled import read_team_procedure
+
+        with recall.reading(settings) as execute:
+            team = read_team_procedure(execute, procedure_id)
+        if team is None:
+            raise RememError(
+                f"No team procedure {procedure_id}: call procedures for the ids of entries "
+                'whose source is "team".'
+            )
+        return {"notice": recall.NOTICE, "source": "team", **team.as_json()}
     with recall.reading(settings) as execute:
         procedure = recall.read_procedure(execute, procedure_id)
         if procedure is None:
@@ -88,6 +103,7 @@ def procedure_answer(settings: Settings, procedure_id: int) -> dict[str, Any]:
         lessons = recall.read_lessons(execute, procedure_id=procedure_id)
     return {
         "notice": recall.NOTICE,
+        "source": "local",
         **procedure,
         "evidence": evidence,
         "lessons": [lesson.as_json() for lesson in lessons],
@@ -156,10 +172,15 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
     @server.tool(annotations=read_only)
     def procedure(
         id: Annotated[int, Field(description="The procedure's id, from procedures or recall.")],
+        source: Annotated[
+            Literal["local", "team"],
+            Field(description="The entry's source in procedures: \"team\" for the team's."),
+        ] = "local",
     ) -> dict[str, Any]:
         """One procedure: its command and variants, its newest verified runs (evidence), and
-        its lessons (the failed attempts before it passed, and what fixed them)."""
-        return answer(lambda settings: procedure_answer(settings, id))
+        its lessons (the failed attempts before it passed, and what fixed them). A team
+        procedure (source "team") comes as this machine pulled it: runs, machines, body."""
+        return answer(lambda settings: procedure_answer(settings, id, source))
 
     @server.tool(annotations=read_only)
     def recall(

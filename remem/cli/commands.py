@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from remem.cli import agent, drops, forget, home, hooks, importer, memory, work  # noqa: F401
+from remem.cli import agent, drops, forget, home, hooks, importer, memory, team, work  # noqa: F401
 from remem.cli.app import cli
 
 __all__ = ["cli", "top_help", "write_help_text"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from typing import Any
 
 import click
@@ -274,7 +275,6 @@ def procedures_rebuild(no_drain: bool) -> None:
     Example:
       remem procedures rebuild
     """
-    import time
 
     from remem.procedures.rebuild import rebuild
     from workers.runner import Worker, run_burst

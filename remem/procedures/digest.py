@@ -1,8 +1,9 @@
-"""What the agent gets back (DESIGN.md §7): the budgeted digest of proven procedures.
+"""What the agent gets back (DESIGN.md §7): the budgeted digest of proven procedures, this
+machine's and, for shared projects, the team's pulled into the local database (§9).
 
 Stdlib only: the SessionStart hook renders it on the hot path. Reading takes an
 `execute(sql, params) -> rows` callable, so the CLI (SQLAlchemy) and the hook (sqlite3) run the
-same statements; rendering is a pure function of what was read.
+same statements; choosing and rendering are pure functions of what was read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ FILES_NAMED = 5
 PITFALLS_SHOWN = 3
 KNOWN_ERRORS_SHOWN = 5
 ACTIVE = "active"
+LOCAL, TEAM = "local", "team"
+# A local verdict that the workflow fails here, or the user's archive, hides the team's proof
+# too; a stale one only says this machine has not run it lately.
+HIDES_TEAM = ("broken", "archived")
 QUOTED_CHARS = 160
 # What redaction leaves in place of a secret: MASK, and the private key block's own marker,
 # open alike. A command holding one cannot run as it was stored.
@@ -59,14 +64,22 @@ class Entry:
         "id",
         "inherited",
         "last_verified_at",
+        "machines",
         "needs_credentials",
         "pitfalls",
         "scope",
+        "source",
         "verified_runs",
         "workflow_hash",
     )
 
-    def __init__(self, row: Sequence[Any], inherited: bool = False) -> None:
+    def __init__(
+        self,
+        row: Sequence[Any],
+        inherited: bool = False,
+        source: str = LOCAL,
+        machines: int | None = None,
+    ) -> None:
         (
             self.id,
             self.command,
@@ -85,8 +98,16 @@ class Entry:
         self.branches: list[str] = json.loads(branches) if branches else []
         self.files: list[str] = json.loads(files) if files else []
         self.inherited = inherited
+        self.source = source
+        self.machines = machines  # how many machines the team's evidence comes from
         self.needs_credentials = needs_credentials(self.command)
         self.pitfalls: list[str] = []
+
+    @property
+    def whole(self) -> str:
+        """The command that shows this procedure whole."""
+        kind = "team" if self.source == TEAM else "show"
+        return f"remem procedures {kind} {self.id}"
 
     def as_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__slots__}
@@ -96,36 +117,42 @@ class Entry:
 
 
 class KnownError:
-    """An error the project met and what fixed it, on whichever branch and command."""
+    """An error the project met and what fixed it, on whichever branch and command, here or,
+    for a shared project, on the team's machines."""
 
-    __slots__ = ("fix_files", "line", "resolved_at")
+    __slots__ = ("fix_files", "line", "resolved_at", "source")
 
-    def __init__(self, line: str, fix_files: list[str], resolved_at: float) -> None:
+    def __init__(
+        self, line: str, fix_files: list[str], resolved_at: float, source: str = LOCAL
+    ) -> None:
         self.line, self.fix_files, self.resolved_at = line, fix_files, resolved_at
+        self.source = source
 
     def as_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
+# This machine's procedures and the team's pulled ones alike; the team's add `machines`.
 _PROCEDURES = (
     "SELECT p.id, p.command, p.scope, p.branch, p.directory, p.workflow_hash, p.confidence, "
     "p.verified_runs, p.distinct_sessions, p.branches, p.last_verified_at, p.files, "
-    "p.files_more, p.status FROM procedures p JOIN projects pr ON pr.id = p.project_id "
+    "p.files_more, p.status{machines} FROM {table} p JOIN projects pr ON pr.id = p.project_id "
     "WHERE pr.root = :root AND (p.scope = 'project' OR p.branch IN ({branches}))"
 )
 # The pitfall is rendered from the lesson's fields, not read from its stored text: rows written
-# by an older wording read as the current one does.
+# by an older wording read as the current one does. The team's lessons have the same fields.
 _PITFALLS = (
-    "SELECT l.failed_attempts, l.last_error, l.repeats, l.fix_files FROM lessons l "
+    "SELECT l.failed_attempts, l.last_error, l.repeats, l.fix_files FROM {table} l "
     "JOIN projects pr ON pr.id = l.project_id "
     "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
     "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
 )
 _KNOWN_ERRORS = (
-    "SELECT l.error_key, l.last_error, l.fix_files, l.resolved_at FROM lessons l "
+    "SELECT l.error_key, l.last_error, l.fix_files, l.resolved_at FROM {table} l "
     "JOIN projects pr ON pr.id = l.project_id WHERE pr.root = :root "
     "AND l.error_key IS NOT NULL ORDER BY l.resolved_at DESC, l.id DESC LIMIT 200"
 )
+_LESSONS = {LOCAL: "lessons", TEAM: "team_lessons"}
 
 
 def read_entries(
@@ -135,20 +162,69 @@ def read_entries(
     inherit_from: Sequence[str] = DEFAULT_INHERIT_FROM,
     directory: str = ".",
 ) -> list[Entry]:
-    """The active procedure that holds for each workflow on this branch: the branch's own
-    verdict first (its broken, stale or archived procedure hides the others), then the
-    project-wide one, then a default branch's. Those of this directory first, then by
-    confidence, then most recently verified, then id."""
+    """The procedure that holds for each workflow on this branch (see `choose`), with its
+    pitfalls. Those of this directory first, then by confidence, then most recently verified,
+    then this machine's before the team's, then id."""
     own = branch or ""
     parents = [parent for parent in inherit_from if parent != own]
     names = [own, *parents]
     params: dict[str, Any] = {"root": root}
     params.update({f"b{i}": name for i, name in enumerate(names)})
-    query = _PROCEDURES.format(branches=", ".join(f":b{i}" for i in range(len(names))))
+    branches = ", ".join(f":b{i}" for i in range(len(names)))
+    local = execute(_PROCEDURES.format(machines="", table="procedures", branches=branches), params)
+    team = execute(
+        _PROCEDURES.format(machines=", p.machines", table="team_procedures", branches=branches),
+        params,
+    )
+    entries = choose(local, team, own, parents)
+    for entry in entries:
+        entry.pitfalls = _pitfalls(execute, root, entry)
+    entries.sort(
+        key=lambda e: (
+            e.directory != directory,
+            -e.confidence,
+            -e.last_verified_at,
+            e.source != LOCAL,
+            e.id,
+        )
+    )
+    return entries
+
+
+def choose(
+    local: Sequence[Sequence[Any]],
+    team: Sequence[Sequence[Any]],
+    own: str,
+    parents: Sequence[str],
+) -> list[Entry]:
+    """Per workflow (directory, workflow hash), what the branch `own` is shown: this machine's
+    choice; where it has none, the team's by the same rules, unless a local procedure of the
+    workflow is broken or archived. Rows are `_PROCEDURES`'s, of this branch, the project and
+    the `parents` it inherits from."""
+    mine = _holding(local, own, parents)
+    theirs = _holding(team, own, parents)
+    hidden = {(row[4], row[5]) for row in local if row[13] in HIDES_TEAM}
+    entries = []
+    for key in sorted(set(mine) | set(theirs)):
+        if key in mine:
+            row, inherited = mine[key]
+            entries.append(Entry(row[:13], inherited))
+        elif key not in hidden:
+            row, inherited = theirs[key]
+            entries.append(Entry(row[:13], inherited, TEAM, row[14]))
+    return entries
+
+
+def _holding(
+    rows: Sequence[Sequence[Any]], own: str, parents: Sequence[str]
+) -> dict[tuple[str, str], tuple[Sequence[Any], bool]]:
+    """For each workflow, the active row that holds on the branch and whether it is inherited:
+    the branch's own verdict first (its broken, stale or archived procedure hides the others),
+    then the project-wide one, then the first default branch's."""
     mine: dict[tuple[str, str], Sequence[Any]] = {}
     project: dict[tuple[str, str], Sequence[Any]] = {}
     inherited: dict[tuple[str, str], tuple[int, Sequence[Any]]] = {}
-    for row in execute(query, params):
+    for row in rows:
         key = (row[4], row[5])
         if row[2] == "project":
             project[key] = row
@@ -158,16 +234,12 @@ def read_entries(
             rank = parents.index(row[3])
             if key not in inherited or rank < inherited[key][0]:
                 inherited[key] = (rank, row)
-    entries = []
-    for key in sorted(set(mine) | set(project) | set(inherited)):
+    holding = {}
+    for key in set(mine) | set(project) | set(inherited):
         chosen = _choose(mine.get(key), project.get(key), inherited.get(key, (0, None))[1])
         if chosen is not None:
-            row, is_inherited = chosen
-            entries.append(Entry(row[:13], is_inherited))
-    for entry in entries:
-        entry.pitfalls = _pitfalls(execute, root, entry)
-    entries.sort(key=lambda e: (e.directory != directory, -e.confidence, -e.last_verified_at, e.id))
-    return entries
+            holding[key] = chosen
+    return holding
 
 
 def _choose(
@@ -189,9 +261,10 @@ def _pitfalls(execute: Execute, root: str, entry: Entry) -> list[str]:
     where = ""
     if entry.scope != "project":
         where, params["branch"] = "AND l.branch = :branch", entry.branch
+    query = _PITFALLS.format(table=_LESSONS[entry.source], branch=where)
     return [
         pitfall_text(count, last_error, json.loads(repeats or "[]"), json.loads(fix_files or "[]"))
-        for count, last_error, repeats, fix_files in execute(_PITFALLS.format(branch=where), params)
+        for count, last_error, repeats, fix_files in execute(query, params)
     ]
 
 
@@ -230,16 +303,20 @@ def pitfall_text(
 
 
 def read_known_errors(execute: Execute, root: str) -> list[KnownError]:
-    """The project's newest distinct errors with what fixed them, on any branch."""
+    """The project's newest distinct errors with what fixed them, on any branch: this
+    machine's first, then those only the team met."""
     found: list[KnownError] = []
     seen: set[str] = set()
-    for key, line, fix_files, resolved_at in execute(_KNOWN_ERRORS, {"root": root}):
-        if key in seen or not line:
-            continue
-        seen.add(key)
-        found.append(KnownError(line, json.loads(fix_files) if fix_files else [], resolved_at))
-        if len(found) == KNOWN_ERRORS_SHOWN:
-            break
+    for source, table in _LESSONS.items():
+        rows = execute(_KNOWN_ERRORS.format(table=table), {"root": root})
+        for key, line, fix_files, resolved_at in rows:
+            if key in seen or not line:
+                continue
+            seen.add(key)
+            files = json.loads(fix_files) if fix_files else []
+            found.append(KnownError(line, files, resolved_at, source))
+            if len(found) == KNOWN_ERRORS_SHOWN:
+                return found
     return found
 
 
@@ -268,9 +345,31 @@ def _files(names: Sequence[str], more: int = 0) -> str:
 
 
 def _block(entry: Entry) -> str:
+    if len(entry.command) > COMMAND_CHARS:
+        shown = inert_command(entry.command[:COMMAND_CHARS] + "…")
+        shown += f" (shortened; whole: {entry.whole})"
+    else:
+        shown = inert_command(entry.command)
+    if entry.needs_credentials:
+        shown += f" ({NEEDS_CREDENTIALS})"
+    lines = [f"- {shown}  ({_facts(entry)})"]
+    if entry.files:
+        lines.append("  files: " + _files(entry.files, entry.files_more or 0))
+    lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls[:PITFALLS_SHOWN])
+    return "\n".join(lines)
+
+
+def _facts(entry: Entry) -> str:
+    """Where it holds, what verified it (this machine's sessions, or the team's machines), when
+    last and how surely."""
     date = time.strftime("%Y-%m-%d", time.gmtime(entry.last_verified_at))
-    runs = "run" if entry.verified_runs == 1 else "runs"
-    sessions = "session" if entry.distinct_sessions == 1 else "sessions"
+    runs = f"{entry.verified_runs} {'run' if entry.verified_runs == 1 else 'runs'}"
+    if entry.source == TEAM:
+        machines = "machine" if entry.machines == 1 else "machines"
+        proof = f"verified by the team: {runs} on {entry.machines} {machines}"
+    else:
+        sessions = "session" if entry.distinct_sessions == 1 else "sessions"
+        proof = f"{runs} in {entry.distinct_sessions} {sessions}"
     where = f"in {entry.directory}/; " if entry.directory != "." else ""
     if entry.scope == "project":
         scope = f", verified on {len(entry.branches)} branches"
@@ -278,25 +377,14 @@ def _block(entry: Entry) -> str:
         scope = f", inherited from {entry.branch}"
     else:
         scope = ""
-    if len(entry.command) > COMMAND_CHARS:
-        shown = inert_command(entry.command[:COMMAND_CHARS] + "…")
-        shown += f" (shortened; whole: remem procedures show {entry.id})"
-    else:
-        shown = inert_command(entry.command)
-    if entry.needs_credentials:
-        shown += f" ({NEEDS_CREDENTIALS})"
-    lines = [
-        f"- {shown}  ({where}{entry.verified_runs} {runs} in {entry.distinct_sessions} "
-        f"{sessions}{scope}, last verified {date}, confidence {entry.confidence:.2f})"
-    ]
-    if entry.files:
-        lines.append("  files: " + _files(entry.files, entry.files_more or 0))
-    lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls[:PITFALLS_SHOWN])
-    return "\n".join(lines)
+    return f"{where}{proof}{scope}, last verified {date}, confidence {entry.confidence:.2f}"
 
 
 def _known_errors_block(errors: Sequence[KnownError]) -> str:
-    lines = ["Known errors in this project (recorded output, newest first):"]
+    order = "newest first"
+    if len({error.source for error in errors}) > 1:
+        order += ", this machine's before the team's"
+    lines = [f"Known errors in this project (recorded output, {order}):"]
     for error in errors:
         line = error.line if len(error.line) <= 160 else error.line[:159] + "…"
         fix = (
@@ -304,7 +392,8 @@ def _known_errors_block(errors: Sequence[KnownError]) -> str:
             if error.fix_files
             else ("passed again with no edit")
         )
-        lines.append(f"- {json.dumps(line, ensure_ascii=False)}: {fix}")
+        met = " (met by the team)" if error.source == TEAM else ""
+        lines.append(f"- {json.dumps(line, ensure_ascii=False)}: {fix}{met}")
     return "\n".join(lines)
 
 
@@ -329,7 +418,7 @@ def paginate(
     block that cannot fit a page even alone is cut, with an order to read it whole. The known
     errors are the project's, so a branch with no procedure still gets them. Nothing to say: no
     pages."""
-    blocks = [(_block(entry), f"remem procedures show {entry.id}") for entry in entries]
+    blocks = [(_block(entry), entry.whole) for entry in entries]
     if known_errors:
         blocks.append((_known_errors_block(known_errors), "remem procedures errors"))
     if not blocks:

@@ -215,3 +215,61 @@ def test_a_piped_initialize_is_answered_and_the_server_ends_with_its_input(
     answer = json.loads(result.stdout.splitlines()[0])
     assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "remem"
     assert result.returncode == 0 and "Traceback" not in result.stderr
+
+
+def _pull_team_procedure(home: Home, root: str, command: str) -> int:
+    """A team procedure as the daemon's pull files it in the local database; its row id."""
+    import sqlite3
+
+    from remem.procedures.steps import workflow_hash
+
+    connection = sqlite3.connect(home.db)
+    try:
+        (project_id,) = connection.execute(
+            "SELECT id FROM projects WHERE root = ?", (root,)
+        ).fetchone()
+        cursor = connection.execute(
+            "INSERT INTO team_procedures (project_id, team_procedure_id, scope, branch, "
+            "directory, workflow, workflow_hash, command, status, confidence, verified_runs, "
+            "distinct_sessions, machines, branches, files, files_more, first_verified_at, "
+            "last_verified_at, body, pulled_at) VALUES (?, 41, 'branch', 'main', '.', ?, ?, ?, "
+            "'active', 0.9, 5, 4, 3, '[\"main\"]', '[]', 0, 1.8e9, 1.8e9, 'Run it.', 1.8e9)",
+            (project_id, command, workflow_hash(command), command),
+        )
+        connection.commit()
+        return int(cursor.lastrowid or 0)
+    finally:
+        connection.close()
+
+
+def test_a_team_entry_is_shown_by_procedure_with_its_source(home: Home, tmp_path: Path) -> None:
+    root = _populate(home, tmp_path)
+    (local_id,) = [row[0] for row in home.query("SELECT id FROM procedures")]
+    team_id = _pull_team_procedure(home, root, "npm run e2e")
+    assert team_id == local_id  # the same number names a local and a team procedure
+    answers: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        answers["procedures"] = _data(await session.call_tool("procedures", {"cwd": root}))
+        answers["team"] = _data(
+            await session.call_tool("procedure", {"id": team_id, "source": "team"})
+        )
+        answers["local"] = _data(await session.call_tool("procedure", {"id": local_id}))
+        answers["missing"] = _error(
+            await session.call_tool("procedure", {"id": 99, "source": "team"})
+        )
+
+    _talk(home, root, tmp_path / "stderr.log", body)
+    entries = {(e["source"], e["id"]): e for e in answers["procedures"]["procedures"]}
+    assert entries[("team", team_id)]["command"] == "npm run e2e"
+    assert entries[("team", team_id)]["machines"] == 3
+    assert entries[("local", local_id)]["command"] == TEST
+    team = answers["team"]
+    assert (team["source"], team["command"], team["machines"], team["verified_runs"]) == (
+        "team",
+        "npm run e2e",
+        3,
+        5,
+    )
+    assert (answers["local"]["source"], answers["local"]["command"]) == ("local", TEST)
+    assert "No team procedure 99" in answers["missing"]

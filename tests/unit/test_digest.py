@@ -13,8 +13,11 @@ from remem.procedures.digest import (
     COMMAND_CHARS,
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_LINES,
+    LOCAL,
+    TEAM,
     Entry,
     KnownError,
+    choose,
     header_for,
     needs_credentials,
     paginate,
@@ -41,6 +44,7 @@ def entry(
     files_more: int = 0,
     pitfalls: list[str] | None = None,
     inherited: bool = False,
+    machines: int | None = None,
 ) -> Entry:
     row = (
         id,
@@ -57,7 +61,7 @@ def entry(
         json.dumps(files or []),
         files_more,
     )
-    made = Entry(row, inherited)
+    made = Entry(row, inherited, LOCAL if machines is None else TEAM, machines)
     made.pitfalls = list(pitfalls or [])
     return made
 
@@ -536,3 +540,210 @@ def test_pitfall_names_repeats_and_at_most_five_files() -> None:
         "attempt 3 repeated attempt 1's change; "
         "fixed after editing m0.py, m1.py, m2.py, m3.py, m4.py +2 more"
     )
+
+
+# --- the team's procedures (DESIGN.md §9): merged per workflow, marked as the team's ---------
+
+
+def test_a_team_entry_says_the_team_verified_it_on_how_many_machines() -> None:
+    team = entry(10, "make test", runs=7, sessions=4, confidence=0.91, machines=3)
+    (page,) = paginate([team], HEADER)
+    assert only_line(page, "`make test`") == (
+        "- `make test`  (verified by the team: 7 runs on 3 machines, last verified 2025-06-15, "
+        "confidence 0.91)"
+    )
+
+
+def test_a_team_entry_of_one_run_on_one_machine_says_so_in_the_singular() -> None:
+    team = entry(10, "make test", runs=1, sessions=1, machines=1)
+    (page,) = paginate([team], HEADER)
+    assert "(verified by the team: 1 run on 1 machine, last verified" in page
+
+
+def test_a_team_entry_keeps_where_it_holds_and_its_branches_and_inheritance() -> None:
+    wide = entry(10, "npm test", scope="project", directory="web", branches=["a", "b"], machines=2)
+    inherited = entry(11, "make lint", inherited=True, runs=5, machines=4)
+    (page,) = paginate([wide, inherited], header_for("/p/shop", "feature/x"))
+    assert only_line(page, "`npm test`") == (
+        "- `npm test`  (in web/; verified by the team: 2 runs on 2 machines, verified on 2 "
+        "branches, last verified 2025-06-15, confidence 0.86)"
+    )
+    assert only_line(page, "`make lint`") == (
+        "- `make lint`  (verified by the team: 5 runs on 4 machines, inherited from main, last "
+        "verified 2025-06-15, confidence 0.86)"
+    )
+
+
+def test_a_team_entry_shows_its_files_and_pitfalls_as_a_local_one_does() -> None:
+    pitfall = pitfall_text(2, "E   assert 0 == 3", [], ["src/cart.py"])
+    team = entry(10, "make test", files=["src/cart.py"], pitfalls=[pitfall], machines=2)
+    (page,) = paginate([team], HEADER)
+    lines = page.splitlines()
+    index = lines.index(only_line(page, "`make test`"))
+    assert lines[index + 1 : index + 3] == [
+        "  files: src/cart.py",
+        '  pitfall: failed 2 times before passing; last error "E   assert 0 == 3"; '
+        "fixed after editing src/cart.py",
+    ]
+
+
+def test_a_shortened_team_command_points_at_the_command_that_shows_it_whole() -> None:
+    long_command = "printf '%s' " + "y" * (COMMAND_CHARS + 500)
+    (page,) = paginate([entry(42, long_command, machines=2)], HEADER)
+    assert long_command not in page
+    assert "(shortened; whole: remem procedures team 42)" in page
+    assert "remem procedures show" not in page
+
+
+def test_a_team_block_too_big_for_a_page_is_cut_with_an_order_naming_the_team_command() -> None:
+    big = entry(5, "w" * 600, files=[f"src/f{i}.py" for i in range(5)], machines=2)
+    pages = paginate([entry(1, "make test"), big], HEADER, max_chars=500)
+    (holding,) = [page for page in pages if "w" * 100 in page]
+    assert "(cut to fit the page: remem procedures team 5)" in holding
+    assert "remem procedures show 5" not in "".join(pages)
+
+
+def test_entries_say_in_json_whose_they_are_and_on_how_many_machines() -> None:
+    local, team = entry(1, "make test"), entry(10, "make lint", machines=3)
+    assert (local.as_json()["source"], local.as_json()["machines"]) == ("local", None)
+    assert (team.as_json()["source"], team.as_json()["machines"]) == ("team", 3)
+    assert team.as_json()["id"] == 10
+
+
+def test_known_errors_only_the_team_met_come_after_this_machines_and_are_marked() -> None:
+    errors = [
+        KnownError("E   assert 0 == 3", ["src/cart.py"], NOW - 86400),
+        KnownError("KeyError: 'sku'", [], NOW, TEAM),
+    ]
+    (page,) = paginate([entry(1, "make test")], HEADER, known_errors=errors)
+    lines = page.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("Known errors"))
+    assert lines[title:] == [
+        "Known errors in this project (recorded output, newest first, this machine's before "
+        "the team's):",
+        '- "E   assert 0 == 3": fixed after editing src/cart.py',
+        "- \"KeyError: 'sku'\": passed again with no edit (met by the team)",
+    ]
+    assert [error.as_json()["source"] for error in errors] == ["local", "team"]
+
+
+def row(
+    id: int,
+    status: str = "active",
+    *,
+    scope: str = "branch",
+    branch: str = "main",
+    workflow: str = "w-test",
+    machines: int | None = None,
+) -> tuple[object, ...]:
+    """A row as the digest reads it from `procedures` (or, with machines, `team_procedures`)."""
+    values = (
+        id,
+        f"command {id}",
+        scope,
+        "" if scope == "project" else branch,
+        ".",
+        workflow,
+        0.9,
+        3,
+        2,
+        json.dumps([branch]),
+        NOW,
+        "[]",
+        0,
+        status,
+    )
+    return values if machines is None else (*values, machines)
+
+
+def team(
+    id: int, status: str = "active", *, scope: str = "branch", branch: str = "main"
+) -> tuple[object, ...]:
+    return row(id, status, scope=scope, branch=branch, machines=3)
+
+
+def shown(
+    local: list[tuple[object, ...]], team_rows: list[tuple[object, ...]], own: str = "main"
+) -> list[tuple[str, int, bool]]:
+    parents = [name for name in ("main", "master") if name != own]
+    return [(e.source, e.id, e.inherited) for e in choose(local, team_rows, own, parents)]
+
+
+@pytest.mark.parametrize(
+    ("local", "expected"),
+    [
+        ([], [("team", 10, False)]),
+        ([row(1)], [("local", 1, False)]),
+        ([row(1, scope="project")], [("local", 1, False)]),
+        # The local verdict that it fails here, or the user's archive, hides the team's too.
+        ([row(1, "broken")], []),
+        ([row(1, "archived")], []),
+        ([row(1, "broken", scope="project")], []),
+        ([row(1, "archived", scope="project")], []),
+        # A stale one only says this machine has not run it lately: the team's proof shows.
+        ([row(1, "stale")], [("team", 10, False)]),
+        ([row(1, "stale", scope="project")], [("team", 10, False)]),
+        # Another workflow's verdict says nothing of this one.
+        ([row(1, "broken", workflow="w-lint")], [("team", 10, False)]),
+    ],
+)
+def test_the_local_choice_wins_and_a_local_failure_or_archive_hides_the_team(
+    local: list[tuple[object, ...]], expected: list[tuple[str, int, bool]]
+) -> None:
+    assert shown(local, [team(10)]) == expected
+
+
+def test_a_team_entry_carries_its_machines() -> None:
+    (only,) = choose([], [team(10)], "main", ["master"])
+    assert (only.source, only.machines, only.command) == (TEAM, 3, "command 10")
+
+
+def test_a_local_failure_on_the_branch_inherited_from_hides_the_team_there_too() -> None:
+    assert shown([row(1, "broken", branch="main")], [team(10)], own="feature/x") == []
+    assert shown([row(1, "stale", branch="main")], [team(10)], own="feature/x") == [
+        ("team", 10, True)
+    ]
+
+
+def test_a_local_procedure_inherited_from_main_wins_over_the_team_branch_one() -> None:
+    feature = team(10, branch="feature/x")
+    assert shown([row(1, branch="main")], [feature], own="feature/x") == [("local", 1, True)]
+
+
+@pytest.mark.parametrize(
+    ("team_rows", "own", "expected"),
+    [
+        # Only active team procedures are shown.
+        ([team(10, "broken")], "main", []),
+        ([team(10, "stale")], "main", []),
+        ([team(10, "archived", scope="project")], "main", []),
+        # The branch's own verdict hides the project-wide and inherited ones.
+        ([team(10, "broken"), team(11, scope="project")], "main", []),
+        ([team(10, "broken", branch="feature/x"), team(11)], "feature/x", []),
+        # A project-wide one holds everywhere, before the branch's own.
+        ([team(10), team(11, scope="project")], "main", [("team", 11, False)]),
+        ([team(11, scope="project")], "feature/x", [("team", 11, False)]),
+        # A default branch's is inherited, main's before master's, only when active.
+        ([team(10, branch="master"), team(11, branch="main")], "dev", [("team", 11, True)]),
+        ([team(10, branch="master"), team(11, "broken")], "dev", [("team", 10, True)]),
+        ([team(10, branch="feature/x")], "feature/x", [("team", 10, False)]),
+    ],
+)
+def test_team_procedures_follow_the_branch_rules_of_local_ones(
+    team_rows: list[tuple[object, ...]], own: str, expected: list[tuple[str, int, bool]]
+) -> None:
+    assert shown([], team_rows, own) == expected
+
+
+def test_local_and_team_procedures_of_different_workflows_are_both_shown() -> None:
+    local = [row(1, workflow="w-lint")]
+    assert shown(local, [team(10)]) == [("local", 1, False), ("team", 10, False)]
+
+
+def test_known_errors_only_the_team_met_keep_the_plain_title() -> None:
+    errors = [KnownError("KeyError: 'sku'", [], NOW, TEAM)]
+    (page,) = paginate([entry(1, "make test")], HEADER, known_errors=errors)
+    assert page.splitlines()[-2:] == [
+        "Known errors in this project (recorded output, newest first):",
+        "- \"KeyError: 'sku'\": passed again with no edit (met by the team)",
+    ]

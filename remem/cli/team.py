@@ -1,0 +1,150 @@
+"""`remem procedures team`: the team's procedures pulled into this machine's database."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import click
+
+from remem.cli.app import open_home, print_json, print_table, project_root
+from remem.cli.memory import _command_cell, _where, procedures
+from remem.errors import NotFound, RememError
+
+if TYPE_CHECKING:
+    from remem.db.snapshot import Execute
+    from remem.team.pulled import TeamProcedure
+
+Read = TypeVar("Read")
+
+TEAM_PAGE = 50  # rows of `remem procedures team` a page
+NO_TEAM = (
+    "No team procedures here: they arrive when [team] share includes this project and the "
+    "daemon pulls."
+)
+
+
+@procedures.command("team")
+@click.argument("row_id", metavar="[ID]", type=int, required=False)
+@click.option(
+    "--project",
+    type=click.Path(),
+    default=None,
+    help="Project root directory (default: the current directory's).",
+)
+@click.option(
+    "--page",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help=f"Page of the list ({TEAM_PAGE} a page).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the list, or the one, as JSON.")
+def procedures_team(row_id: int | None, project: str | None, page: int, as_json: bool) -> None:
+    """List the team's procedures pulled for this project, or show one whole (ID is the id
+    this list shows). The digest shows one where this machine has no procedure of its own for
+    the workflow, and none it found broken or archived.
+
+    \b
+    Example:
+      remem procedures team --project ~/src/shop
+      remem procedures team 4 --json
+    """
+    from remem.team import pulled
+
+    if row_id is not None:
+        found = _read_team(lambda execute: pulled.read_team_procedure(execute, row_id))
+        if found is None:
+            raise NotFound(f"No team procedure {row_id}: see `remem procedures team`.")
+        if as_json:
+            print_json(found.as_json())
+        else:
+            _print_team_procedure(found)
+        return
+    root = project_root(project or os.getcwd())
+    assert root is not None
+    everything = _read_team(lambda execute: pulled.read_team_procedures(execute, root))
+    pages = max(-(-len(everything) // TEAM_PAGE), 1)
+    if page > pages:
+        raise RememError(f"The list has {pages} page(s): ask for --page 1 to {pages}.")
+    shown = everything[(page - 1) * TEAM_PAGE : page * TEAM_PAGE]
+    if as_json:
+        print_json(
+            {
+                "project": root,
+                "page": page,
+                "pages": pages,
+                "total": len(everything),
+                "procedures": [p.as_json() for p in shown],
+            }
+        )
+        return
+    print_table(
+        "Team procedures",
+        ["id", "command", "where", "runs", "machines", "conf.", "status", "pulled"],
+        [
+            [
+                str(p.id),
+                _command_cell(p.command, p.needs_credentials),
+                _where(p.scope, p.branch, p.directory, len(p.branches)),
+                str(p.verified_runs),
+                str(p.machines),
+                f"{p.confidence:.2f}",
+                p.status,
+                _day(p.pulled_at, "%Y-%m-%d %H:%M"),
+            ]
+            for p in shown
+        ],
+        empty=NO_TEAM,
+    )
+    if pages > 1:
+        again = ["--project", project] if project else []
+        order = shlex.join(["remem", "procedures", "team", *again, "--page", str(page + 1)])
+        click.echo(f"Run: {order}" if page < pages else f"(page {page} of {pages}: the last page)")
+
+
+def _read_team(read: Callable[[Execute], Read]) -> Read:
+    """`read(execute)` in one read-only transaction of the home's database."""
+    from remem.db.engine import READ_ONLY, executor
+
+    _settings_unused, engine = open_home()
+    try:
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            return read(executor(connection))
+    finally:
+        engine.dispose()
+
+
+def _day(epoch_s: float, shape: str = "%Y-%m-%d") -> str:
+    return time.strftime(shape, time.gmtime(epoch_s))
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}" if number == 1 else f"{number} {word}s"
+
+
+def _print_team_procedure(p: TeamProcedure) -> None:
+    from remem.procedures.digest import inert_command
+
+    click.echo(
+        f"Team procedure {p.id} ({p.status}, confidence {p.confidence:.2f}; team procedure "
+        f"{p.team_procedure_id}, pulled {_day(p.pulled_at, '%Y-%m-%d %H:%M')} UTC)"
+    )
+    click.echo(f"Command: {_command_cell(inert_command(p.command), p.needs_credentials)}")
+    click.echo(f"Project: {p.project}")
+    click.echo(f"Where: {_where(p.scope, p.branch, p.directory, len(p.branches))}")
+    click.echo(f"Branches: {', '.join(p.branches) or '(none)'}")
+    click.echo(
+        f"Verified by the team: {_count(p.verified_runs, 'run')} in "
+        f"{_count(p.distinct_sessions, 'session')} on {_count(p.machines, 'machine')}, first on "
+        f"{_day(p.first_verified_at)}, last on {_day(p.last_verified_at)}."
+    )
+    if p.files:
+        more = f" +{p.files_more} more" if p.files_more else ""
+        click.echo(f"Files edited before it passed: {', '.join(p.files)}{more}")
+    click.echo(f"Workflow: {json.dumps(p.workflow, ensure_ascii=False)}")
+    click.echo(p.body)
