@@ -59,6 +59,9 @@ def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = N
             checks.append(_codex_outcomes(engine))
             checks.append(_dropped_payloads(engine))
             checks.append(_drafts(engine))
+        from remem.team.checks import team_checks
+
+        checks += team_checks(settings, engine if database.status != FAIL else None)
     finally:
         engine.dispose()
     checks.append(_spool(settings))

@@ -1,9 +1,11 @@
-"""What `remem status` reports: a read-only look at the home, database, queue and spool.
+"""What `remem status` reports: a read-only look at the home, database, queue and spool, and
+the team link as the daemon last saw it (status never connects to the team database).
 
 Stdlib only on a SQLite home: the command answers in the time of an interpreter start."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -11,6 +13,7 @@ from typing import Any
 
 from remem.capture import spool
 from remem.capture.event import DROPS_BY_DESIGN
+from remem.capture.redact import redact_text
 from remem.config import Settings
 from remem.db import snapshot
 from remem.db.snapshot import Execute
@@ -18,6 +21,7 @@ from remem.db.sqlite import SCHEMA_HEAD
 from remem.db.vocabulary import PROCEDURE_STATUSES as PROCEDURE_STATUS_NAMES
 from remem.db.vocabulary import TASK_STATUSES as TASK_STATUS_NAMES
 from remem.queue import heartbeats
+from remem.team.state import Link, read_link
 
 
 def _spool_backlog(spool_dir: str) -> dict[str, Any]:
@@ -114,6 +118,7 @@ def collect_status(settings: Settings, now: float | None = None) -> dict[str, An
         oldest_pending = scalar(OLDEST_PENDING)
         procedures = {status: int(count) for status, count in execute(PROCEDURE_STATUSES, {})}
         worker = _worker_health(execute, settings, now)
+        link = _read_team_link(execute, settings, revision)
     return {
         "home": settings.home,
         "database": snapshot.database_label(settings),
@@ -130,6 +135,7 @@ def collect_status(settings: Settings, now: float | None = None) -> dict[str, An
         "worker": worker,
         "spool": _spool_backlog(settings.spool_dir),
         "database_access": _database_access(settings),
+        "team": team_report(settings, link, now),
     }
 
 
@@ -159,6 +165,7 @@ def render(report: dict[str, Any]) -> str:
                 "write access to the file and its folder",
             )
         )
+    lines += _team_lines(report["team"])
     return "".join(f"{label:>17}  {value}\n" for label, value in lines)
 
 
@@ -191,3 +198,120 @@ def _worker_line(worker: dict[str, Any]) -> str:
         f"heartbeat {worker['heartbeat_age_s']:.0f}s ago"
         + (f", working on task {task}" if task else ", idle")
     )
+
+
+# ---- the team link (DESIGN.md §9) ---------------------------------------------------------------
+
+# The revision that made team_links and team_state: an older home has no link to read yet.
+TEAM_TABLES_REVISION = "0008"
+
+
+def team_label(settings: Settings) -> str:
+    """The team database as status and doctor print it: no password, neither in the user part
+    nor in a query parameter, and nothing else redaction would hide."""
+    return redact_text(snapshot.url_label(settings.team_database_url))
+
+
+def age_text(age_s: float | None) -> str:
+    """'3h ago' in the largest whole unit; 'never' for no time at all."""
+    if age_s is None:
+        return "never"
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if age_s >= size:
+            return f"{age_s // size:.0f}{unit} ago"
+    return f"{max(age_s, 0.0):.0f}s ago"
+
+
+def one_line(message: str) -> str:
+    """A driver's message as one printable line: redacted, its lines joined, its length cut."""
+    text = " ".join(redact_text(message).split())
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def _read_team_link(execute: Execute, settings: Settings, revision: str | None) -> Link | None:
+    # Revisions are zero-padded numbers: text order is their order.
+    if not settings.team_database_url or revision is None or revision < TEAM_TABLES_REVISION:
+        return None
+    return read_link(execute)
+
+
+def team_report(settings: Settings, link: Link | None, now: float) -> dict[str, Any] | None:
+    """The [team] settings and the link as the daemon last recorded it; None without a team.
+    A home whose schema predates the link tables reports the state "unknown"."""
+    if not settings.team_database_url:
+        return None
+    facts: dict[str, Any] = {field.name: None for field in dataclasses.fields(Link)}
+    if link is not None:
+        facts = link.as_json()
+        facts["error"] = None if link.error is None else one_line(link.error)
+    for name in ("contact", "error", "shipped", "pulled"):
+        at = facts[f"{name}_at"]
+        facts[f"{name}_age_s"] = None if at is None else round(now - at, 1)
+    return {
+        "database": team_label(settings),
+        "machine": settings.team_machine,
+        "share": list(settings.team_share),
+        "promote": settings.team_promote,
+        "state": _link_state(link),
+        "schema_head": SCHEMA_HEAD,
+        **facts,
+    }
+
+
+def _link_state(link: Link | None) -> str:
+    if link is None:
+        return "unknown"
+    if link.error is not None:
+        return "unreachable"
+    return "not contacted" if link.contact_at is None else "reachable"
+
+
+def _team_lines(team: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    if team is None:
+        return [("team", "none (set [team] database_url to share memory)")]
+    promote = "works the team's queue" if team["promote"] else "leaves the team's queue to others"
+    lines: list[tuple[str, Any]] = [
+        ("team", team["database"]),
+        ("team machine", f"{team['machine']} ({promote})"),
+        ("team share", ", ".join(team["share"]) or "nothing shared: set [team] share"),
+        ("team link", _link_line(team)),
+    ]
+    if team["state"] != "unknown":
+        lines += [
+            ("team schema", _team_schema_line(team["revision"], team["schema_head"])),
+            (
+                "team shipping",
+                f"{team['projects']} shared project(s) linked, "
+                f"{team['waiting']} event(s) waiting to ship",
+            ),
+            ("last ship", age_text(team["shipped_age_s"])),
+            ("last pull", age_text(team["pulled_age_s"])),
+        ]
+    return lines
+
+
+def _link_line(team: dict[str, Any]) -> str:
+    state = team["state"]
+    if state == "unknown":
+        return "unknown: this home's schema predates the team link (run `remem db upgrade`)"
+    if state == "not contacted":
+        return "not contacted yet (is the daemon running?)"
+    if state == "reachable":
+        return f"reachable as of {age_text(team['contact_age_s'])}"
+    # The error row is rewritten at each failed try: the outage began at the last contact.
+    since = (
+        f"since {age_text(team['contact_age_s'])}"
+        if team["contact_age_s"] is not None
+        else "and never reached"
+    )
+    return f"unreachable {since} (last try {age_text(team['error_age_s'])}): {team['error']}"
+
+
+def _team_schema_line(revision: str | None, head: str) -> str:
+    if revision is None:
+        return "not seen yet"
+    if revision == head:
+        return f"{revision} (head {head})"
+    if revision < head:
+        return f"{revision}, behind this remem's {head}: run `remem db upgrade --team`"
+    return f"{revision}, newer than this remem's {head}: upgrade remem on this machine"

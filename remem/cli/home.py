@@ -96,7 +96,8 @@ def _import_offer(sessions: dict[str, int]) -> str:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status(as_json: bool) -> None:
-    """Show the home, database, captured events, queue and spool backlog.
+    """Show the home, database, captured events, queue and spool backlog, and the team link
+    as the daemon last saw it (status never connects to the team database).
 
     \b
     Example:
@@ -228,8 +229,8 @@ def spool_ingest(as_json: bool) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 def doctor(as_json: bool) -> None:
-    """Check the home, config, database, schema, queue, worker, spool, agent hooks and clock;
-    print a fix for each problem. Exit 0 when healthy, 1 otherwise.
+    """Check the home, config, database, schema, queue, worker, spool, agent hooks, clock and
+    team database; print a fix for each problem. Exit 0 when healthy, 1 otherwise.
 
     \b
     Example:

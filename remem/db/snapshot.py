@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
@@ -119,10 +120,17 @@ def _engine_snapshot(settings: Settings, require_current_schema: bool) -> Iterat
 
 def database_label(settings: Settings) -> str:
     """The database as status shows it: the URL, any password hidden."""
-    url = settings.database_url
+    return url_label(settings.database_url)
+
+
+_PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
+
+
+def url_label(url: str) -> str:
+    """A database URL with its password hidden, in the user part or as a query parameter."""
     scheme, sep, rest = url.partition("://")
     credentials, at, host = rest.rpartition("@")
     if sep and at and ":" in credentials:
         user = credentials.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
-    return url
+        url = f"{scheme}://{user}:***@{host}"
+    return _PASSWORD_PARAMETER.sub(r"\1***", url)
