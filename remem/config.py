@@ -182,6 +182,7 @@ SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
     ("team", "machine"): ("team_machine", _string, ""),
     ("team", "share"): ("team_share", _string_list, []),
     ("team", "promote"): ("team_promote", _boolean, False),
+    ("team", "sync_interval"): ("team_sync_interval_s", parse_duration, "30s"),
 }
 
 
@@ -216,6 +217,7 @@ DOCS: dict[tuple[str, str], str] = {
         "project keys (glob patterns: github.com/org/*) to share; nothing else is shared"
     ),
     ("team", "promote"): "whether this machine's daemon also works the team's queue",
+    ("team", "sync_interval"): "how often the daemon ships to and pulls from the team database",
 }
 
 
@@ -271,6 +273,7 @@ class Settings:
     team_machine: str
     team_share: tuple[str, ...]
     team_promote: bool
+    team_sync_interval_s: float
 
     @property
     def sqlite_file(self) -> str | None:

@@ -67,6 +67,20 @@ class SchemaBehind(RememError):
         )
 
 
+class TeamSchemaMismatch(RememError):
+    """The team database is at another revision than this remem: nothing is shipped or pulled
+    until one machine runs the upgrade (or this one is upgraded)."""
+
+    def __init__(self, current: str | None, head: str) -> None:
+        shown = current or "none"
+        fix = (
+            "upgrade remem on this machine"
+            if current is not None and current > head
+            else "run `remem db upgrade --team`"
+        )
+        super().__init__(f"The team database schema is at {shown}, this remem needs {head}: {fix}.")
+
+
 class DatabaseUnavailable(RememError):
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(f"Cannot open the database {url}: {reason}")

@@ -2,7 +2,8 @@
 
 Jobs (in-memory job store, max_instances=1, coalesce=True): drain the queue every poll_interval
 (a drain that finds work keeps going until the queue is empty), heartbeat and lease renewal,
-reap expired leases, ingest the spool, maintenance. Signal handlers only set a flag; a watcher
+reap expired leases, ingest the spool, maintenance; with a team database, ship, team promote
+(where enabled) and pull (workers/team.py). Signal handlers only set a flag; a watcher
 job turns it into a scheduler shutdown, and the task in hand is finished or its lease released.
 """
 
@@ -26,6 +27,7 @@ from remem.errors import RememError
 from remem.queue import heartbeats
 from remem.queue import store as queue
 from workers.runner import Worker
+from workers.team import TeamJobs
 
 log = logging.getLogger("remem.worker")
 
@@ -83,8 +85,10 @@ class Daemon:
         stop: StopFlag,
         lock_path: str,
         shutdown_timeout_s: float = SHUTDOWN_TIMEOUT_S,
+        team: TeamJobs | None = None,
     ) -> None:
         self.worker = worker
+        self.team = team
         self.stop = stop
         worker.stopping = stop.is_set
         self.lock_path = lock_path
@@ -93,7 +97,7 @@ class Daemon:
         self.idle.set()
         self.started_at = time.time()
         self.scheduler = BlockingScheduler(
-            executors={"default": ThreadPoolExecutor(4)},
+            executors={"default": ThreadPoolExecutor(7)},
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None},
         )
 
@@ -141,7 +145,7 @@ class Daemon:
 
     def _schedule(self) -> None:
         poll = self.worker.settings.poll_interval_s
-        jobs = [
+        jobs: list[tuple[str, Callable[[], object], float]] = [
             ("drain", self.drain, poll),
             # Often enough that a short lease is renewed well before it runs out.
             (
@@ -153,6 +157,12 @@ class Daemon:
             ("ingest_spool", self.worker.ingest, INGEST_INTERVAL_S),
             ("maintenance", self.worker.maintain, MAINTENANCE_INTERVAL_S),
         ]
+        if self.team is not None:
+            sync = self.worker.settings.team_sync_interval_s
+            jobs.append(("team_ship", self.team.ship, sync))
+            if self.worker.settings.team_promote:
+                jobs.append(("team_promote", self.team.promote, poll))
+            jobs.append(("team_pull", self.team.pull, sync))
         for name, job, seconds in jobs:
             # Maintenance waits one interval; the others run at once, then on their schedule.
             first = {} if name == "maintenance" else {"next_run_time": datetime.now().astimezone()}
@@ -220,6 +230,8 @@ class Daemon:
         self._best_effort(
             "heartbeat", lambda: heartbeats.remove(self.worker.engine, self.worker.worker_id)
         )
+        if self.team is not None:
+            self._best_effort("close the team link", self.team.close)
         log.info(
             "worker %s stopped (%s)",
             self.worker.worker_id,

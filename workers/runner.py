@@ -65,10 +65,14 @@ class Worker:
     write_lock_s: deque[float] = field(default_factory=lambda: deque(maxlen=WRITE_LOCKS_KEPT))
     # Which queue the log lines speak of: "" for this machine's, "team " for the team's.
     queue_name: str = ""
+    # Claim only the tasks of this project's sessions (a team worker's project; None: any).
+    project_id: int | None = None
 
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""
-        task = queue.claim_next(self.engine, self.worker_id, self.clock(), self.settings.lease_s)
+        task = queue.claim_next(
+            self.engine, self.worker_id, self.clock(), self.settings.lease_s, self.project_id
+        )
         if task is None:
             return False
         self.current_task = task

@@ -25,7 +25,9 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
     Without --burst this is the daemon: it runs until SIGTERM or Ctrl-C (a second Ctrl-C stops
     it at once), one per database. With --burst it ingests the spool, reaps expired leases,
     drains the queue, marks stale procedures, prints a summary and exits (1 if a task failed for
-    good in this run); it runs safely beside a daemon.
+    good in this run); it runs safely beside a daemon. With a team database ([team] in the
+    config) both also ship the shared projects' events, work the team queue (where promote =
+    true) and pull the team's procedures.
 
     \b
     Examples:
@@ -42,9 +44,14 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
     settings, engine = open_home()
     configure(settings, verbose)
     runner = Worker(engine, settings)
+    team = None
+    if settings.team_database_url:
+        from workers.team import TeamJobs
+
+        team = TeamJobs(engine, settings, stopping=stop.is_set)
     try:
         if burst:
-            _burst(runner, max_seconds, as_json)
+            _burst(runner, team, max_seconds, as_json)
         else:
             from remem.queue.heartbeats import lock_path
             from workers.daemon import Daemon
@@ -54,6 +61,7 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
                 stop,
                 lock_path(settings.sqlite_file, settings.home),
                 settings.shutdown_timeout_s,
+                team,
             )
             daemon.run(
                 lambda: click.echo(
@@ -61,10 +69,12 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
                 )
             )
     finally:
+        if team is not None:
+            team.close()
         engine.dispose()
 
 
-def _burst(runner: Any, max_seconds: float | None, as_json: bool) -> None:
+def _burst(runner: Any, team: Any, max_seconds: float | None, as_json: bool) -> None:
     from remem.queue.heartbeats import list_heartbeats
     from workers.runner import run_burst
 
@@ -76,6 +86,8 @@ def _burst(runner: Any, max_seconds: float | None, as_json: bool) -> None:
             stats = run_burst(runner, max_seconds, lambda: progress.advance(bar))
     else:
         stats = run_burst(runner, max_seconds)
+    if team is not None:
+        stats.update(team.once())
     keys = (
         "tasks_done",
         "tasks_retried",
@@ -88,6 +100,10 @@ def _burst(runner: Any, max_seconds: float | None, as_json: bool) -> None:
         "refreshed",
         "broken",
         "stale",
+        "shipped",
+        "team_tasks_done",
+        "pulled_procedures",
+        "team_errors",
     )
     summary: dict[str, Any] = {key: int(stats.get(key, 0)) for key in keys}
     now = time.time()
@@ -102,6 +118,17 @@ def _burst(runner: Any, max_seconds: float | None, as_json: bool) -> None:
             f"Procedures: {summary['promoted']} promoted, {summary['refreshed']} refreshed, "
             f"{summary['broken']} broken, {summary['stale']} stale."
         )
+        if team is not None:
+            click.echo(
+                f"Team: {summary['shipped']} event(s) shipped, "
+                f"{summary['team_tasks_done']} team task(s) done, "
+                f"{summary['pulled_procedures']} procedure(s) pulled"
+                + (
+                    f"; {summary['team_errors']} step(s) failed: see `remem status`."
+                    if summary["team_errors"]
+                    else "."
+                )
+            )
         if daemons:
             pids = ", ".join(map(str, daemons))
             click.echo(

@@ -46,18 +46,20 @@ SELECT 1 FROM extraction_tasks WHERE status = 'pending' AND run_after <= :now LI
 
 # The first due pending task by priority then age becomes ours. One statement: on SQLite the
 # engine's BEGIN IMMEDIATE serialises claimers; on PostgreSQL SKIP LOCKED lets them pass.
+# {scope} may narrow it to one project's sessions (CLAIM_IN_PROJECT).
 CLAIM_NEXT = """
 UPDATE extraction_tasks SET
     status = 'processing', lease_owner = :owner, lease_expires_at = :lease_expires_at,
     updated_at = :now
 WHERE id = (
     SELECT id FROM extraction_tasks
-    WHERE status = 'pending' AND run_after <= :now
+    WHERE status = 'pending' AND run_after <= :now{scope}
     ORDER BY priority, id
     LIMIT 1 {lock_clause}
 )
 RETURNING id, session_id, kind, cursor_event_id, high_watermark_event_id, attempts
 """
+CLAIM_IN_PROJECT = " AND session_id IN (SELECT id FROM sessions WHERE project_id = :project_id)"
 
 # Guarded by the lease: if a reaper or another worker took the task, nothing is updated and the
 # caller rolls back the window it applied. A watermark that moved while we worked sends the task

@@ -54,8 +54,9 @@ def _lock_clause(engine: Engine) -> str:
     return "FOR UPDATE SKIP LOCKED" if engine.dialect.name == "postgresql" else ""
 
 
-def _claim_sql(engine: Engine) -> str:
-    return sql.CLAIM_NEXT.format(lock_clause=_lock_clause(engine))
+def _claim_sql(engine: Engine, in_project: bool = False) -> str:
+    scope = sql.CLAIM_IN_PROJECT if in_project else ""
+    return sql.CLAIM_NEXT.format(lock_clause=_lock_clause(engine), scope=scope)
 
 
 def has_due_task(engine: Engine, now: float) -> bool:
@@ -63,12 +64,21 @@ def has_due_task(engine: Engine, now: float) -> bool:
         return connection.execute(text(sql.HAS_DUE_TASK), {"now": now}).first() is not None
 
 
-def claim_next(engine: Engine, owner: str, now: float, lease_s: float) -> ClaimedTask | None:
+def claim_next(
+    engine: Engine, owner: str, now: float, lease_s: float, project_id: int | None = None
+) -> ClaimedTask | None:
+    """The first due task, of one project's sessions when project_id is given."""
     if not has_due_task(engine, now):
         return None
-    params = {"owner": owner, "now": now, "lease_expires_at": policy.lease_expires_at(now, lease_s)}
+    params = {
+        "owner": owner,
+        "now": now,
+        "lease_expires_at": policy.lease_expires_at(now, lease_s),
+        "project_id": project_id,
+    }
     with engine.begin() as connection:
-        row = connection.execute(text(_claim_sql(engine)), params).first()
+        statement = text(_claim_sql(engine, project_id is not None))
+        row = connection.execute(statement, params).first()
         crash_point("claim")
     if row is None:
         return None

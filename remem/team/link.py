@@ -1,0 +1,114 @@
+"""The team database as one machine's daemon reaches it: opened only when its schema is this
+remem's, and left alone for a while after it failed (DESIGN.md §9)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+
+from remem.capture.redact import redact_text
+from remem.db import migrate
+from remem.db.engine import executor, make_engine
+from remem.errors import TeamSchemaMismatch
+from remem.team import state
+
+# After a failure the link waits this long, doubling up to the cap, before trying again.
+FIRST_BACKOFF_S = 5.0
+MAX_BACKOFF_S = 300.0
+ERROR_CHARS = 300
+
+
+def open_team(url: str) -> Engine:
+    """The team database's engine, refused unless its schema is at this remem's head."""
+    engine = make_engine(url)
+    try:
+        current, head = migrate.current_revision(engine), migrate.head_revision()
+    except Exception:
+        engine.dispose()
+        raise
+    if current != head:
+        engine.dispose()
+        raise TeamSchemaMismatch(current, head)
+    return engine
+
+
+def error_line(error: BaseException) -> str:
+    """One redacted line of a failure: driver messages can quote a connection string."""
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    text = redact_text(text)
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+@dataclass
+class Backoff:
+    """When the team database may next be tried: at once while it answers, later and later
+    while it does not."""
+
+    clock: Callable[[], float] = time.monotonic
+    delay_s: float = 0.0
+    next_at: float = 0.0
+
+    def ready(self) -> bool:
+        return self.clock() >= self.next_at
+
+    def failed(self) -> float:
+        """Back off after a failed try; the seconds until the next. Jobs that were already
+        under way when the link failed fail too: one outage doubles the wait once."""
+        now = self.clock()
+        if now < self.next_at:
+            return self.next_at - now
+        self.delay_s = min(max(self.delay_s * 2, FIRST_BACKOFF_S), MAX_BACKOFF_S)
+        self.next_at = now + self.delay_s
+        return self.delay_s
+
+    def succeeded(self) -> None:
+        self.delay_s = self.next_at = 0.0
+
+
+@dataclass
+class TeamLink:
+    """The team engine, opened on first use and dropped after a failure, and what happened
+    recorded in the local database's team_state for `remem status`."""
+
+    local: Engine
+    url: str
+    backoff: Backoff = field(default_factory=Backoff)
+    engine: Engine | None = None
+    revision: str | None = None
+    # The daemon's ship, promote and pull jobs share the link from their own threads.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def team(self) -> Engine:
+        with self.lock:
+            if self.engine is None:
+                self.engine = open_team(self.url)
+                self.revision = migrate.head_revision()
+            return self.engine
+
+    def succeeded(self, name: str, moved: int, now: float) -> None:
+        self.backoff.succeeded()
+        with self.local.begin() as connection:
+            execute = executor(connection)
+            state.put(execute, state.CONTACT, self.revision, now)
+            state.put(execute, name, str(moved), now)
+            state.clear(execute, state.ERROR)
+
+    def failed(self, error: BaseException, now: float) -> float:
+        """Record the failure and back off; the engine is opened afresh next time (the server
+        may have restarted, or been upgraded)."""
+        self.close()
+        with self.lock:
+            delay = self.backoff.failed()
+        with self.local.begin() as connection:
+            state.put(executor(connection), state.ERROR, error_line(error), now)
+        return delay
+
+    def close(self) -> None:
+        with self.lock:
+            if self.engine is not None:
+                self.engine.dispose()
+                self.engine = None

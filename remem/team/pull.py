@@ -1,0 +1,109 @@
+"""Pulling: the team's procedures and lessons of the shared projects into the local database,
+so the SessionStart digest reads them locally and works offline (DESIGN.md §9).
+
+Each pull replaces a project's pulled rows in one local transaction: what the team archived or
+forgot disappears here too. A project the team database does not know yet has none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, bindparam, text
+
+from remem.db.engine import READ_ONLY
+from remem.db.schema import team_lessons, team_procedures
+
+SELECT_LINKS = text("SELECT project_id, project_key FROM team_links ORDER BY project_id")
+UNLINKED = (
+    text("DELETE FROM team_procedures WHERE project_id NOT IN (SELECT project_id FROM team_links)"),
+    text("DELETE FROM team_lessons WHERE project_id NOT IN (SELECT project_id FROM team_links)"),
+)
+TEAM_PROJECT = text("SELECT id FROM projects WHERE root = :key")
+TEAM_PROCEDURES = text(
+    "SELECT id, scope, branch, directory, workflow, workflow_hash, command, status, confidence, "
+    "verified_runs, distinct_sessions, branches, files, files_more, first_verified_at, "
+    "last_verified_at, body FROM procedures WHERE project_id = :project_id "
+    "AND status != 'archived' ORDER BY id"
+)
+# The machines a procedure's evidence ran on: its sessions' machines.
+TEAM_MACHINES = text(
+    "SELECT pe.procedure_id, count(DISTINCT s.machine) FROM procedure_evidence pe "
+    "JOIN captured_events e ON e.id = pe.event_id JOIN sessions s ON s.id = e.session_id "
+    "WHERE pe.procedure_id IN :ids GROUP BY pe.procedure_id"
+).bindparams(bindparam("ids", expanding=True))
+# Enough for every pitfall and known error the digest shows, newest first.
+LESSONS_PULLED = 500
+TEAM_LESSONS = text(
+    "SELECT id, branch, directory, workflow_hash, failed_attempts, last_error, error_key, "
+    "repeats, fix_files, resolved_at FROM lessons WHERE project_id = :project_id "
+    "ORDER BY resolved_at DESC, id DESC LIMIT :limit"
+)
+CLEAR = (
+    text("DELETE FROM team_procedures WHERE project_id = :project_id"),
+    text("DELETE FROM team_lessons WHERE project_id = :project_id"),
+)
+MARK_PULLED = text("UPDATE team_links SET pulled_at = :now WHERE project_id = :project_id")
+
+
+@dataclass
+class PullReport:
+    projects: int = 0
+    procedures: int = 0
+    lessons: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def pull(local: Engine, team: Engine, now: float) -> PullReport:
+    report = PullReport()
+    with local.connect().execution_options(**{READ_ONLY: True}) as connection:
+        links = connection.execute(SELECT_LINKS).all()
+    for project_id, key in links:
+        procedures, lessons = _read_team(team, key)
+        with local.begin() as connection:
+            for statement in CLEAR:
+                connection.execute(statement, {"project_id": project_id})
+            if procedures:
+                rows = [{**row, "project_id": project_id, "pulled_at": now} for row in procedures]
+                connection.execute(team_procedures.insert(), rows)
+            if lessons:
+                rows = [{**row, "project_id": project_id, "pulled_at": now} for row in lessons]
+                connection.execute(team_lessons.insert(), rows)
+            connection.execute(MARK_PULLED, {"project_id": project_id, "now": now})
+        report.projects += 1
+        report.procedures += len(procedures)
+        report.lessons += len(lessons)
+    with local.begin() as connection:
+        for statement in UNLINKED:
+            connection.execute(statement)
+    return report
+
+
+def _read_team(team: Engine, key: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    with team.connect().execution_options(**{READ_ONLY: True}) as connection:
+        project = connection.execute(TEAM_PROJECT, {"key": key}).scalar()
+        if project is None:
+            return [], []
+        procedures = [
+            dict(row._mapping)
+            for row in connection.execute(TEAM_PROCEDURES, {"project_id": project})
+        ]
+        machines: dict[int, int] = {}
+        if procedures:
+            ids = [row["id"] for row in procedures]
+            machines = dict(connection.execute(TEAM_MACHINES, {"ids": ids}).tuples().all())
+        lessons = [
+            dict(row._mapping)
+            for row in connection.execute(
+                TEAM_LESSONS, {"project_id": project, "limit": LESSONS_PULLED}
+            )
+        ]
+    for row in procedures:
+        row["team_procedure_id"] = row.pop("id")
+        row["machines"] = max(machines.get(row["team_procedure_id"], 0), 1)
+    for row in lessons:
+        row["team_lesson_id"] = row.pop("id")
+    return procedures, lessons

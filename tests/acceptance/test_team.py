@@ -1,0 +1,474 @@
+"""A team on one PostgreSQL database (DESIGN.md §9), as real processes: two machines (two remem
+homes, two clones of one repository at different paths), the real hook and `remem worker
+--burst`, and a real server the tests start themselves."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, text
+
+from remem.capture import hook
+from remem.db.engine import make_engine
+from tests.conftest import REMEM, Home, load_fixture, wait_for
+from tests.pg_server import PostgresServer
+from workers.team import PROJECT_LOCK_SPACE
+
+SHARE = "github.com/acme/*"
+
+
+def clone(path: Path, origin: str | None, branch: str = "main") -> str:
+    """A work tree as git lays it out, with `origin` in its config when given."""
+    (path / ".git").mkdir(parents=True)
+    (path / ".git" / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    config = "[core]\n\trepositoryformatversion = 0\n"
+    if origin is not None:
+        config += (
+            f'[remote "origin"]\n\turl = {origin}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+        )
+    (path / ".git" / "config").write_text(config)
+    return str(path.resolve())
+
+
+class Machine(Home):
+    def __init__(self, path: Path, name: str, team_url: str, promote: bool) -> None:
+        super().__init__(path)
+        self.name = name
+        self.env.update(
+            REMEM_TEAM_DATABASE_URL=team_url,
+            REMEM_TEAM_MACHINE=name,
+            REMEM_TEAM_SHARE=SHARE,
+            REMEM_TEAM_PROMOTE="true" if promote else "false",
+        )
+        self.runs = 0
+
+    def run(self, cwd: str, command: str, session: str, *, passed: bool = True) -> None:
+        """One Bash run through the real Claude Code hook."""
+        self.runs += 1
+        payload = load_fixture("claude-code/post_tool_use_bash_success.json")
+        payload.update(cwd=cwd, session_id=session, tool_use_id=f"toolu_{self.runs}")
+        payload["tool_input"]["command"] = command
+        if not passed:
+            payload = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
+            payload.update(cwd=cwd, session_id=session, tool_use_id=f"toolu_{self.runs}")
+            payload["tool_input"]["command"] = command
+        result = self.hook(payload)
+        assert (result.returncode, result.stderr) == (0, b""), result
+
+    def session_start(self, cwd: str, session: str) -> str:
+        payload = load_fixture("claude-code/session_start.json")
+        payload.update(cwd=cwd, session_id=session)
+        result = self.hook(payload)
+        assert result.returncode == 0, result
+        return result.stdout.decode()
+
+    def burst(self, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.remem("worker", "--burst", "--json", check=check)
+
+
+@pytest.fixture
+def machines(
+    template_home: Path, tmp_path: Path, pg_url: str
+) -> Iterator[tuple[Machine, Machine, Engine]]:
+    made = []
+    for name, promote in (("alice", True), ("bob", False)):
+        path = tmp_path / name / "home"
+        shutil.copytree(template_home, path)
+        (tmp_path / name / "user-home").mkdir()
+        made.append(Machine(path, name, pg_url, promote))
+    made[0].remem("db", "upgrade", "--team")
+    team = make_engine(pg_url)
+    yield made[0], made[1], team
+    team.dispose()
+
+
+def rows(engine: Engine, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(text(sql), params)]
+
+
+def test_one_run_on_each_machine_is_a_team_procedure_in_the_other_machines_digest(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, bob, team = machines
+    shop_a = clone(tmp_path / "alice" / "src" / "shop", "git@github.com:acme/shop.git")
+    shop_b = clone(tmp_path / "bob" / "work" / "shop-clone", "https://github.com/acme/shop")
+    alice.run(shop_a, "make test", "alice-1")
+    bob.run(shop_b, "make test", "bob-1")
+    for machine in (alice, bob, alice, bob):  # ship; ship; promote on the team; pull
+        assert machine.burst().returncode == 0
+
+    assert rows(team, "SELECT root, project_key FROM projects") == [
+        ("github.com/acme/shop", "github.com/acme/shop")
+    ]
+    assert sorted(rows(team, "SELECT machine FROM sessions")) == [("alice",), ("bob",)]
+    procedure = rows(
+        team,
+        "SELECT command, scope, branch, status, verified_runs, distinct_sessions FROM procedures",
+    )
+    assert procedure == [("make test", "branch", "main", "active", 2, 2)]
+    # What left each machine names the project by its key, never by a local path.
+    shipped = rows(team, "SELECT cwd, transcript_path, payload FROM captured_events")
+    assert shipped == [("github.com/acme/shop", None, "{}")] * 2
+
+    for machine in (alice, bob):
+        assert machine.scalar("SELECT count(*) FROM procedures") == 0  # one run here alone
+        assert machine.query(
+            "SELECT command, verified_runs, machines, status FROM team_procedures"
+        ) == [("make test", 2, 2, "active")]
+        assert machine.scalar("SELECT project_key FROM projects") == "github.com/acme/shop"
+    digest = bob.session_start(shop_b, "bob-2")
+    assert "`make test`" in digest
+    assert "verified by the team: 2 runs on 2 machines" in digest
+
+
+def test_the_local_procedure_wins_over_the_teams(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, bob, _team = machines
+    shop_a = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
+    shop_b = clone(tmp_path / "bob" / "shop", "git@github.com:acme/shop.git")
+    alice.run(shop_a, "make test", "alice-1")
+    for session in ("bob-1", "bob-2"):
+        bob.run(shop_b, "make test", session)
+    for machine in (alice, bob, alice, bob):
+        machine.burst()
+    assert bob.query("SELECT verified_runs, machines FROM team_procedures") == [(3, 2)]
+    digest = bob.session_start(shop_b, "bob-3")
+    assert "`make test`" in digest
+    assert "verified by the team" not in digest  # bob's own proof is shown
+    assert "2 runs in 2 sessions" in digest
+
+
+def test_an_unshared_project_never_reaches_the_team_database(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, _bob, team = machines
+    shared = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    other = clone(tmp_path / "other", "git@github.com:someone-else/tool.git")
+    local_only = clone(tmp_path / "scratch", None)
+    on_disk = clone(tmp_path / "mirror", str(tmp_path / "bare.git"))
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    for cwd in (shared, other, local_only, on_disk, str(plain.resolve())):
+        for session in ("s1", "s2"):
+            alice.run(cwd, "make test", session)
+    alice.burst()
+    alice.burst()
+
+    assert rows(team, "SELECT DISTINCT root FROM projects") == [("github.com/acme/shop",)]
+    assert rows(team, "SELECT count(*), count(DISTINCT cwd) FROM captured_events") == [(2, 1)]
+    assert rows(team, "SELECT count(*) FROM procedures") == [(1,)]
+    # Every project was promoted locally, shared or not.
+    assert alice.scalar("SELECT count(*) FROM procedures") == 5
+    assert alice.query("SELECT project_key FROM team_links") == [("github.com/acme/shop",)]
+    keys = dict(alice.query("SELECT root, project_key FROM projects"))
+    assert keys[other] == "github.com/someone-else/tool"
+    assert keys[local_only] is None and keys[on_disk] is None
+
+
+def test_a_crash_between_shipping_and_the_cursor_ships_again_without_doubling(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, _bob, team = machines
+    shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    for n in range(5):
+        alice.run(shop, f"make test-{n % 2}", f"s{n}")
+    crashed = subprocess.run(
+        [REMEM, "worker", "--burst"],
+        env={**alice.env, "REMEM_TEST_CRASH_AT": "shipped"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert crashed.returncode == -9, crashed
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(5,)]
+    assert alice.scalar("SELECT shipped_event_id FROM team_links") == 0
+
+    summary = json.loads(alice.burst().stdout)
+    assert summary["shipped"] == 0  # all five were there already
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(5,)]
+    assert alice.scalar("SELECT max(id) FROM captured_events") == alice.scalar(
+        "SELECT shipped_event_id FROM team_links"
+    )
+    done = rows(team, "SELECT status, count(*) FROM extraction_tasks GROUP BY status")
+    assert done == [("done", 5)]
+
+
+def test_the_server_down_and_back_delays_shipping_and_loses_nothing(
+    template_home: Path, tmp_path: Path
+) -> None:
+    server = PostgresServer()
+    server.start()
+    try:
+        url = server.url(server.create_database())
+        path = tmp_path / "home"
+        shutil.copytree(template_home, path)
+        (tmp_path / "user-home").mkdir()
+        alice = Machine(path, "alice", url, promote=True)
+        alice.remem("db", "upgrade", "--team")
+        shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+        alice.run(shop, "make test", "s1")
+        alice.burst()
+
+        server.pause()
+        for session in ("s2", "s3"):
+            alice.run(shop, "make test", session)  # the hook never waits for the team
+        down = json.loads(alice.burst().stdout)
+        assert down["team_errors"] >= 1 and down["shipped"] == 0
+        assert alice.scalar("SELECT count(*) FROM procedures") == 1  # local work went on
+        status = json.loads(alice.remem("status", "--json").stdout)
+        assert status["team"]["waiting"] == 2
+        assert status["team"]["error"]
+
+        server.resume()
+        up = json.loads(alice.burst().stdout)
+        assert up["shipped"] == 2 and up["team_errors"] == 0
+        team = make_engine(url)
+        try:
+            assert rows(
+                team, "SELECT count(*), count(DISTINCT idempotency_key) FROM captured_events"
+            ) == [(3, 3)]
+            assert rows(team, "SELECT verified_runs FROM procedures") == [(3,)]
+        finally:
+            team.dispose()
+        status = json.loads(alice.remem("status", "--json").stdout)
+        assert status["team"]["waiting"] == 0 and status["team"]["error"] is None
+    finally:
+        server.stop()
+
+
+def _store_sessions(machine: Machine, cwd: str, sessions: int, now: float) -> None:
+    """Many one-command sessions through the real capture code, in process (a hook process
+    each would take minutes)."""
+    for n in range(sessions):
+        payload = load_fixture("claude-code/post_tool_use_bash_success.json")
+        payload.update(cwd=cwd, session_id=f"{machine.name}-{n}", tool_use_id=f"t{n}")
+        payload["tool_input"]["command"] = f"make check-{n % 7}"
+        kind, body = hook.capture(json.dumps(payload).encode(), None, now + n)
+        assert hook.save(str(machine.path), kind, body) == "stored"
+
+
+def test_four_team_workers_on_two_machines_complete_each_task_exactly_once(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, bob, team = machines
+    now = time.time() - 3600
+    for machine in (alice, bob):
+        cwd = clone(tmp_path / machine.name / "shop", "git@github.com:acme/shop.git")
+        _store_sessions(machine, cwd, 1000, now)
+        machine.env["REMEM_TEAM_PROMOTE"] = "false"
+        machine.burst()  # local promotion, and shipping
+    assert rows(team, "SELECT count(*) FROM extraction_tasks WHERE status = 'pending'") == [(2000,)]
+    for machine in (alice, bob):
+        machine.env["REMEM_TEAM_PROMOTE"] = "true"
+    workers = [
+        subprocess.Popen(
+            [REMEM, "worker", "--burst", "--json"],
+            env=machine.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for machine in (alice, bob, alice, bob)
+    ]
+    done = 0
+    for worker in workers:
+        out, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err
+        done += json.loads(out)["team_tasks_done"]
+    assert done == 2000
+    assert rows(team, "SELECT status, count(*) FROM extraction_tasks GROUP BY status") == [
+        ("done", 2000)
+    ]
+    completions: Counter[str] = Counter()
+    for machine in (alice, bob):
+        log = (machine.path / "logs" / "worker.log").read_text()
+        completions.update(re.findall(r"completed team task (\d+)", log))
+    assert len(completions) == 2000 and set(completions.values()) == {1}
+    # Seven workflows (n % 7 of 1,000 sessions on each machine), every run counted once.
+    runs = rows(team, "SELECT verified_runs FROM procedures ORDER BY verified_runs")
+    assert runs == [(284,)] + [(286,)] * 6
+
+
+def test_two_daemons_ship_promote_and_pull_on_their_own(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, bob, team = machines
+    shop_a = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
+    shop_b = clone(tmp_path / "bob" / "shop", "git@github.com:acme/shop.git")
+    daemons = []
+    for machine in (alice, bob):
+        machine.env.update(REMEM_TEAM_SYNC_INTERVAL="250ms", REMEM_WORKER_POLL_INTERVAL="250ms")
+        daemons.append(
+            subprocess.Popen(
+                [REMEM, "worker"],
+                env=machine.env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        )
+    try:
+        alice.run(shop_a, "npm test", "alice-1")
+        bob.run(shop_b, "npm test", "bob-1")
+        wait_for(
+            lambda: (
+                bob.query("SELECT machines FROM team_procedures") == [(2,)]
+                and alice.query("SELECT machines FROM team_procedures") == [(2,)]
+            ),
+            timeout=60,
+        )
+        assert "verified by the team: 2 runs on 2 machines" in bob.session_start(shop_b, "b2")
+    finally:
+        for daemon in daemons:
+            daemon.send_signal(signal.SIGTERM)
+        for daemon in daemons:
+            _out, err = daemon.communicate(timeout=60)
+            assert daemon.returncode == 0, err
+    assert rows(team, "SELECT status, count(*) FROM extraction_tasks GROUP BY status") == [
+        ("done", 2)
+    ]
+
+
+def test_a_team_database_at_another_schema_is_refused_and_status_says_what_to_do(
+    template_home: Path, tmp_path: Path, pg_url: str
+) -> None:
+    path = tmp_path / "home"
+    shutil.copytree(template_home, path)
+    (tmp_path / "user-home").mkdir()
+    alice = Machine(path, "alice", pg_url, promote=True)  # never upgraded: no schema at all
+    shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    alice.run(shop, "make test", "s1")
+    summary = json.loads(alice.burst().stdout)
+    assert summary["team_errors"] >= 1 and summary["shipped"] == 0
+    error = json.loads(alice.remem("status", "--json").stdout)["team"]["error"]
+    assert "run `remem db upgrade --team`" in error
+    alice.remem("db", "upgrade", "--team")
+    summary = json.loads(alice.burst().stdout)
+    assert summary["shipped"] == 1 and summary["team_errors"] == 0
+
+
+def test_a_clone_deleted_before_shipping_still_ships_under_its_key(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, _bob, team = machines
+    shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    alice.run(shop, "make test", "s1")
+    alice.burst()
+    alice.run(shop, "make test", "s2")
+    shutil.rmtree(shop)
+    summary = json.loads(alice.burst().stdout)
+    assert summary["shipped"] == 1
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]
+    assert alice.query("SELECT project_key FROM team_links") == [("github.com/acme/shop",)]
+
+
+def test_the_server_stopped_under_a_shipping_daemon_and_restarted_loses_and_doubles_nothing(
+    template_home: Path, tmp_path: Path
+) -> None:
+    server = PostgresServer()
+    server.start()
+    daemon = None
+    try:
+        url = server.url(server.create_database())
+        path = tmp_path / "home"
+        shutil.copytree(template_home, path)
+        (tmp_path / "user-home").mkdir()
+        alice = Machine(path, "alice", url, promote=True)
+        alice.env.update(REMEM_TEAM_SYNC_INTERVAL="100ms", REMEM_WORKER_POLL_INTERVAL="100ms")
+        alice.remem("db", "upgrade", "--team")
+        shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+        team = make_engine(url)
+        daemon = subprocess.Popen(
+            [REMEM, "worker"], env=alice.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        sessions = iter(range(1000))
+
+        def some_runs(count: int) -> None:
+            for _ in range(count):
+                n = next(sessions)
+                alice.run(shop, f"make test-{n % 3}", f"s{n}")
+
+        some_runs(10)
+        wait_for(lambda: rows(team, "SELECT count(*) FROM captured_events")[0][0] > 0, 60)
+        some_runs(10)  # shipping goes on while the server stops
+        team.dispose()
+        server.pause()
+        some_runs(10)  # the hooks never wait for the team
+        wait_for(
+            lambda: (
+                "OperationalError"
+                in str(json.loads(alice.remem("status", "--json").stdout)["team"]["error"])
+            ),
+            60,
+        )
+        server.resume()
+        captured = alice.scalar("SELECT count(*) FROM captured_events WHERE kind = 'command'")
+        assert captured == 30
+        wait_for(
+            lambda: (
+                rows(team, "SELECT count(*) FROM captured_events") == [(30,)]
+                and rows(team, "SELECT count(*) FROM extraction_tasks WHERE status != 'done'")
+                == [(0,)]
+            ),
+            120,
+        )
+        keys = rows(team, "SELECT count(DISTINCT idempotency_key) FROM captured_events")
+        assert keys == [(30,)]
+        assert rows(team, "SELECT sum(verified_runs) FROM procedures") == [(30,)]
+        team.dispose()
+    finally:
+        if daemon is not None:
+            daemon.send_signal(signal.SIGTERM)
+            _out, err = daemon.communicate(timeout=60)
+            assert daemon.returncode == 0, err
+        server.stop()
+
+
+def test_a_team_worker_leaves_a_project_another_worker_holds(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, _bob, team = machines
+    alice.env["REMEM_TEAM_PROMOTE"] = "false"
+    for name in ("shop", "api"):
+        cwd = clone(tmp_path / name, f"git@github.com:acme/{name}.git")
+        for session in ("s1", "s2"):
+            alice.run(cwd, "make test", f"{name}-{session}")
+    alice.burst()  # shipped, not promoted
+    (shop,) = rows(team, "SELECT id FROM projects WHERE root = 'github.com/acme/shop'")[0]
+    alice.env["REMEM_TEAM_PROMOTE"] = "true"
+    with team.connect() as other_worker:
+        other_worker.execute(
+            text("SELECT pg_advisory_lock(:space, :project)"),
+            {"space": PROJECT_LOCK_SPACE, "project": shop},
+        )
+        other_worker.commit()
+        assert json.loads(alice.burst().stdout)["team_tasks_done"] == 2
+        by_project = rows(
+            team,
+            "SELECT p.root, t.status FROM extraction_tasks t JOIN sessions s "
+            "ON s.id = t.session_id JOIN projects p ON p.id = s.project_id ORDER BY p.root, t.id",
+        )
+        assert by_project == [
+            ("github.com/acme/api", "done"),
+            ("github.com/acme/api", "done"),
+            ("github.com/acme/shop", "pending"),
+            ("github.com/acme/shop", "pending"),
+        ]
+        other_worker.execute(
+            text("SELECT pg_advisory_unlock(:space, :project)"),
+            {"space": PROJECT_LOCK_SPACE, "project": shop},
+        )
+        other_worker.commit()
+    assert json.loads(alice.burst().stdout)["team_tasks_done"] == 2
+    assert rows(team, "SELECT count(*) FROM procedures WHERE status = 'active'") == [(2,)]
