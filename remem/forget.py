@@ -419,6 +419,11 @@ _ORPHAN_PROJECTS = "SELECT id FROM projects WHERE id IN :ids" + "".join(
         "verifications",
         "attempts",
         "unverified_runs",
+        # A shared project keeps its link and the team's memory pulled for it: forgetting this
+        # machine's events takes nothing from the team.
+        "team_links",
+        "team_procedures",
+        "team_lessons",
     )
 )
 

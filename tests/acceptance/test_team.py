@@ -472,3 +472,21 @@ def test_a_team_worker_leaves_a_project_another_worker_holds(
         other_worker.commit()
     assert json.loads(alice.burst().stdout)["team_tasks_done"] == 2
     assert rows(team, "SELECT count(*) FROM procedures WHERE status = 'active'") == [(2,)]
+
+
+def test_forgetting_a_shared_projects_events_keeps_its_link_and_the_teams_memory(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, _bob, team = machines
+    shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    for session in ("s1", "s2"):
+        alice.run(shop, "make test", session)
+    alice.burst()
+    assert alice.scalar("SELECT count(*) FROM team_procedures") == 1
+    alice.remem("forget", "--match", "make test", "--project", shop, "--yes")
+    assert alice.scalar("SELECT count(*) FROM captured_events") == 0
+    assert alice.scalar("SELECT count(*) FROM procedures") == 0
+    assert alice.query("SELECT project_key FROM team_links") == [("github.com/acme/shop",)]
+    assert alice.scalar("SELECT count(*) FROM team_procedures") == 1
+    assert "verified by the team: 2 runs on 1 machine" in alice.session_start(shop, "s3")
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]
