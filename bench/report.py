@@ -1,10 +1,10 @@
 """Run every benchmark and write their figures to BENCHMARKS.md at the repository root.
 
-Runs hook.py, cli.py, pipeline.py, scale.py, daemon_idle.py, concurrency.py and importer.py one
-after another with --json (their progress goes to stderr as it happens), then writes one table:
-median, min–max, target and verdict per figure. A benchmark that fails is reported in its rows,
-and the script exits 1 once the file is written. --quick passes small run counts, for a smoke
-test of the whole chain.
+Runs hook.py, cli.py, pipeline.py, scale.py, daemon_idle.py, concurrency.py, importer.py and
+team.py one after another with --json (their progress goes to stderr as it happens), then writes
+one table: median, min–max, target and verdict per figure. A benchmark that fails is reported in
+its rows, and the script exits 1 once the file is written. --quick passes small run counts, for a
+smoke test of the whole chain.
 
     .venv/bin/python bench/report.py [--quick]
 """
@@ -168,6 +168,36 @@ def importer_cells(report: dict[str, Any]) -> list[Cells]:
     ]
 
 
+def team_cells(report: dict[str, Any]) -> list[Cells]:
+    rate, over_raw = report["ship"]["events_per_s"], report["ship"]["ship_over_raw"]
+    promote = report["promote"]
+    rows: list[Cells] = [
+        (
+            f"{rate['median']:,.0f}",
+            span(rate, ",.0f"),
+            f"≥ {rate['target']:,}",
+            verdict(rate["pass"]),
+        ),
+        (f"{over_raw['median']:.1f}×", span(over_raw, ".1f", "×"), NONE, NONE),
+    ]
+    for workers in ("1", "2", "4"):
+        promoted = promote["workers"][workers]["events_per_s"]
+        rows.append((f"{promoted['median']:,.0f}", span(promoted, ",.0f"), NONE, NONE))
+    rows += [(f"{promote['speedup'][w]:.2f}×", NONE, NONE, NONE) for w in ("2", "4")]
+    return rows
+
+
+def team_description(report: dict[str, Any]) -> str:
+    dataset, machine = report["dataset"], report["machine"]
+    return (
+        f"team.py {count(report['runs'], 'ship')} of {dataset['events']:,} events"
+        f" ({dataset['sessions']:,} sessions, {dataset['projects']} projects) to PostgreSQL"
+        f" {machine['postgresql'].split()[0]} on this machine, and"
+        f" {count(report['runs'], 'promotion')} of them per team worker count"
+        f" ({count(machine['cpu_count'], 'CPU')})"
+    )
+
+
 BENCHES = (
     Bench(
         "hook.py",
@@ -269,6 +299,21 @@ BENCHES = (
             f" ({r['rate']['dataset_mb']:g} MB), peak RSS at {r['rss']['small']['file_mb']}"
             f" and {r['rss']['large']['file_mb']} MB"
         ),
+    ),
+    Bench(
+        "team.py",
+        ("--quick", "--runs", "1"),
+        (
+            "team ship to a local PostgreSQL, events/s",
+            "team ship / raw psycopg executemany",
+            "team promote, 1 worker, events/s",
+            "team promote, 2 workers, events/s",
+            "team promote, 4 workers, events/s",
+            "team promote speed-up, 2 / 1 workers",
+            "team promote speed-up, 4 / 1 workers",
+        ),
+        team_cells,
+        team_description,
     ),
 )
 
