@@ -115,18 +115,23 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     event_id = int(rows[0][0])
     execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event.event_at})
     if event.kind != "session_start":
-        execute(
-            queue_sql.COALESCE,
-            {
-                "idempotency_key": queue_sql.task_key(session_id, PROMOTE),
-                "session_id": session_id,
-                "kind": PROMOTE,
-                "priority": 0,
-                "event_id": event_id,
-                "now": now,
-            },
-        )
+        raise_task(execute, session_id, event_id, now)
     return event_id
+
+
+def raise_task(execute: Execute, session_id: int, event_id: int, now: float) -> None:
+    """The session's promote task, made or moved up to event_id (queue_sql.COALESCE)."""
+    execute(
+        queue_sql.COALESCE,
+        {
+            "idempotency_key": queue_sql.task_key(session_id, PROMOTE),
+            "session_id": session_id,
+            "kind": PROMOTE,
+            "priority": 0,
+            "event_id": event_id,
+            "now": now,
+        },
+    )
 
 
 def drop_record(

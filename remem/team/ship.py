@@ -20,14 +20,13 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.capture.hosts import output_excerpt, output_text
 from remem.capture.identity import directory_under
+from remem.capture.store import raise_task
 from remem.config import Settings
-from remem.db.engine import READ_ONLY
+from remem.db.engine import READ_ONLY, executor
 from remem.db.schema import captured_events
 from remem.faults import crash_point
-from remem.queue import statements as queue_sql
 from remem.team.keys import is_shared, project_key
 
-PROMOTE = "promote"
 BATCH_EVENTS = 2000
 
 SELECT_PROJECTS = text("SELECT id, root, project_key FROM projects ORDER BY id")
@@ -38,10 +37,11 @@ INSERT_LINK = text(
     "VALUES (:project_id, :key, 0, :now)"
 )
 UPDATE_LINK_KEY = text("UPDATE team_links SET project_key = :key WHERE project_id = :project_id")
-DELETE_LINK = text("DELETE FROM team_links WHERE project_id = :project_id")
-DELETE_PULLED = (
+# A project no longer shared loses its link and the team's memory pulled for it.
+UNLINK = (
     text("DELETE FROM team_procedures WHERE project_id = :project_id"),
     text("DELETE FROM team_lessons WHERE project_id = :project_id"),
+    text("DELETE FROM team_links WHERE project_id = :project_id"),
 )
 MOVE_CURSOR = text(
     "UPDATE team_links SET shipped_event_id = :event_id, shipped_at = :now "
@@ -124,31 +124,26 @@ def link_projects(local: Engine, settings: Settings, now: float) -> list[Linked]
         for row in projects
     }
     linked: list[Linked] = []
-    with local.begin() as connection:
-        for row in projects:
-            key = keys[row.id]
-            if key != row.project_key:
-                connection.execute(SET_PROJECT_KEY, {"key": key, "id": row.id})
-            link = links.get(row.id)
-            if key is None or not is_shared(key, settings.team_share):
-                if link is not None:
-                    _unlink(connection, row.id)
-                continue
-            if link is None:
-                connection.execute(INSERT_LINK, {"project_id": row.id, "key": key, "now": now})
-                cursor = 0
-            else:
-                cursor = link.shipped_event_id
-                if link.project_key != key:  # the remote moved: a new name on the team
-                    connection.execute(UPDATE_LINK_KEY, {"project_id": row.id, "key": key})
-            linked.append(Linked(row.id, row.root, key, cursor))
+    changes: list[tuple[Any, dict[str, Any]]] = []
+    for row in projects:
+        key = keys[row.id]
+        if key != row.project_key:
+            changes.append((SET_PROJECT_KEY, {"key": key, "id": row.id}))
+        link = links.get(row.id)
+        if key is None or not is_shared(key, settings.team_share):
+            if link is not None:
+                changes += [(statement, {"project_id": row.id}) for statement in UNLINK]
+            continue
+        if link is None:
+            changes.append((INSERT_LINK, {"project_id": row.id, "key": key, "now": now}))
+        elif link.project_key != key:  # the remote moved: a new name on the team
+            changes.append((UPDATE_LINK_KEY, {"project_id": row.id, "key": key}))
+        linked.append(Linked(row.id, row.root, key, link.shipped_event_id if link else 0))
+    if changes:  # the write lock only when something changed: hooks share it
+        with local.begin() as connection:
+            for statement, params in changes:
+                connection.execute(statement, params)
     return linked
-
-
-def _unlink(connection: Connection, project_id: int) -> None:
-    for statement in DELETE_PULLED:
-        connection.execute(statement, {"project_id": project_id})
-    connection.execute(DELETE_LINK, {"project_id": project_id})
 
 
 def ship(
@@ -162,10 +157,7 @@ def ship(
     report = ShipReport()
     for link in link_projects(local, settings, now):
         report.projects += 1
-        with team.begin() as connection:
-            team_project = connection.execute(
-                UPSERT_TEAM_PROJECT, {"key": link.key, "now": now}
-            ).scalar_one()
+        team_project: int | None = None
         cursor = link.cursor
         while True:
             with local.connect().execution_options(**{READ_ONLY: True}) as connection:
@@ -176,6 +168,10 @@ def ship(
             if not rows:
                 break
             with team.begin() as connection:
+                if team_project is None:
+                    team_project = connection.execute(
+                        UPSERT_TEAM_PROJECT, {"key": link.key, "now": now}
+                    ).scalar_one()
                 new = _store(connection, team_project, link, rows, settings.team_machine, now)
             crash_point("shipped")
             cursor = rows[-1].id
@@ -228,18 +224,9 @@ def _store(
     latest: dict[int, int] = {}
     for event_id, session_id in inserted:
         latest[session_id] = max(latest.get(session_id, 0), event_id)
+    execute = executor(connection)
     for session_id, event_id in latest.items():
-        connection.execute(
-            text(queue_sql.COALESCE),
-            {
-                "idempotency_key": queue_sql.task_key(session_id, PROMOTE),
-                "session_id": session_id,
-                "kind": PROMOTE,
-                "priority": 0,
-                "event_id": event_id,
-                "now": now,
-            },
-        )
+        raise_task(execute, session_id, event_id, now)
     return len(inserted)
 
 

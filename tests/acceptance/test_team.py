@@ -490,3 +490,21 @@ def test_forgetting_a_shared_projects_events_keeps_its_link_and_the_teams_memory
     assert alice.scalar("SELECT count(*) FROM team_procedures") == 1
     assert "verified by the team: 2 runs on 1 machine" in alice.session_start(shop, "s3")
     assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]
+
+
+def test_a_project_no_longer_shared_stops_shipping_and_its_pulled_memory_goes(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, _bob, team = machines
+    shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    for session in ("s1", "s2"):
+        alice.run(shop, "make test", session)
+    alice.burst()
+    assert alice.scalar("SELECT count(*) FROM team_procedures") == 1
+    alice.env["REMEM_TEAM_SHARE"] = "github.com/someone-else/*"
+    alice.run(shop, "make test", "s3")
+    alice.burst()
+    assert alice.query("SELECT * FROM team_links") == []
+    assert alice.scalar("SELECT count(*) FROM team_procedures") == 0
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]  # not the third
+    assert "verified by the team" not in alice.session_start(shop, "s4")
