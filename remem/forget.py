@@ -6,7 +6,9 @@ from them are deleted; everything derived is then re-derived from what remains b
 `procedures.rebuild`. Archived procedures survive a rebuild, so those that match are deleted
 here. Spool, dead-letter and log lines that carry what was forgotten are rewritten away (the
 spool reads and rewrites its own files), and the caller then runs `db.engine.compact`, so that
-the bytes leave the database file too.
+the bytes leave the database file too. The team's memory pulled here goes when it matches; with a
+team, the caller then forgets the same on the team database (remem/team/forget.py) and pulls
+again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +66,26 @@ MATCHED = (
         "procedures r",
         "r.command, r.workflow, r.variants, r.body, r.files, r.branches, r.branch, r.directory",
     ),
+    # Pulled from the team: deleted, never re-derived; the next pull brings back what the team
+    # still holds.
+    (
+        "team_procedure",
+        "r.id",
+        "team_procedures r",
+        "r.command, r.workflow, r.body, r.files, r.branches, r.branch, r.directory",
+    ),
+    (
+        "team_lesson",
+        "r.id",
+        "team_lessons r",
+        "r.last_error, r.error_key, r.repeats, r.fix_files, r.branch, r.directory",
+    ),
 )
+PULLED = {
+    "team_procedure": "SELECT id, status AS label, command AS shown FROM team_procedures",
+    "team_lesson": "SELECT id, branch AS label, "
+    "coalesce(last_error, error_key, workflow_hash) AS shown FROM team_lessons",
+}
 RUN_TABLES = ("verifications", "attempts", "unverified_runs")
 
 
@@ -103,6 +125,8 @@ class Item:
 class Plan:
     events: tuple[Item, ...]
     procedures: tuple[Item, ...]  # deleted, whatever their status
+    team_procedures: tuple[Item, ...]  # pulled from the team
+    team_lessons: tuple[Item, ...]
     rederived_procedure_ids: tuple[int, ...]  # lose evidence and are re-derived
     task_errors: tuple[int, ...]  # tasks whose last error quotes the match
     spool_lines: dict[str, int]  # matching lines by file name
@@ -115,12 +139,20 @@ class Plan:
         return not (self.touches_database() or self.spool_lines or self.log_lines)
 
     def touches_database(self) -> bool:
-        return bool(self.events or self.procedures or self.task_errors)
+        return bool(
+            self.events
+            or self.procedures
+            or self.team_procedures
+            or self.team_lessons
+            or self.task_errors
+        )
 
     def as_json(self) -> dict[str, Any]:
         return {
             "events": [event.as_json("at") for event in self.events],
             "procedures": [procedure.as_json("status") for procedure in self.procedures],
+            "team_procedures": [item.as_json("status") for item in self.team_procedures],
+            "team_lessons": [item.as_json("branch") for item in self.team_lessons],
             "rederived_procedures": list(self.rederived_procedure_ids),
             "task_errors_cleared": len(self.task_errors),
             "spool_lines": self.spool_lines,
@@ -134,6 +166,7 @@ class Forgotten:
     events_deleted: int
     procedures_deleted: int
     derived_rows_deleted: dict[str, int]
+    pulled_rows_deleted: dict[str, int]  # the team's memory pulled here
     sessions_deleted: int
     projects_deleted: int
     rebuild: rebuild.RebuildReport | None
@@ -144,14 +177,18 @@ class Forgotten:
             "events_deleted": self.events_deleted,
             "procedures_deleted": self.procedures_deleted,
             "derived_rows_deleted": self.derived_rows_deleted,
+            "pulled_rows_deleted": self.pulled_rows_deleted,
             "sessions_deleted": self.sessions_deleted,
             "projects_deleted": self.projects_deleted,
             "rebuild": self.rebuild.as_dict() if self.rebuild else None,
         }
 
 
-def plan(engine: Engine, settings: Settings, selection: Selection) -> Plan:
-    """What `forget` would delete, read without changing anything."""
+def plan(
+    engine: Engine, settings: Settings, selection: Selection, machine_files: bool = True
+) -> Plan:
+    """What `forget` would delete, read without changing anything. Without machine_files
+    (the team database) this machine's spool and logs are not looked at."""
     pattern = None if selection.pattern is None else compile_pattern(selection.pattern)
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         project_id = _project_id(connection, selection.project)
@@ -159,6 +196,7 @@ def plan(engine: Engine, settings: Settings, selection: Selection) -> Plan:
         _require(connection, "procedures", selection.procedure_ids, "procedure")
         event_ids, procedure_ids = set(selection.event_ids), set(selection.procedure_ids)
         task_errors: tuple[int, ...] = ()
+        found: dict[str, set[int]] = {kind: set() for kind in PULLED}
         if pattern is not None:
             found = _matching(connection, pattern, project_id)
             event_ids |= found["event"]
@@ -169,15 +207,19 @@ def plan(engine: Engine, settings: Settings, selection: Selection) -> Plan:
         event_ids |= _procedure_events(connection, procedure_ids)
         events, keys, sessions, projects = _events(connection, event_ids, pattern)
         procedures = _procedures(connection, procedure_ids, pattern)
+        pulled = {kind: _pulled(connection, kind, found[kind], pattern) for kind in PULLED}
         rederived = _rederived(connection, event_ids, procedure_ids)
     lines = _Lines(pattern, selection.project, frozenset(keys))
-    logs = files.visible_files(settings.log_dir) if pattern else []
+    logs = files.visible_files(settings.log_dir) if pattern and machine_files else []
+    spooled = spool.spool_files(settings.spool_dir) if machine_files else []
     return Plan(
         events=events,
         procedures=procedures,
+        team_procedures=pulled["team_procedure"],
+        team_lessons=pulled["team_lesson"],
         rederived_procedure_ids=rederived,
         task_errors=task_errors,
-        spool_lines=files.count_matching(spool.spool_files(settings.spool_dir), lines.spool_line),
+        spool_lines=files.count_matching(spooled, lines.spool_line),
         log_lines=files.count_matching(logs, lines.log_line),
         lines=lines,
         session_ids=tuple(sorted(sessions)),
@@ -185,13 +227,21 @@ def plan(engine: Engine, settings: Settings, selection: Selection) -> Plan:
     )
 
 
-def forget(engine: Engine, settings: Settings, selection: Selection, now: float) -> Forgotten:
+def forget(
+    engine: Engine,
+    settings: Settings,
+    selection: Selection,
+    now: float,
+    machine_files: bool = True,
+) -> Forgotten:
     """Delete what the selection names, re-derive what remains, rewrite the spool and the logs.
     The plan is made again under the spool's ingestion lock (a worker may have ingested a
     spooled line since the caller's dry run), which also keeps a worker from ingesting a line
-    between our deleting its event and our rewriting its file."""
-    with spool.IngestLock(settings.spool_dir):
-        found = plan(engine, settings, selection)
+    between our deleting its event and our rewriting its file. Without machine_files (the team
+    database) the spool and the logs, forgotten by the local run, are left alone."""
+    lock = spool.IngestLock(settings.spool_dir) if machine_files else nullcontext()
+    with lock:
+        found = plan(engine, settings, selection, machine_files)
         deleted = _delete(engine, found, now) if found.touches_database() else {}
         for name in found.spool_lines:
             spool.rewrite_without(os.path.join(settings.spool_dir, name), found.lines.spool_line)
@@ -206,6 +256,7 @@ def forget(engine: Engine, settings: Settings, selection: Selection, now: float)
         plan=found,
         events_deleted=deleted.pop("captured_events", 0),
         procedures_deleted=deleted.pop("procedures", 0),
+        pulled_rows_deleted={table: deleted.pop(table, 0) for table in PULLED_TABLES},
         derived_rows_deleted=deleted,
         sessions_deleted=sessions,
         projects_deleted=projects,
@@ -340,6 +391,17 @@ def _procedures(
     )
 
 
+def _pulled(
+    connection: Connection, kind: str, ids: set[int], pattern: re.Pattern[str] | None
+) -> tuple[Item, ...]:
+    sql = _in(PULLED[kind] + " WHERE id IN :ids ORDER BY id")
+    return tuple(
+        Item(row.id, row.label, _excerpt(row.shown or "", pattern))
+        for chunk in _chunks(ids)
+        for row in connection.execute(sql, {"ids": chunk})
+    )
+
+
 def _excerpt(command: str, pattern: re.Pattern[str] | None) -> str:
     """Redacted, and without the match itself: what is printed must not repeat it."""
     shown = redact_text(command)
@@ -385,8 +447,12 @@ _OWE_REBUILD = text(
 )
 
 
+PULLED_TABLES = ("team_procedures", "team_lessons")
+
+
 def _delete(engine: Engine, found: Plan, now: float) -> dict[str, int]:
-    deleted = dict.fromkeys((*(table for table, _sql in DELETIONS), "procedures"), 0)
+    tables = (*(table for table, _sql in DELETIONS), "procedures", *PULLED_TABLES)
+    deleted = dict.fromkeys(tables, 0)
     event_ids = {event.id for event in found.events}
     # Deleted cells are zeroed, not left in free space, should the VACUUM not run.
     with begin_secure_delete(engine) as connection:
@@ -396,6 +462,13 @@ def _delete(engine: Engine, found: Plan, now: float) -> dict[str, int]:
         for chunk in _chunks(procedure.id for procedure in found.procedures):
             statement = _in("DELETE FROM procedures WHERE id IN :ids")
             deleted["procedures"] += connection.execute(statement, {"ids": chunk}).rowcount
+        for table, items in (
+            ("team_procedures", found.team_procedures),
+            ("team_lessons", found.team_lessons),
+        ):
+            for chunk in _chunks(item.id for item in items):
+                statement = _in(f"DELETE FROM {table} WHERE id IN :ids")
+                deleted[table] += connection.execute(statement, {"ids": chunk}).rowcount
         if found.events or found.procedures:
             # Should we stop before the rebuild that follows, the next worker runs it.
             connection.execute(_OWE_REBUILD, {"name": rebuild.REBUILD_JOB, "now": now})
@@ -419,8 +492,8 @@ _ORPHAN_PROJECTS = "SELECT id FROM projects WHERE id IN :ids" + "".join(
         "verifications",
         "attempts",
         "unverified_runs",
-        # A shared project keeps its link and the team's memory pulled for it: forgetting this
-        # machine's events takes nothing from the team.
+        # A shared project keeps its link and what it pulled from the team that did not match:
+        # the team's copies are forgotten on the team database, then pulled again.
         "team_links",
         "team_procedures",
         "team_lessons",

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from remem.config import Settings
-    from remem.forget import Plan
+    from remem.forget import Plan, Selection
 
 SHOWN = 20  # items listed in text; --json lists them all
 
@@ -34,7 +34,7 @@ SHOWN = 20  # items listed in text; --json lists them all
     "pattern",
     default=None,
     help="A Python regular expression: every event, procedure, lesson, spool and log line "
-    "whose text it finds goes.",
+    "whose text it finds goes, with the team's procedures and lessons pulled here.",
 )
 @click.option(
     "--project",
@@ -58,6 +58,9 @@ def forget_command(
     """Delete captured events for good, with what was derived from them, and re-derive what
     remains. Matching spool, dead-letter and worker log lines are removed too, and the database
     is vacuumed so that the bytes leave the file. Archived procedures that match go as well.
+    With a team database, the copies this machine shipped there and whatever matches there go
+    too, and the team's memory is pulled again; when it cannot be reached, the local forget
+    stands and the exit code is 1: run the command again when it answers.
 
     Run it in your own shell, not through an agent: an agent's command is captured, and this
     one names what it forgets.
@@ -82,32 +85,71 @@ def forget_command(
     settings, engine = open_home()
     try:
         found = forget.plan(engine, settings, selection)
-        if found.empty():
-            _nothing(as_json, found)
-            return
-        if dry_run:
-            _print_plan(found, as_json)
+        # A pattern goes to the team even when nothing here matches: the command run again
+        # after the team database was down finds the team's copies only.
+        to_team = bool(settings.team_database_url) and bool(found.events or pattern is not None)
+        if dry_run or (found.empty() and not to_team):
+            team = _on_team(engine, settings, selection, found, None) if to_team else None
+            _print_plan(found, as_json, team=team)
             return
         _confirm(found, yes)
-        done = forget.forget(engine, settings, selection, time.time())
-        summary: dict[str, Any] = {**done.as_json(), "dry_run": False}
-        summary["rederived"] = _rederive(engine, settings) if done.rebuild else None
-        compacted = compact(engine) if done.plan.touches_database() else None
-        summary["compacted"] = compacted.as_json() if compacted else None
-        summary["daemon_pids"] = _daemons(engine) if done.plan.log_lines else []
+        if found.empty():
+            summary: dict[str, Any] = {**found.as_json(), "dry_run": False, "nothing": True}
+        else:
+            done = forget.forget(engine, settings, selection, time.time())
+            summary = {**done.as_json(), "dry_run": False}
+            summary["rederived"] = _rederive(engine, settings) if done.rebuild else None
+            compacted = compact(engine) if done.plan.touches_database() else None
+            summary["compacted"] = compacted.as_json() if compacted else None
+            summary["daemon_pids"] = _daemons(engine) if done.plan.log_lines else []
+            found = done.plan
+        summary["team"] = (
+            _on_team(engine, settings, selection, found, time.time()) if to_team else None
+        )
     finally:
         engine.dispose()
     if as_json:
         print_json(summary)
     else:
         _print_done(summary)
+    if summary["team"] and not summary["team"]["forgotten"]:
+        sys.exit(1)
 
 
-def _nothing(as_json: bool, found: Plan) -> None:
-    if as_json:
-        print_json({**found.as_json(), "dry_run": True})
-    else:
-        click.echo("Nothing to forget: no event, procedure, spool line or log line matches.")
+def _on_team(
+    engine: Engine, settings: Settings, selection: Selection, found: Plan, now: float | None
+) -> dict[str, Any]:
+    """The same forgetting on the team database (planned only, without `now`), then a pull so
+    that this machine's copies of the team's memory follow at once. Whatever fails there, the
+    local forget stands."""
+    from remem import forget
+    from remem.team.forget import team_selection
+    from remem.team.keys import project_key
+    from remem.team.link import error_line, open_team
+    from remem.team.pull import pull
+
+    key = project_key(selection.project) if selection.project else None
+    result: dict[str, Any] = {"forgotten": False, "error": None, "plan": None, "pulled": None}
+    try:
+        team = open_team(settings.team_database_url)
+    except Exception as error:  # the server, the network or the schema
+        return {**result, "error": error_line(error)}
+    try:
+        chosen = team_selection(team, settings.team_machine, found, selection, key)
+        if now is None:
+            if chosen is not None:
+                result["plan"] = forget.plan(team, settings, chosen, machine_files=False).as_json()
+            return {**result, "forgotten": None}
+        if chosen is not None:
+            done = forget.forget(team, settings, chosen, now, machine_files=False)
+            result["plan"] = done.as_json()
+        result["pulled"] = pull(engine, team, now).as_dict()
+        result["forgotten"] = True
+    except Exception as error:
+        result["error"] = error_line(error)
+    finally:
+        team.dispose()
+    return result
 
 
 def _confirm(found: Plan, yes: bool) -> None:
@@ -136,27 +178,59 @@ def _daemons(engine: Engine) -> list[int]:
     return [beat.pid for beat in list_heartbeats(engine) if beat.health(now) == "running"]
 
 
-def _print_plan(found: Plan, as_json: bool, verb: str = "Would forget (dry run)") -> None:
+def _print_plan(
+    found: Plan,
+    as_json: bool,
+    verb: str = "Would forget (dry run)",
+    team: dict[str, Any] | None = None,
+) -> None:
     if as_json:
-        print_json({**found.as_json(), "dry_run": True})
+        print_json({**found.as_json(), "dry_run": True, "team": team})
         return
-    click.echo(f"{verb}:")
-    _list(
-        f"{len(found.events)} event(s)",
-        [f"event {e.id}  {e.label}  {e.command}" for e in found.events],
-    )
-    _list(
-        f"{len(found.procedures)} procedure(s)",
-        [f"procedure {p.id} ({p.label})  {p.command}" for p in found.procedures],
-    )
-    if found.rederived_procedure_ids:
-        ids = ", ".join(map(str, found.rederived_procedure_ids))
+    if found.empty():
+        click.echo("Nothing to forget here: no event, procedure, spool line or log line matches.")
+    else:
+        click.echo(f"{verb}:")
+        _list_plan(found.as_json())
+    if team is None:
+        return
+    if team["error"]:
+        click.echo(f"The team database could not be checked: {team['error']}")
+    elif team["plan"] is None or not _any_of(team["plan"]):
+        click.echo("On the team database: nothing.")
+    else:
+        click.echo("On the team database:")
+        _list_plan(team["plan"])
+
+
+def _any_of(plan: dict[str, Any]) -> bool:
+    return bool(plan["events"] or plan["procedures"] or plan["task_errors_cleared"])
+
+
+# What a plan lists: (its JSON key, title, line prefix, the key of the item's label).
+LISTED = (
+    ("events", "event(s)", "event", "at"),
+    ("procedures", "procedure(s)", "procedure", "status"),
+    ("team_procedures", "procedure(s) pulled from the team", "team procedure", "status"),
+    ("team_lessons", "lesson(s) pulled from the team", "team lesson", "branch"),
+)
+
+
+def _list_plan(plan: dict[str, Any]) -> None:
+    for key, title, prefix, label in LISTED:
+        items = plan[key]
+        _list(
+            f"{len(items)} {title}",
+            [f"{prefix} {item['id']} ({item[label]})  {item['command']}" for item in items],
+        )
+    if plan["rederived_procedures"]:
+        ids = ", ".join(map(str, plan["rederived_procedures"]))
         click.echo(f"  re-derived from what remains: procedure(s) {ids}")
-    for label, counts in (("spool", found.spool_lines), ("logs", found.log_lines)):
+    for label, counts in (("spool", plan["spool_lines"]), ("logs", plan["log_lines"])):
         if counts:
             click.echo(f"  {label}: " + ", ".join(f"{n} line(s) in {f}" for f, n in counts.items()))
-    if found.task_errors:
-        click.echo(f"  the last error of {len(found.task_errors)} task(s)")
+    if plan["task_errors_cleared"]:
+        click.echo(f"  the last error of {plan['task_errors_cleared']} task(s)")
 
 
 def _list(title: str, lines: list[str]) -> None:
@@ -170,11 +244,43 @@ def _list(title: str, lines: list[str]) -> None:
 
 
 def _print_done(summary: dict[str, Any]) -> None:
+    if summary.get("nothing"):
+        click.echo("Nothing to forget here: no event, procedure, spool line or log line matches.")
+    else:
+        _print_local(summary)
+    team = summary["team"]
+    if team is None:
+        return
+    if not team["forgotten"]:
+        click.echo(
+            f"The team's copies were NOT forgotten ({team['error']}): run the same command "
+            "again when the team database answers."
+        )
+        return
+    done, pulled = team["plan"], team["pulled"]
+    forgot = "nothing there matched"
+    if done is not None:
+        forgot = (
+            f"forgot {done['events_deleted']} event(s), {done['procedures_deleted']} procedure(s)"
+        )
+    click.echo(
+        f"On the team database: {forgot}; pulled again {pulled['procedures']} procedure(s) and "
+        f"{pulled['lessons']} lesson(s)."
+    )
+
+
+def _print_local(summary: dict[str, Any]) -> None:
     derived = ", ".join(f"{n} {table}" for table, n in summary["derived_rows_deleted"].items() if n)
     click.echo(
         f"Forgot {summary['events_deleted']} event(s) and {summary['procedures_deleted']} "
         f"procedure(s)" + (f"; derived rows deleted: {derived}" if derived else "") + "."
     )
+    pulled = summary["pulled_rows_deleted"]
+    if any(pulled.values()):
+        click.echo(
+            f"Removed {pulled['team_procedures']} procedure(s) and {pulled['team_lessons']} "
+            "lesson(s) pulled from the team."
+        )
     if summary["sessions_deleted"] or summary["projects_deleted"]:
         click.echo(
             f"Removed {summary['sessions_deleted']} session(s) and "

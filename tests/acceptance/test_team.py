@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -474,22 +475,24 @@ def test_a_team_worker_leaves_a_project_another_worker_holds(
     assert rows(team, "SELECT count(*) FROM procedures WHERE status = 'active'") == [(2,)]
 
 
-def test_forgetting_a_shared_projects_events_keeps_its_link_and_the_teams_memory(
+def test_forgetting_a_shared_projects_events_keeps_its_link(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
     alice, _bob, team = machines
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     for session in ("s1", "s2"):
         alice.run(shop, "make test", session)
+    alice.run(shop, "npm run lint", "s2")
     alice.burst()
-    assert alice.scalar("SELECT count(*) FROM team_procedures") == 1
-    alice.remem("forget", "--match", "make test", "--project", shop, "--yes")
-    assert alice.scalar("SELECT count(*) FROM captured_events") == 0
+    alice.remem("forget", "--match", "make test|npm run lint", "--project", shop, "--yes")
+    assert alice.scalar("SELECT count(*) FROM captured_events WHERE kind = 'command'") == 0
     assert alice.scalar("SELECT count(*) FROM procedures") == 0
+    # The project stays, linked: its next events ship as before.
     assert alice.query("SELECT project_key FROM team_links") == [("github.com/acme/shop",)]
-    assert alice.scalar("SELECT count(*) FROM team_procedures") == 1
-    assert "verified by the team: 2 runs on 1 machine" in alice.session_start(shop, "s3")
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]
+    assert alice.scalar("SELECT count(*) FROM team_procedures") == 0
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(0,)]
+    alice.run(shop, "make test", "s3")
+    assert json.loads(alice.burst().stdout)["shipped"] == 1
 
 
 def test_a_project_no_longer_shared_stops_shipping_and_its_pulled_memory_goes(
@@ -508,3 +511,92 @@ def test_a_project_no_longer_shared_stops_shipping_and_its_pulled_memory_goes(
     assert alice.scalar("SELECT count(*) FROM team_procedures") == 0
     assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]  # not the third
     assert "verified by the team" not in alice.session_start(shop, "s4")
+
+
+# A custom token in no key=value and after no secret-named flag: the redactor lets it through.
+TOKEN = "zq8Kp2abcdefghijk"
+
+
+def test_forget_takes_a_secret_off_the_team_database_and_every_machine(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, bob, team = machines
+    shop_a = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
+    shop_b = clone(tmp_path / "bob" / "shop", "git@github.com:acme/shop.git")
+    bob.session_start(shop_b, "b0")  # bob knows the project: he pulls its memory
+    for session in ("a1", "a2"):
+        alice.run(shop_a, f"./deploy.sh --mode {TOKEN}", session)
+        alice.run(shop_a, "make test", session)
+    for machine in (alice, bob):  # alice ships and promotes on the team; bob pulls
+        machine.burst()
+    secret = "SELECT count(*) FROM captured_events WHERE command LIKE '%zq8Kp2%'"
+    assert rows(team, secret) == [(2,)]
+    assert rows(team, "SELECT count(*) FROM procedures WHERE command LIKE '%zq8Kp2%'") == [(1,)]
+    for machine in (alice, bob):
+        assert machine.scalar("SELECT count(*) FROM team_procedures") == 2
+    assert TOKEN in bob.session_start(shop_b, "b1")
+
+    out = alice.remem("forget", "--match", "zq8Kp2", "--yes").stdout
+    assert "On the team database: forgot 2 event(s)" in out
+    assert TOKEN not in out
+    assert alice.scalar("SELECT count(*) FROM captured_events WHERE command LIKE '%zq8Kp2%'") == 0
+    assert rows(team, secret) == [(0,)]
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]  # make test stays
+    assert rows(team, "SELECT count(*) FROM procedures WHERE command LIKE '%zq8Kp2%'") == [(0,)]
+    # Pulled again at once: nothing of the token, whatever the team re-derives later.
+    assert alice.scalar("SELECT count(*) FROM team_procedures WHERE command LIKE '%zq8Kp2%'") == 0
+    assert alice.scalar("SELECT count(*) FROM team_links") == 1
+
+    bob.burst()
+    assert bob.scalar("SELECT count(*) FROM team_procedures WHERE command LIKE '%zq8Kp2%'") == 0
+    assert TOKEN not in bob.session_start(shop_b, "b2")
+    alice.burst()  # re-derives the team's procedures from what remains
+    bob.burst()
+    assert bob.query("SELECT command FROM team_procedures") == [("make test",)]
+
+
+def test_forgetting_one_shipped_event_forgets_its_team_copy_alone(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, bob, team = machines
+    shop_a = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
+    shop_b = clone(tmp_path / "bob" / "shop", "git@github.com:acme/shop.git")
+    for command in ("make build", "make test", "make lint"):
+        alice.run(shop_a, command, "a1")
+    bob.run(shop_b, "make test", "b1")
+    alice.burst()
+    bob.burst()
+    (gone,) = alice.query("SELECT id FROM captured_events WHERE command = 'make test'")[0]
+    summary = json.loads(alice.remem("forget", "--event", str(gone), "--yes", "--json").stdout)
+    assert summary["team"]["forgotten"] is True
+    assert summary["team"]["plan"]["events_deleted"] == 1
+    commands = rows(
+        team,
+        "SELECT s.machine, e.command FROM captured_events e JOIN sessions s "
+        "ON s.id = e.session_id ORDER BY s.machine, e.command",
+    )
+    assert commands == [("alice", "make build"), ("alice", "make lint"), ("bob", "make test")]
+
+
+def test_forget_with_the_team_database_down_forgets_here_and_says_the_team_keeps_it(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    alice, _bob, team = machines
+    shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
+    alice.run(shop, f"./deploy.sh --mode {TOKEN}", "s1")
+    alice.burst()
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(1,)]
+    with socket.socket() as closed:  # a port that was free a moment ago: nothing listens
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    alice.env["REMEM_TEAM_DATABASE_URL"] = f"postgresql+psycopg://remem@127.0.0.1:{port}/remem"
+    result = alice.remem("forget", "--match", "zq8Kp2", "--yes", check=False)
+    assert result.returncode == 1, result
+    assert "The team's copies were NOT forgotten" in result.stdout
+    assert "run the same command again" in result.stdout
+    assert alice.scalar("SELECT count(*) FROM captured_events WHERE kind = 'command'") == 0
+    assert rows(team, "SELECT count(*) FROM captured_events") == [(1,)]
+    summary = json.loads(
+        alice.remem("forget", "--match", "zq8Kp2", "--yes", "--json", check=False).stdout
+    )
+    assert summary["team"]["forgotten"] is False and summary["team"]["error"]
