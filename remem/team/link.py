@@ -20,6 +20,7 @@ from remem.team import state
 FIRST_BACKOFF_S = 5.0
 MAX_BACKOFF_S = 300.0
 ERROR_CHARS = 300
+RECORD_EVERY_S = 60.0
 
 
 def open_team(url: str) -> Engine:
@@ -79,6 +80,9 @@ class TeamLink:
     backoff: Backoff = field(default_factory=Backoff)
     engine: Engine | None = None
     revision: str | None = None
+    # When each job's success was last recorded, and whether a failure is on record.
+    recorded: dict[str, float] = field(default_factory=dict)
+    failing: bool = False
     # The daemon's ship, promote and pull jobs share the link from their own threads.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -90,17 +94,26 @@ class TeamLink:
             return self.engine
 
     def succeeded(self, name: str, moved: int, now: float) -> None:
+        """Record a job that went through: at once when it moved rows or ended a failure,
+        otherwise once a minute (the promote job runs every poll interval, and each record
+        takes the local write lock the hooks share)."""
+        recovered = self.backoff.delay_s > 0 or self.failing
         self.backoff.succeeded()
+        if not (moved or recovered or now - self.recorded.get(name, 0.0) >= RECORD_EVERY_S):
+            return
         with self.local.begin() as connection:
             execute = executor(connection)
             state.put(execute, state.CONTACT, self.revision, now)
             state.put(execute, name, str(moved), now)
             state.clear(execute, state.ERROR)
+        self.recorded[name] = now
+        self.failing = False
 
     def failed(self, error: BaseException, now: float) -> float:
         """Record the failure and back off; the engine is opened afresh next time (the server
         may have restarted, or been upgraded)."""
         self.close()
+        self.failing = True
         with self.lock:
             delay = self.backoff.failed()
         with self.local.begin() as connection:
