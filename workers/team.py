@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.config import Settings
 from remem.procedures.promote import mark_stale
+from remem.queue import store as queue
 from remem.team import state
 from remem.team.link import TeamLink, error_line
 from remem.team.pull import pull
@@ -151,6 +152,9 @@ class TeamJobs:
                 stopping=self.stopping,
                 queue_name="team ",
             )
+            # A task this process held when the team database failed under it comes back now,
+            # not when its lease runs out.
+            queue.release_owned(team, self.worker_id, self.clock())
             worker.reap()
             done = TeamPromoter(team, worker).drain(max_tasks)
             now = self.clock()

@@ -98,6 +98,14 @@ UPDATE extraction_tasks SET
 WHERE id = :id AND status = 'processing' AND lease_owner = :owner
 """
 
+# Every task one worker holds, back to pending: a worker whose database went away in the middle
+# of a task could not release it then, and takes it back once the database answers again.
+RELEASE_OWNED = """
+UPDATE extraction_tasks SET
+    status = 'pending', lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+WHERE status = 'processing' AND lease_owner = :owner
+"""
+
 # Tasks whose lease ran out, with what policy.after_lease_expiry needs to decide their fate.
 # Read and updated in one transaction: BEGIN IMMEDIATE on SQLite; on PostgreSQL row locks, and
 # rows another reaper holds are skipped.

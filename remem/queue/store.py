@@ -162,6 +162,18 @@ def release(engine: Engine, task: ClaimedTask, now: float) -> bool:
     return bool(released == 1)
 
 
+def release_owned(engine: Engine, owner: str, now: float) -> int:
+    """Put back every task `owner` holds: for a worker that knows it holds none in hand (its
+    database failed under it); other workers' tasks wait for their leases to run out."""
+    with engine.begin() as connection:
+        released = connection.execute(
+            text(sql.RELEASE_OWNED), {"owner": owner, "now": now}
+        ).rowcount
+    if released:
+        log.info("released %s task(s) left in hand", released, extra={"action": "release"})
+    return int(released)
+
+
 def reap_expired_leases(engine: Engine, now: float, max_attempts: int) -> list[int]:
     """Return tasks whose lease ran out to pending, or fail those whose workers keep dying
     (policy.after_lease_expiry); the ids of all of them."""

@@ -388,6 +388,19 @@ def test_claim_skips_a_task_another_transaction_holds(pg_engine: Engine) -> None
     assert task is not None and task.id == first
 
 
+def test_a_worker_takes_back_the_tasks_it_left_in_hand_and_no_others(pg_engine: Engine) -> None:
+    mine, theirs = _enqueue(pg_engine, 2)
+    held = queue.claim_next(pg_engine, "team-worker-a", NOW + 1, 300)
+    other = queue.claim_next(pg_engine, "team-worker-b", NOW + 1, 300)
+    assert held is not None and other is not None and (held.id, other.id) == (mine, theirs)
+    assert queue.release_owned(pg_engine, "team-worker-a", NOW + 2) == 1
+    assert _task(pg_engine, mine)[0::4] == ("pending", None)
+    assert _task(pg_engine, theirs)[0::4] == ("processing", "team-worker-b")
+    assert queue.release_owned(pg_engine, "team-worker-a", NOW + 3) == 0
+    again = queue.claim_next(pg_engine, "team-worker-a", NOW + 3, 300)
+    assert again is not None and again.id == mine  # at once, not after the 300 s lease
+
+
 def test_an_expired_lease_is_reaped_back_to_pending(pg_engine: Engine) -> None:
     (task_id,) = _enqueue(pg_engine, 1)
     task = queue.claim_next(pg_engine, "crashed-worker", NOW + 1, 60)
