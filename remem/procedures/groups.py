@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import text
 
+from remem.db.driver import Driver
 from remem.procedures import lessons, policy
 from remem.procedures.digest import needs_credentials
 from remem.procedures.tally import Tally, variant_rows
@@ -109,7 +110,7 @@ def _edited_before_runs(count: int) -> Any:
     return text(" UNION ALL ".join(_EDITED_BEFORE_RUN.format(i=i) for i in range(count)))
 
 
-def ranked_files(connection: Connection, latest: list[tuple[int, int]]) -> tuple[list[str], int]:
+def ranked_files(connection: Driver, latest: list[tuple[int, int]]) -> tuple[list[str], int]:
     """The files most often edited right before the group's latest verified runs, given as
     (session, event), in each run's own session: at most 5, and how many more."""
     if not latest:
@@ -184,7 +185,7 @@ LATEST_EVIDENCE = text(
 )
 
 
-def _fill_evidence(connection: Connection, group: Group, procedure_id: int) -> None:
+def _fill_evidence(connection: Driver, group: Group, procedure_id: int) -> None:
     """A newly promoted procedure's evidence: every verified run of its group, read once."""
     where = group.where()
     connection.execute(
@@ -199,7 +200,7 @@ def _fill_evidence(connection: Connection, group: Group, procedure_id: int) -> N
 
 
 def _values(
-    connection: Connection,
+    connection: Driver,
     group: Group,
     tally: Tally,
     decision: policy.Decision,
@@ -241,7 +242,7 @@ def _values(
 
 
 def evaluate(
-    connection: Connection,
+    connection: Driver,
     group: Group,
     tally: Tally,
     now: float,
@@ -283,7 +284,7 @@ _PLACEHOLDER = {
 
 
 def _promote(
-    connection: Connection, group: Group, tally: Tally, decision: policy.Decision, now: float
+    connection: Driver, group: Group, tally: Tally, decision: policy.Decision, now: float
 ) -> None:
     """Insert the procedure (with the id a rebuild kept for its group), then its evidence, then
     what is derived from the evidence."""

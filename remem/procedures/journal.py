@@ -8,8 +8,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import text
 
+from remem.db.driver import Driver
 from remem.procedures import lessons
 from remem.procedures.policy import Run
 
@@ -95,7 +96,7 @@ EDITS_BETWEEN = text(
 
 
 def edits_before(
-    connection: Connection,
+    connection: Driver,
     group: dict[str, Any],
     session_id: int,
     event_id: int,
@@ -133,7 +134,7 @@ class History:
         ]
 
 
-def load_history(connection: Connection, group: dict[str, Any]) -> History:
+def load_history(connection: Driver, group: dict[str, Any]) -> History:
     """A run is an event: the same workflow twice in one command (`make && make`) is one."""
     attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group).all()}
     successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group).all()}
@@ -148,7 +149,7 @@ def _inside(key: Key, after: Key, end: Key | None) -> bool:
 
 
 def load_tail(
-    connection: Connection, group: dict[str, Any], after: Key, end: Key | None = None
+    connection: Driver, group: dict[str, Any], after: Key, end: Key | None = None
 ) -> History:
     """The failed runs after `after` and up to `end` (both (at, event_id)), and the verified
     runs among them that can close a streak: the first after each failure. The others, which
@@ -189,21 +190,21 @@ _STRICTLY_BEFORE = text(
 )
 
 
-def first_success_after(connection: Connection, group: dict[str, Any], key: Key) -> Key | None:
+def first_success_after(connection: Driver, group: dict[str, Any], key: Key) -> Key | None:
     """The (at, event_id) of the group's earliest verified run after `key`: the streaks a run
     at `key` can change end there."""
     return _neighbour(connection, group, key, later=True)
 
 
 def last_success_before(
-    connection: Connection, group: dict[str, Any], key: tuple[float, int]
+    connection: Driver, group: dict[str, Any], key: tuple[float, int]
 ) -> tuple[float, int] | None:
     """The (at, event_id) of the group's latest verified run before `key`: where the streaks
     a run at `key` can change begin."""
     return _neighbour(connection, group, key, later=False)
 
 
-def _neighbour(connection: Connection, group: dict[str, Any], key: Key, later: bool) -> Key | None:
+def _neighbour(connection: Driver, group: dict[str, Any], key: Key, later: bool) -> Key | None:
     """The nearest verified run beyond `key` on one side: a short indexed read from `key`'s
     time, and a strict one only when more than its 8 rows share that time."""
     nearest, strictly = (
@@ -220,7 +221,7 @@ def _neighbour(connection: Connection, group: dict[str, Any], key: Key, later: b
 
 
 def rebuild(
-    connection: Connection,
+    connection: Driver,
     group: dict[str, Any],
     history: History,
     now: float,
@@ -258,7 +259,7 @@ def rebuild(
 
 
 def _write_lessons(
-    connection: Connection,
+    connection: Driver,
     group: dict[str, Any],
     closed: list[lessons.Streak],
     attempts: dict[int, Any],
@@ -322,7 +323,7 @@ def _write_lessons(
 
 
 def _edits_between_failure_and_pass(
-    connection: Connection,
+    connection: Driver,
     group: dict[str, Any],
     streak: lessons.Streak,
     attempts: dict[int, Any],

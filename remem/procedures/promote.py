@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Engine, bindparam, text
 from remem.capture.hosts import output_excerpt, output_text
 from remem.capture.identity import directory_under
 from remem.config import Settings
+from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
 from remem.procedures import journal, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate
@@ -114,7 +115,8 @@ def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
         "cursor": task.cursor_event_id,
         "watermark": task.watermark_event_id,
     }
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+    with engine.connect().execution_options(**{READ_ONLY: True}) as sa_connection:
+        connection = Driver(sa_connection)
         events = tuple(_event(row) for row in connection.execute(SELECT_WINDOW, params).all())
         late: tuple[WindowEvent, ...] = ()
         if any(event.host == "codex" for event in events):
@@ -226,7 +228,7 @@ INSERT_ATTEMPT = text(
 )
 
 
-def read_window(connection: Connection, window: Window, settings: Settings) -> Reads:
+def read_window(connection: Driver, window: Window, settings: Settings) -> Reads:
     """Everything apply reads, read once (prepare calls it outside the write transaction)."""
     batch = _Batch(connection)
     found: dict[Group, list[GroupRun]] = {}
@@ -269,10 +271,13 @@ def _may_qualify(group: Group, tally: Tally, runs: list[GroupRun]) -> bool:
     return group.min_branches() == 1 or len(branches) >= group.min_branches()
 
 
-def apply(connection: Connection, window: Window, settings: Settings, now: float) -> Counter[str]:
+def apply(
+    sa_connection: Connection, window: Window, settings: Settings, now: float
+) -> Counter[str]:
     """Record the window's runs, advance the tally of every group it touched, on its branch and
     across the project, and re-decide their procedures: work in proportion to the window, not
     to the groups' histories."""
+    connection = Driver(sa_connection)
     stats: Counter[str] = Counter(events=len(window.events))
     reads = window.reads if window.reads is not None else read_window(connection, window, settings)
     for event in window.events + window.late:
@@ -319,7 +324,7 @@ class _Step:
     @classmethod
     def advance(
         cls,
-        connection: Connection,
+        connection: Driver,
         group: Group,
         runs: list[GroupRun],
         reads: Reads,
@@ -339,7 +344,7 @@ class _Step:
         )
         return cls(group, runs, stored, advanced)
 
-    def write(self, connection: Connection, rules: policy.Rules, now: float) -> str:
+    def write(self, connection: Driver, rules: policy.Rules, now: float) -> str:
         group = self.group
         tally = self.advanced
         lasts = session_lasts(self.runs)
@@ -359,7 +364,7 @@ class _Step:
         }
         return evaluate(connection, group, tally, now, list(evidence.values()))
 
-    def _journal(self, connection: Connection, now: float, previous: Tally | None) -> None:
+    def _journal(self, connection: Driver, now: float, previous: Tally | None) -> None:
         """Only the streaks from the group's last success before the window's earliest run to
         its first success after the window's latest run can change: they are re-derived from
         the runs between, read by time."""
@@ -389,7 +394,7 @@ SELECT_STORED_EVENTS = text(
 ).bindparams(bindparam("ids", expanding=True))
 
 
-def _stored_events(connection: Connection, event_ids: set[int]) -> set[int]:
+def _stored_events(connection: Driver, event_ids: set[int]) -> set[int]:
     if not event_ids:
         return set()
     return set(connection.execute(SELECT_STORED_EVENTS, {"ids": sorted(event_ids)}).scalars())
@@ -400,7 +405,7 @@ class _Batch:
     the session's previous run of its workflow: a run earlier in this window is remembered
     here, one before it is looked up in what is already stored."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Driver) -> None:
         self.connection = connection
         self.rows: dict[Any, list[dict[str, Any]]] = {
             INSERT_VERIFICATION: [],
@@ -513,7 +518,8 @@ def mark_stale(
     rules = rules_of(settings)
     after = 0
     while True:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        with engine.connect().execution_options(**{READ_ONLY: True}) as sa_connection:
+            connection = Driver(sa_connection)
             params = {"cutoff": now - rules.max_age_s, "after": after, "n": batch_size}
             rows = connection.execute(SELECT_AGED, params).all()
             aged = []
@@ -532,7 +538,8 @@ def mark_stale(
         # writers run side by side, each holds its groups' locks in one order, so none waits
         # for another that waits for it.
         aged.sort(key=lambda found: (found[0].scope != BRANCH, found[0].sort_key()))
-        with engine.begin() as connection:
+        with engine.begin() as sa_connection:
+            connection = Driver(sa_connection)
             for group, stored, tally in aged:
                 if tallies.write(connection, group, tally, stored, now, {}):
                     outcome = evaluate(connection, group, tally, now)

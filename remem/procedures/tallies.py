@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import bindparam, text
 
+from remem.db.driver import Driver
 from remem.procedures import policy
 from remem.procedures.groups import Group
 from remem.procedures.tally import (
@@ -71,7 +72,7 @@ class Stored:
         self.tally = Tally.from_json(row.tally)
 
 
-def load(connection: Connection, group: Group, lock: bool = False) -> Stored | None:
+def load(connection: Driver, group: Group, lock: bool = False) -> Stored | None:
     """The group's tally; with `lock`, locked until the transaction ends (PostgreSQL)."""
     statement = LOCK_TALLY if lock and connection.dialect.name == "postgresql" else SELECT_TALLY
     row = connection.execute(statement, group.key()).first()
@@ -84,7 +85,7 @@ SELECT_TALLIES = text(
 ).bindparams(bindparam("hashes", expanding=True))
 
 
-def load_many(connection: Connection, groups: Iterable[Group]) -> dict[Group, Stored | None]:
+def load_many(connection: Driver, groups: Iterable[Group]) -> dict[Group, Stored | None]:
     """The stored tallies of a window's groups: one statement per project."""
     by_project: dict[int, list[Group]] = {}
     for group in groups:
@@ -118,7 +119,7 @@ _NEARBY = (
 )
 
 
-def aging(connection: Connection, group: Group, stored: Stored, cutoff: float) -> Aging:
+def aging(connection: Driver, group: Group, stored: Stored, cutoff: float) -> Aging:
     """The stored verified runs and sessions that aged out between the tally's cutoff and
     `cutoff`, and the oldest run left: ranges of the indexes on time."""
     tally = stored.tally
@@ -132,7 +133,7 @@ def aging(connection: Connection, group: Group, stored: Stored, cutoff: float) -
 
 
 def known_sessions(
-    connection: Connection, stored: Stored | None, runs: Sequence[GroupRun]
+    connection: Driver, stored: Stored | None, runs: Sequence[GroupRun]
 ) -> dict[int, float]:
     """The stored latest verified run of each session with a verified run among `runs`."""
     sessions = sorted({run.session_id for run in runs if run.verdict == VERIFIED})
@@ -143,7 +144,7 @@ def known_sessions(
 
 
 def nearby(
-    connection: Connection, group: Group, runs: Sequence[GroupRun], max_age_s: float
+    connection: Driver, group: Group, runs: Sequence[GroupRun], max_age_s: float
 ) -> list[policy.Run]:
     """The stored verified runs within max_age of the window's verified runs: all a group
     that has not qualified yet needs to know whether it does now."""
@@ -163,7 +164,7 @@ _RUNS = (
 )
 
 
-def all_runs(connection: Connection, group: Group) -> list[GroupRun]:
+def all_runs(connection: Driver, group: Group) -> list[GroupRun]:
     """Every stored run of the group, by event then step, as a window lists them: of two steps
     of one event, the later counts (tally.derive), whatever order the rows lie in."""
     where = group.where()
@@ -182,7 +183,7 @@ def all_runs(connection: Connection, group: Group) -> list[GroupRun]:
 
 
 def rederive(
-    connection: Connection, group: Group, rules: policy.Rules, now: float
+    connection: Driver, group: Group, rules: policy.Rules, now: float
 ) -> tuple[Tally, dict[int, float]]:
     """The tally from every stored run, and each session's latest verified run."""
     runs = all_runs(connection, group)
@@ -190,7 +191,7 @@ def rederive(
 
 
 def rederive_locked(
-    connection: Connection, group: Group, rules: policy.Rules, now: float
+    connection: Driver, group: Group, rules: policy.Rules, now: float
 ) -> tuple[Tally, dict[int, float]]:
     """Derive the tally again from every stored run and write it, under the group's lock:
     taken before the runs are read, so that every window that wrote the tally before has
@@ -206,7 +207,7 @@ def rederive_locked(
 
 
 def write(
-    connection: Connection,
+    connection: Driver,
     group: Group,
     tally: Tally,
     stored: Stored | None,

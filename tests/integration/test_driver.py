@@ -1,0 +1,87 @@
+"""The driver road gives what SQLAlchemy gives for the same statement, on both backends, in
+the transaction of the connection beneath it."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import bindparam, text
+
+from remem.db.driver import Driver
+from tests.integration.conftest import World
+
+CREATE = text("CREATE TABLE driver_probe (id INTEGER PRIMARY KEY, name TEXT, at REAL)")
+INSERT = text("INSERT INTO driver_probe (id, name, at) VALUES (:id, :name, :at)")
+# One name used twice, a literal percent sign and a colon inside a string.
+SELECT = text(
+    "SELECT id, name, at, count(*) OVER () AS total, '50% : done' AS note FROM driver_probe "
+    "WHERE (at >= :since OR id = :id) AND name <> :since_name ORDER BY id"
+)
+EXPANDING = text("SELECT id FROM driver_probe WHERE id IN :ids ORDER BY id").bindparams(
+    bindparam("ids", expanding=True)
+)
+ROWS = [{"id": n, "name": f"row {n}", "at": n * 1.5} for n in range(1, 6)]
+
+
+def test_rows_match_sqlalchemy_by_name_position_and_unpacking(world: World) -> None:
+    params = {"since": 4.0, "id": 1, "since_name": "row 5"}
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+        driver = Driver(connection)
+        inserted = driver.execute(INSERT, ROWS)
+        expected = connection.execute(SELECT, params).all()
+        found = driver.execute(SELECT, params).all()
+    assert inserted.rowcount == len(ROWS)
+    assert [tuple(row) for row in found] == [tuple(row) for row in expected]
+    assert [r.id for r in found] == [1, 3, 4]
+    assert [(r.name, r.at, r.total, r.note) for r in found] == [
+        (r.name, r.at, r.total, r.note) for r in expected
+    ]
+    first_id, *_rest = found[0]
+    assert first_id == 1
+
+
+def test_result_methods_answer_as_sqlalchemys(world: World) -> None:
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+        driver = Driver(connection)
+        driver.execute(INSERT, ROWS)
+        one = text("SELECT name FROM driver_probe WHERE id = :id")
+        assert driver.execute(one, {"id": 2}).scalar_one() == "row 2"
+        assert driver.execute(one, {"id": 9}).first() is None
+        assert driver.execute(one, {"id": 9}).scalar() is None
+        with pytest.raises(LookupError, match="returned 0"):
+            driver.execute(one, {"id": 9}).scalar_one()
+        names = text("SELECT name FROM driver_probe WHERE id <= :id ORDER BY id")
+        assert driver.execute(names, {"id": 2}).scalars() == ["row 1", "row 2"]
+        updated = driver.execute(text("UPDATE driver_probe SET at = 0 WHERE id > :id"), {"id": 3})
+        assert updated.rowcount == 2
+        assert driver.execute(INSERT, []).rowcount == 0
+        # An expanding parameter takes SQLAlchemy's road, with the same result shape.
+        assert [r.id for r in driver.execute(EXPANDING, {"ids": [2, 4, 7]})] == [2, 4]
+
+
+def test_statements_join_the_connections_transaction(world: World) -> None:
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+    with pytest.raises(RuntimeError, match="undo"), world.engine.begin() as connection:
+        Driver(connection).execute(INSERT, ROWS[0])
+        raise RuntimeError("undo")
+    assert world.scalar("SELECT count(*) FROM driver_probe") == 0
+    with world.engine.begin() as connection:
+        Driver(connection).execute(INSERT, ROWS[0])
+    assert world.scalar("SELECT count(*) FROM driver_probe") == 1
+
+
+def test_duplicate_and_unnamed_columns_stay_reachable_by_position(world: World) -> None:
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+        driver = Driver(connection)
+        driver.execute(INSERT, ROWS[:2])
+        row = driver.execute(
+            text(
+                "SELECT a.id, b.id, count(*) FROM driver_probe a JOIN driver_probe b "
+                "ON b.id = a.id GROUP BY a.id, b.id ORDER BY a.id"
+            )
+        ).first()
+    assert tuple(row) == (1, 1, 1)
+    assert row.id == 1
