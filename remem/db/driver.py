@@ -15,7 +15,8 @@ SQLAlchemy as before, so callers need not know which statements take which road.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
@@ -23,9 +24,8 @@ from sqlalchemy.sql.elements import TextClause
 
 # Compiled statements kept per dialect; statements are module constants, a few hundred at most.
 _COMPILED_KEPT = 1_024
-# (dialect, id of the statement) -> the statement (kept alive, so the id stays its own), the
-# driver's SQL, and the parameter names in order for a positional driver (None: by name).
-_compiled: dict[tuple[str, int], tuple[TextClause, str, tuple[str, ...] | None]] = {}
+# (dialect, id of the statement) -> how the driver runs it.
+_compiled: dict[tuple[str, int], _Compiled] = {}
 # Column names -> a named tuple type's constructor.
 _row_types: dict[tuple[str, ...], Callable[[Iterable[Any]], Any]] = {}
 
@@ -63,6 +63,38 @@ class Rows:
         return [row[0] for row in self._rows]
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    statement: TextClause  # kept alive, so the id it is cached by stays its own
+    sql: str
+    positions: tuple[str, ...] | None  # parameter names in order (positional drivers)
+    expanding: frozenset[str]  # parameters that stand for a list: `IN :ids`
+
+    def bind(self, params: dict[str, Any]) -> tuple[str, Any] | None:
+        """The driver's SQL and values; None for an empty list, whose SQL SQLAlchemy writes."""
+        if not self.expanding:
+            return self.sql, _values(params, self.positions)
+        sql, lists = self.sql, {}
+        for name in self.expanding:
+            items = lists[name] = list(params[name])
+            if not items:
+                return None
+            if self.positions is None:
+                marks = ", ".join(f"%({name}__{n})s" for n in range(len(items)))
+            else:
+                marks = ", ".join("?" * len(items))
+            sql = sql.replace(f"__[POSTCOMPILE_{name}]", marks)
+        if self.positions is not None:
+            values: list[Any] = []
+            for name in self.positions:
+                values.extend(lists[name] if name in lists else (params[name],))
+            return sql, tuple(values)
+        named = {k: v for k, v in params.items() if k not in lists}
+        for name, items in lists.items():
+            named.update((f"{name}__{n}", item) for n, item in enumerate(items))
+        return sql, named
+
+
 class Driver:
     """`execute(statement, params)` as on an SQLAlchemy connection, for `text()` statements
     at the driver's cost. A list of parameter sets runs as one executemany."""
@@ -73,47 +105,54 @@ class Driver:
         self._cursor: Any = None
 
     def execute(
-        self, statement: Any, params: dict[str, Any] | Sequence[dict[str, Any]] | None = None
+        self, statement: Any, params: dict[str, Any] | list[dict[str, Any]] | None = None
     ) -> Rows:
         compiled = self._compile(statement)
         if compiled is None:
-            result = self.connection.execute(statement, params)
-            return Rows(list(result) if result.returns_rows else [], result.rowcount)
-        sql, positions = compiled
+            return self._through_sqlalchemy(statement, params)
         cursor = self._cursor_now()
-        if params is None or isinstance(params, dict):
-            cursor.execute(sql, _values(params or {}, positions))
-        else:
+        if isinstance(params, list):
+            if compiled.expanding:
+                return self._through_sqlalchemy(statement, params)
             if not params:
                 return Rows([], 0)
-            cursor.executemany(sql, [_values(p, positions) for p in params])
+            cursor.executemany(compiled.sql, [_values(p, compiled.positions) for p in params])
             return Rows([], cursor.rowcount)
+        bound = compiled.bind(params or {})
+        if bound is None:
+            return self._through_sqlalchemy(statement, params)
+        cursor.execute(*bound)
         description = cursor.description
         if description is None:
             return Rows([], cursor.rowcount)
         make = _row_type(tuple(column[0] for column in description))
         return Rows([make(row) for row in cursor.fetchall()], cursor.rowcount)
 
+    def _through_sqlalchemy(self, statement: Any, params: Any) -> Rows:
+        result = self.connection.execute(statement, params)
+        return Rows(list(result) if result.returns_rows else [], result.rowcount)
+
     def _cursor_now(self) -> Any:
         if self._cursor is None:
             self._cursor = self.connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         return self._cursor
 
-    def _compile(self, statement: Any) -> tuple[str, tuple[str, ...] | None] | None:
+    def _compile(self, statement: Any) -> _Compiled | None:
         if type(statement) is not TextClause:
             return None
         key = (self.dialect.name, id(statement))
         found = _compiled.get(key)
-        if found is not None and found[0] is statement:
-            return found[1], found[2]
-        if any(parameter.expanding for parameter in statement._bindparams.values()):
-            return None
+        if found is not None and found.statement is statement:
+            return found
         compiled = statement.compile(dialect=self.dialect)
         positions = tuple(compiled.positiontup) if compiled.positiontup is not None else None
+        expanding = frozenset(
+            name for name, parameter in statement._bindparams.items() if parameter.expanding
+        )
         if len(_compiled) >= _COMPILED_KEPT:
             _compiled.clear()
-        _compiled[key] = (statement, compiled.string, positions)
-        return compiled.string, positions
+        found = _compiled[key] = _Compiled(statement, compiled.string, positions, expanding)
+        return found
 
 
 def _values(params: dict[str, Any], positions: tuple[str, ...] | None) -> Any:

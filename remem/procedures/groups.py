@@ -68,6 +68,13 @@ class Group:
         return (self.project_id, self.scope, self.branch, self.directory, self.workflow_hash)
 
 
+@lru_cache(maxsize=64)
+def scoped_statement(template: str, scope: str) -> Any:
+    """A statement over one scope's group key (`{where}` in the template), built once: the
+    driver compiles each statement object once."""
+    return text(template.format(where=Group(0, scope, "", "", "", "").where()))
+
+
 def recommended(found: list[tuple[str, bool, int, int]], workflow: str) -> str:
     """The unmasked variant verified most often; else the workflow itself, which is the masked
     variants' command without the filter that hid its status. One that runs as stored comes
@@ -185,16 +192,17 @@ LATEST_EVIDENCE = text(
 )
 
 
+_FILL_EVIDENCE = (
+    "INSERT INTO procedure_evidence (procedure_id, event_id, verified_at) "
+    "SELECT DISTINCT CAST(:procedure_id AS INTEGER), event_id, verified_at FROM verifications "
+    "WHERE {where} ON CONFLICT DO NOTHING"
+)
+
+
 def _fill_evidence(connection: Driver, group: Group, procedure_id: int) -> None:
     """A newly promoted procedure's evidence: every verified run of its group, read once."""
-    where = group.where()
     connection.execute(
-        text(
-            "INSERT INTO procedure_evidence (procedure_id, event_id, verified_at) "
-            "SELECT DISTINCT CAST(:procedure_id AS INTEGER), event_id, verified_at "
-            "FROM verifications "
-            f"WHERE {where} ON CONFLICT DO NOTHING"
-        ),
+        scoped_statement(_FILL_EVIDENCE, group.scope),
         {**group.params(), "procedure_id": procedure_id},
     )
 

@@ -4,14 +4,13 @@ and qualify it, re-deriving it from every run when it cannot be advanced, and wr
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import bindparam, text
 
 from remem.db.driver import Driver
 from remem.procedures import policy
-from remem.procedures.groups import Group
+from remem.procedures.groups import Group, scoped_statement
 from remem.procedures.tally import (
     FAILED,
     UNVERIFIED,
@@ -102,12 +101,6 @@ def load_many(connection: Driver, groups: Iterable[Group]) -> dict[Group, Stored
     return found
 
 
-@lru_cache(maxsize=64)
-def _statement(template: str, scope: str) -> Any:
-    """A statement over one scope's group key, built once."""
-    return text(template.format(where=Group(0, scope, "", "", "", "").where()))
-
-
 _AGED_OUT = (
     "SELECT count(DISTINCT event_id) FROM verifications WHERE {where} "
     "AND verified_at >= :old AND verified_at < :new"
@@ -126,8 +119,8 @@ def aging(connection: Driver, group: Group, stored: Stored, cutoff: float) -> Ag
     if tally.oldest_fresh_at is None or tally.oldest_fresh_at >= cutoff:
         return Aging(0, tally.oldest_fresh_at)
     params = {**group.params(), "old": tally.cutoff, "new": cutoff, "group_id": stored.id}
-    left = connection.execute(_statement(_AGED_OUT, group.scope), params).scalar_one()
-    oldest = connection.execute(_statement(_OLDEST_FRESH, group.scope), params).scalar_one()
+    left = connection.execute(scoped_statement(_AGED_OUT, group.scope), params).scalar_one()
+    oldest = connection.execute(scoped_statement(_OLDEST_FRESH, group.scope), params).scalar_one()
     sessions = connection.execute(SESSIONS_AGED_OUT, params).scalar_one()
     return Aging(int(left), oldest, int(sessions))
 
@@ -152,7 +145,7 @@ def nearby(
     if not times:
         return []
     rows = connection.execute(
-        _statement(_NEARBY, group.scope),
+        scoped_statement(_NEARBY, group.scope),
         {**group.params(), "start": min(times) - max_age_s, "end": max(times) + max_age_s},
     ).all()
     return [policy.Run(e, s, at, True, b) for e, s, at, b in rows]
@@ -160,25 +153,26 @@ def nearby(
 
 _RUNS = (
     "SELECT event_id, step, session_id, {at} AS run_at, '{verdict}' AS verdict, branch, "
-    "command, masked FROM {table} WHERE {where}"
+    "command, masked FROM {table} WHERE {{where}}"
 )
-
-
-def all_runs(connection: Driver, group: Group) -> list[GroupRun]:
-    """Every stored run of the group, by event then step, as a window lists them: of two steps
-    of one event, the later counts (tally.derive), whatever order the rows lie in."""
-    where = group.where()
-    query = " UNION ALL ".join(
-        _RUNS.format(at=at, verdict=verdict, table=table, where=where)
+_ALL_RUNS = (
+    "SELECT * FROM ("
+    + " UNION ALL ".join(
+        _RUNS.format(at=at, verdict=verdict, table=table)
         for table, at, verdict in (
             ("verifications", "verified_at", VERIFIED),
             ("attempts", "failed_at", FAILED),
             ("unverified_runs", "ran_at", UNVERIFIED),
         )
     )
-    rows = connection.execute(
-        text(f"SELECT * FROM ({query}) AS runs ORDER BY event_id, step"), group.params()
-    ).all()
+    + ") AS runs ORDER BY event_id, step"
+)
+
+
+def all_runs(connection: Driver, group: Group) -> list[GroupRun]:
+    """Every stored run of the group, by event then step, as a window lists them: of two steps
+    of one event, the later counts (tally.derive), whatever order the rows lie in."""
+    rows = connection.execute(scoped_statement(_ALL_RUNS, group.scope), group.params()).all()
     return [GroupRun(e, s, at, v, b, c, bool(m)) for e, _step, s, at, v, b, c, m in rows]
 
 

@@ -56,8 +56,26 @@ def test_result_methods_answer_as_sqlalchemys(world: World) -> None:
         updated = driver.execute(text("UPDATE driver_probe SET at = 0 WHERE id > :id"), {"id": 3})
         assert updated.rowcount == 2
         assert driver.execute(INSERT, []).rowcount == 0
-        # An expanding parameter takes SQLAlchemy's road, with the same result shape.
         assert [r.id for r in driver.execute(EXPANDING, {"ids": [2, 4, 7]})] == [2, 4]
+        # An empty list takes SQLAlchemy's road, which writes an IN that matches nothing.
+        assert driver.execute(EXPANDING, {"ids": []}).all() == []
+
+
+def test_a_list_used_twice_between_other_parameters_binds_each_in_place(world: World) -> None:
+    """Each `IN :ids` becomes as many placeholders as the list holds, with the parameters
+    around it left where they were (positional on SQLite, by name on PostgreSQL)."""
+    statement = text(
+        "SELECT id FROM driver_probe WHERE at > :low AND id IN :ids AND name <> :name "
+        "UNION SELECT id FROM driver_probe WHERE id IN :ids AND at < :high ORDER BY id"
+    ).bindparams(bindparam("ids", expanding=True))
+    params = {"low": 1.0, "ids": [1, 2, 3, 5], "name": "row 3", "high": 2.0}
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+        driver = Driver(connection)
+        driver.execute(INSERT, ROWS)
+        expected = [tuple(row) for row in connection.execute(statement, params)]
+        found = [tuple(row) for row in driver.execute(statement, params)]
+    assert found == expected == [(1,), (2,), (5,)]
 
 
 def test_statements_join_the_connections_transaction(world: World) -> None:
