@@ -22,6 +22,7 @@ from remem.procedures import rebuild
 from remem.procedures.promote import mark_stale, resolve_late
 from remem.queue import heartbeats
 from remem.queue import store as queue
+from workers.checkpoints import Checkpointer
 from workers.handlers import Handler, default_handlers
 
 log = logging.getLogger("remem.worker")
@@ -67,6 +68,15 @@ class Worker:
     queue_name: str = ""
     # Claim only the tasks of this project's sessions (a team worker's project; None: any).
     project_id: int | None = None
+    # Moves the WAL into an SQLite file off the write path (None on another database).
+    checkpointer: Checkpointer | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.checkpointer = Checkpointer.for_engine(self.engine)
+
+    def flush_checkpoints(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.flush()
 
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""
@@ -190,4 +200,5 @@ def run_burst(
         if on_task is not None:
             on_task()
     worker.maintain()
+    worker.flush_checkpoints()
     return worker.stats
