@@ -68,6 +68,8 @@ class Worker:
     queue_name: str = ""
     # Claim only the tasks of this project's sessions (a team worker's project; None: any).
     project_id: int | None = None
+    # Whether the last claim found a task: the next one goes straight for the write lock.
+    draining: bool = False
     # Moves the WAL into an SQLite file off the write path (None on another database).
     checkpointer: Checkpointer | None = field(init=False)
 
@@ -81,8 +83,14 @@ class Worker:
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""
         task = queue.claim_next(
-            self.engine, self.worker_id, self.clock(), self.settings.lease_s, self.project_id
+            self.engine,
+            self.worker_id,
+            self.clock(),
+            self.settings.lease_s,
+            self.project_id,
+            look_first=not self.draining,
         )
+        self.draining = task is not None
         if task is None:
             return False
         self.current_task = task

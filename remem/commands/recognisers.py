@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -612,8 +613,10 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*")
 _SPACE = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1_024)
 def family_of(command: str) -> Recogniser | None:
-    """The first row whose command pattern matches the command text; None when no row does."""
+    """The first row whose command pattern matches the command text; None when no row does
+    (remembered: an agent runs the same few commands all day)."""
     return next((row for row in RECOGNISERS if row.command.search(command)), None)
 
 
@@ -707,6 +710,7 @@ def _cap(line: str) -> str:
     return line.strip()[:SALIENT_MAX_CHARS]
 
 
+@lru_cache(maxsize=4_096)
 def is_summary(line: str) -> bool:
     """Whether a line is a tool's success or failure summary rather than an error."""
     return any(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from remem.commands import recognisers
 from remem.procedures.digest import NO_EDIT, inert_path, pitfall_text
@@ -146,9 +147,11 @@ def _error_line(which: str, exit_code: int | None, error: str | None) -> str:
     return f"{which} error (exit {_code(exit_code)}): {quote(error)}"
 
 
+@lru_cache(maxsize=4_096)
 def _error_key(line: str | None) -> str | None:
     """The project-wide key of an error line; a bare summary ("297 tests, 11 failures") says
-    which tool failed, not why, and keys nothing."""
+    which tool failed, not why, and keys nothing. A streak's lesson is written again as the
+    streak grows: its lines are keyed once."""
     if not line or recognisers.is_summary(line):
         return None
     return recognisers.error_key(line)

@@ -148,10 +148,10 @@ def build_window(
 def _event(row: Any) -> WindowEvent:
     """A window event; events stored before directories and outputs were recorded get them
     from their cwd and their stored payload."""
-    root, payload = row[-2], row[-1]
-    event = WindowEvent(**dict(zip(_STORED, row, strict=False)), root=root)
+    payload = row[-1]
+    event = WindowEvent(*row[:-1])  # the stored columns, then the project's root
     if event.directory is None:
-        event = replace(event, directory=directory_under(event.cwd, root))
+        event = replace(event, directory=directory_under(event.cwd, event.root))
     if event.output_excerpt is None and payload and event.kind == "command":
         try:
             found = output_text(event.host, json.loads(payload))

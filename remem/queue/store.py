@@ -65,10 +65,17 @@ def has_due_task(engine: Engine, now: float) -> bool:
 
 
 def claim_next(
-    engine: Engine, owner: str, now: float, lease_s: float, project_id: int | None = None
+    engine: Engine,
+    owner: str,
+    now: float,
+    lease_s: float,
+    project_id: int | None = None,
+    look_first: bool = True,
 ) -> ClaimedTask | None:
-    """The first due task, of one project's sessions when project_id is given."""
-    if not has_due_task(engine, now):
+    """The first due task, of one project's sessions when project_id is given. `look_first`
+    reads whether one is due before taking the write lock, which an idle poll then never
+    takes; a worker draining a backlog skips that read."""
+    if look_first and not has_due_task(engine, now):
         return None
     params = {
         "owner": owner,

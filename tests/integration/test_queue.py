@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, event, text
 
 from remem.config import Settings
 from remem.queue import store as queue
@@ -296,3 +296,30 @@ def test_the_failed_reaped_task_shows_in_tasks_and_doctor(world: World) -> None:
     checks = {check["name"]: check for check in json.loads(doctor.stdout)}
     assert checks["tasks"]["status"] == "fail"
     assert reason in checks["tasks"]["detail"] and "task 1" in checks["tasks"]["detail"]
+
+
+def test_an_idle_worker_looks_before_it_locks_and_a_draining_one_goes_straight_on(
+    world: World,
+) -> None:
+    """Polling an empty queue never takes the write lock; while tasks keep coming, the look
+    before each claim is skipped, and the claim that finds the queue empty ends the draining."""
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().startswith("SELECT 1 FROM extraction_tasks"):
+            statements.append("look")
+        elif "RETURNING id, session_id, kind" in statement:
+            statements.append("claim")
+
+    event.listen(world.engine, "before_cursor_execute", seen)
+    try:
+        assert world.worker.run_once() is False
+        assert statements == ["look"]
+        world.post(TEST, session="s1")
+        world.post(TEST, session="s2")
+        del statements[:]
+        claimed = [world.worker.run_once() for _ in range(4)]
+    finally:
+        event.remove(world.engine, "before_cursor_execute", seen)
+    assert claimed == [True, True, False, False]
+    assert statements == ["look", "claim", "claim", "claim", "look"]
