@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +111,12 @@ def edits_before(
         rows = connection.execute(EDITS_SINCE_PREVIOUS_RUN, params).all()
     else:
         rows = connection.execute(EDITS_BETWEEN, {**params, "after": previous_run}).all()
+    return edits_from(rows)
+
+
+def edits_from(rows: Sequence[tuple[str | None, str | None]]) -> tuple[list[str], str | None]:
+    """The files of edit events (JSON lists) and the hash of their changes, as edits_before
+    gives them."""
     files = sorted({name for encoded, _hash in rows if encoded for name in json.loads(encoded)})
     hashes = sorted(change for _files, change in rows if change)
     if not hashes:

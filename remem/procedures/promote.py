@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
@@ -51,6 +52,8 @@ class WindowEvent:
     transcript_path: str | None
     event_at: float
     captured_at: float
+    files: str | None  # an edit's files (JSON) and the hash of its change
+    change_hash: str | None
     root: str = ""
 
 
@@ -230,7 +233,7 @@ INSERT_ATTEMPT = text(
 
 def read_window(connection: Driver, window: Window, settings: Settings) -> Reads:
     """Everything apply reads, read once (prepare calls it outside the write transaction)."""
-    batch = _Batch(connection)
+    batch = _Batch(connection, window.events)
     found: dict[Group, list[GroupRun]] = {}
     for event in window.events + window.late:
         resolution = window.resolutions.get(event.id)
@@ -403,9 +406,10 @@ def _stored_events(connection: Driver, event_ids: set[int]) -> set[int]:
 class _Batch:
     """Runs are written many rows to a statement. An attempt's journal needs the edits since
     the session's previous run of its workflow: a run earlier in this window is remembered
-    here, one before it is looked up in what is already stored."""
+    here, with the edits between read from the window's own events; one before the window is
+    looked up in what is already stored."""
 
-    def __init__(self, connection: Driver) -> None:
+    def __init__(self, connection: Driver, events: tuple[WindowEvent, ...]) -> None:
         self.connection = connection
         self.rows: dict[Any, list[dict[str, Any]]] = {
             INSERT_VERIFICATION: [],
@@ -413,9 +417,23 @@ class _Batch:
             INSERT_UNVERIFIED: [],
         }
         self.last_run: dict[tuple[Group, int], int] = {}
+        # The window is every event of its session in a range of ids, in order.
+        self.ids = [event.id for event in events]
+        self.edits = [
+            (event.files, event.change_hash) if event.kind == "edit" else None for event in events
+        ]
 
     def add(self, statement: Any, params: dict[str, Any]) -> None:
         self.rows[statement].append(params)
+
+    def edits_between(
+        self, group: Group, session_id: int, previous: int | None, event_id: int
+    ) -> tuple[list[str], str | None]:
+        ids = self.ids
+        if previous is not None and ids and ids[0] <= previous < event_id <= ids[-1]:
+            start, end = bisect_right(ids, previous), bisect_left(ids, event_id)
+            return journal.edits_from([edit for edit in self.edits[start:end] if edit])
+        return journal.edits_before(self.connection, group.params(), session_id, event_id, previous)
 
 
 def _record(
@@ -458,9 +476,7 @@ def _record(
     if run.verdict == VERIFIED:
         batch.add(INSERT_VERIFICATION, params)
         return group, group_run
-    files, change_hash = journal.edits_before(
-        batch.connection, group.params(), event.session_id, event.id, previous
-    )
+    files, change_hash = batch.edits_between(group, event.session_id, previous, event.id)
     params.update(
         exit_code=resolution.exit_code if resolution else event.exit_code,
         error_excerpt=event.error_excerpt or (resolution.excerpt if resolution else None),

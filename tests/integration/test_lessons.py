@@ -7,6 +7,8 @@ from typing import Any
 
 from sqlalchemy import text
 
+from remem.db.driver import Driver
+from remem.procedures import journal
 from remem.procedures.store import lessons_of
 from tests.conftest import load_fixture
 from tests.integration.conftest import World
@@ -213,3 +215,66 @@ def test_procedures_show_json_has_lessons_with_attempts(world: World) -> None:
     assert lesson["attempts"][0]["exit_code"] == 2
     assert lesson["attempts"][0]["files"] == ["src/cart.py"]
     assert '"error: boom"' in lesson["pitfall"]
+
+
+def _journal_edits(world: World, burst_after_each: bool) -> list[tuple[Any, ...]]:
+    """Fail, edit, fail, edit twice, fail, pass, in one session: each attempt's files and
+    change hash as stored, next to what the journal's own query finds for it afterwards."""
+    steps: list[Any] = [
+        lambda: world.post(CART, 1),
+        lambda: world.edit("src/cart.py"),
+        lambda: world.post(CART, 1),
+        lambda: world.edit("src/cart.py"),
+        lambda: world.edit("src/tax.py", "/tmp/plan.md"),
+        lambda: world.post("ls", 0),
+        lambda: world.post(CART, 1),
+        lambda: world.post(CART, 0),
+    ]
+    for step in steps:
+        step()
+        if burst_after_each:
+            world.burst()
+    world.burst()
+    found = []
+    with world.engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT event_id, session_id, project_id, branch, directory, workflow_hash, "
+                "files, change_hash FROM attempts ORDER BY event_id"
+            )
+        ).all()
+        for (
+            event_id,
+            session_id,
+            project_id,
+            branch,
+            directory,
+            workflow_hash,
+            files,
+            hashed,
+        ) in rows:
+            group = {
+                "project_id": project_id,
+                "branch": branch,
+                "directory": directory,
+                "workflow_hash": workflow_hash,
+            }
+            oracle = journal.edits_before(Driver(connection), group, session_id, event_id)
+            stored = (json.loads(files) if files else [], hashed)
+            found.append((stored, oracle))
+    return found
+
+
+EXPECTED_EDITS = [[], ["src/cart.py"], ["/tmp/plan.md", "src/cart.py", "src/tax.py"]]
+
+
+def test_an_attempts_edits_read_in_its_window_match_the_journals_query(world: World) -> None:
+    in_window = _journal_edits(world, burst_after_each=False)
+    assert all(stored == oracle for stored, oracle in in_window), in_window
+    assert [stored[0] for stored, _oracle in in_window] == EXPECTED_EDITS
+
+
+def test_an_attempts_edits_across_windows_match_the_journals_query(world: World) -> None:
+    across = _journal_edits(world, burst_after_each=True)
+    assert all(stored == oracle for stored, oracle in across), across
+    assert [stored[0] for stored, _oracle in across] == EXPECTED_EDITS
