@@ -388,6 +388,9 @@ EARLIER = (
     "1M-event DB; SessionStart 1.15×",
     "burst pipeline before the incremental group state (schema 0006, commit 4407328): 5,129 "
     "events/s (4,815–5,406), 41.9× raw inserts",
+    "promotion through SQLAlchemy's statements, with SQLite checkpointing inside the worker's "
+    "commits (commit 9955145): burst 7,283 events/s (7,114–7,375), 30.3× raw inserts; write "
+    "lock p99 with hooks firing 23.4 ms",
     "CLI before the stdlib front door (every command imported click and SQLAlchemy), medians "
     "of 21 runs against a 21.3 ms bare start: `remem --help` 328 ms (15.4×), `remem context` "
     "373 ms (17.5×), `remem status` 380 ms (17.8×)",
