@@ -710,7 +710,6 @@ def _cap(line: str) -> str:
     return line.strip()[:SALIENT_MAX_CHARS]
 
 
-@lru_cache(maxsize=4_096)
 def is_summary(line: str) -> bool:
     """Whether a line is a tool's success or failure summary rather than an error."""
     return any(

@@ -8,8 +8,9 @@ lock. Here a `text()` statement is compiled once per dialect (SQLAlchemy still r
 parameter style and escapes), then each call hands the driver a string and its values, and
 rows come back as named tuples: `row.name`, `row[0]` and unpacking work as on SQLAlchemy's rows.
 
-Anything else (a table construct, a parameter expanded into an IN list) goes through
-SQLAlchemy as before, so callers need not know which statements take which road.
+A list parameter (`IN :ids`) becomes as many placeholders as the list holds. Anything else
+(a table construct, an empty list, a list parameter in an executemany) goes through SQLAlchemy
+as before, so callers need not know which statements take which road.
 """
 
 from __future__ import annotations
