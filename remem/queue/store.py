@@ -1,14 +1,17 @@
 """Running the queue statements through SQLAlchemy; every function is named after its statement
-and logs that name as its action."""
+and logs that name as its action. Claiming and completing, which a draining worker does for
+every window, run on the driver (remem.db.driver), each statement built once."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select, text
+from sqlalchemy import Connection, Engine, TextClause, select, text
 
+from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
 from remem.db.schema import extraction_tasks
 from remem.faults import crash_point
@@ -59,9 +62,16 @@ def _claim_sql(engine: Engine, in_project: bool = False) -> str:
     return sql.CLAIM_NEXT.format(lock_clause=_lock_clause(engine), scope=scope)
 
 
+@lru_cache(maxsize=16)  # a handful: claim (two forms), look, complete
+def _statement(sql_text: str) -> TextClause:
+    """One statement object per SQL text, so the driver compiles each once."""
+    return text(sql_text)
+
+
 def has_due_task(engine: Engine, now: float) -> bool:
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        return connection.execute(text(sql.HAS_DUE_TASK), {"now": now}).first() is not None
+        found = Driver(connection).execute(_statement(sql.HAS_DUE_TASK), {"now": now}).first()
+        return found is not None
 
 
 def claim_next(
@@ -83,9 +93,9 @@ def claim_next(
         "lease_expires_at": policy.lease_expires_at(now, lease_s),
         "project_id": project_id,
     }
+    statement = _statement(_claim_sql(engine, project_id is not None))
     with engine.begin() as connection:
-        statement = text(_claim_sql(engine, project_id is not None))
-        row = connection.execute(statement, params).first()
+        row = Driver(connection).execute(statement, params).first()
         crash_point("claim")
     if row is None:
         return None
@@ -106,7 +116,7 @@ def complete(connection: Connection, task: ClaimedTask, now: float) -> None:
     """Inside the caller's transaction, so the window and the cursor commit together (the
     caller logs the completion once that transaction has committed)."""
     params = {"id": task.id, "owner": task.owner, "watermark": task.watermark_event_id, "now": now}
-    if connection.execute(text(sql.COMPLETE), params).rowcount != 1:
+    if Driver(connection).execute(_statement(sql.COMPLETE), params).rowcount != 1:
         raise LeaseLost(f"task {task.id} is no longer leased to {task.owner}")
 
 

@@ -8,9 +8,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, event, text
+from sqlalchemy import Connection, Engine, text
 
 from remem.config import Settings
+from remem.db.driver import Driver
 from remem.queue import store as queue
 from tests.conftest import REMEM
 from tests.integration.conftest import World
@@ -299,27 +300,32 @@ def test_the_failed_reaped_task_shows_in_tasks_and_doctor(world: World) -> None:
 
 
 def test_an_idle_worker_looks_before_it_locks_and_a_draining_one_goes_straight_on(
-    world: World,
+    world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Polling an empty queue never takes the write lock; while tasks keep coming, the look
     before each claim is skipped, and the claim that finds the queue empty ends the draining."""
     statements: list[str] = []
 
-    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    def seen(statement: str) -> None:
         if statement.lstrip().startswith("SELECT 1 FROM extraction_tasks"):
             statements.append("look")
         elif "RETURNING id, session_id, kind" in statement:
             statements.append("claim")
 
-    event.listen(world.engine, "before_cursor_execute", seen)
-    try:
-        assert world.worker.run_once() is False
-        assert statements == ["look"]
-        world.post(TEST, session="s1")
-        world.post(TEST, session="s2")
-        del statements[:]
-        claimed = [world.worker.run_once() for _ in range(4)]
-    finally:
-        event.remove(world.engine, "before_cursor_execute", seen)
+    # The queue's statements run on the driver, beneath SQLAlchemy's events: each is seen as
+    # the driver is handed it.
+    execute = Driver.execute
+
+    def traced(self: Driver, statement: Any, params: Any = None) -> Any:
+        seen(str(statement))
+        return execute(self, statement, params)
+
+    monkeypatch.setattr(Driver, "execute", traced)
+    assert world.worker.run_once() is False
+    assert statements == ["look"]
+    world.post(TEST, session="s1")
+    world.post(TEST, session="s2")
+    del statements[:]
+    claimed = [world.worker.run_once() for _ in range(4)]
     assert claimed == [True, True, False, False]
     assert statements == ["look", "claim", "claim", "claim", "look"]
