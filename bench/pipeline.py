@@ -2,7 +2,9 @@
 
 Captures 100,000 generic-host events (1,000 sessions, 50 projects, a few days old) through the
 real capture code, then times `run_burst` draining the queue, next to a bare `executemany` of the
-same number of verification rows. Also times `claim_next` with 1,000 and with 1,000,000 done tasks
+same number of verification rows. The burst prepares windows ahead in a second process, as
+`remem worker --burst` does over a backlog; the same burst with every window prepared in turn,
+in one process, is timed beside it. Also times `claim_next` with 1,000 and with 1,000,000 done tasks
 in the queue. Everything it creates lives in one temporary directory, removed at the end.
 
     .venv/bin/python bench/pipeline.py [--runs N] [--json] [--events N]
@@ -210,12 +212,14 @@ def verification_rows(path: Path) -> list[tuple[Any, ...]]:
     ]
 
 
-def time_burst(home: Path, snapshot: Path) -> tuple[float, Counter[str]]:
+def time_burst(home: Path, snapshot: Path, ahead: bool = True) -> tuple[float, Counter[str]]:
     restore(snapshot, home / "remem.db")
     settings = load_settings(remem_env(home))
     engine = make_engine(settings.database_url)
     try:
         worker = Worker(engine, settings)
+        if not ahead:
+            worker.prepare_ahead_from = None
         started = time.perf_counter()
         stats = run_burst(worker)
         elapsed = time.perf_counter() - started
@@ -224,11 +228,15 @@ def time_burst(home: Path, snapshot: Path) -> tuple[float, Counter[str]]:
     return elapsed, stats
 
 
-def check_burst(path: Path, stats: Counter[str], sessions: int, events: int, runs: int) -> None:
+def check_burst(
+    path: Path, stats: Counter[str], sessions: int, events: int, runs: int, ahead: bool
+) -> None:
     (procedures,), (verifications,) = query(
         path, "SELECT count(*) FROM procedures UNION ALL SELECT count(*) FROM verifications"
     )
     problems = []
+    if ahead != bool(stats["windows_prepared_ahead"]):
+        problems.append(f"{stats['windows_prepared_ahead']} windows were prepared ahead")
     if stats["tasks_done"] != sessions:
         problems.append(f"tasks_done is {stats['tasks_done']}, expected {sessions}")
     if stats["events"] != events:
@@ -335,21 +343,28 @@ def measure_pipeline(tmp: Path, events: int, runs: int) -> dict[str, Any]:
     dataset = generate(home, events)
     shutil.copyfile(database, snapshot)
     rows = verification_rows(database)
-    burst_s, raw_s = [], []
+    burst_s, in_turn_s, raw_s = [], [], []
     for run in range(runs):
         elapsed, stats = time_burst(home, snapshot)
-        check_burst(database, stats, dataset["sessions"], events, len(rows))
+        check_burst(database, stats, dataset["sessions"], events, len(rows), ahead=True)
         burst_s.append(elapsed)
+        serial, stats = time_burst(home, snapshot, ahead=False)
+        check_burst(database, stats, dataset["sessions"], events, len(rows), ahead=False)
+        in_turn_s.append(serial)
         raw_s.append(time_raw_insert(snapshot, tmp / "raw.db", rows))
         print(
-            f"run {run + 1}: burst {elapsed:.2f} s, raw insert {raw_s[-1]:.3f} s", file=sys.stderr
+            f"run {run + 1}: burst {elapsed:.2f} s, prepared in turn {serial:.2f} s,"
+            f" raw insert {raw_s[-1]:.3f} s",
+            file=sys.stderr,
         )
     rate = spread([events / s for s in burst_s])
     return {
         **dataset,
         "verification_rows": len(rows),
         "burst_s": burst_s,
+        "in_turn_s": in_turn_s,
         "raw_insert_s": raw_s,
+        "events_per_s_in_turn": spread([events / s for s in in_turn_s]),
         "events_per_s": {
             **rate,
             "target": TARGET_EVENTS_PER_S,
@@ -398,6 +413,9 @@ def print_table(report: dict[str, Any]) -> None:
         f"{'burst events/s':<28}{rate['median']:>10,.0f}{rate_range:>16}  "
         f"{'≥ 15,000 events/s':<18}{verdict(rate['pass'])}"
     )
+    in_turn = pipeline["events_per_s_in_turn"]
+    in_turn_range = f"{in_turn['min']:,.0f}–{in_turn['max']:,.0f}"
+    print(f"{'  prepared in turn':<28}{in_turn['median']:>10,.0f}{in_turn_range:>16}")
     print(
         f"{'burst / raw insert':<28}{ratio['median']:>9.1f}×{ratio_range:>16}  "
         f"{'≤ 20×':<18}{verdict(ratio['pass'])} ({pipeline['verification_rows']:,} rows)"

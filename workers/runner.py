@@ -23,10 +23,13 @@ from remem.procedures.promote import mark_stale, resolve_late
 from remem.queue import heartbeats
 from remem.queue import store as queue
 from workers.checkpoints import Checkpointer
-from workers.handlers import Handler, default_handlers
+from workers.handlers import REGISTRY, Handler, default_handlers
+from workers.preparer import AHEAD, Preparer
 
 log = logging.getLogger("remem.worker")
 WRITE_LOCKS_KEPT = 10_000
+# A burst with this many tasks due prepares windows ahead in a second process (workers/preparer).
+PREPARE_AHEAD_FROM = 64
 
 
 def new_worker_id() -> str:
@@ -70,6 +73,8 @@ class Worker:
     project_id: int | None = None
     # Whether the last claim found a task: the next one goes straight for the write lock.
     draining: bool = False
+    # Due tasks from which a burst prepares windows ahead in a second process (None: never).
+    prepare_ahead_from: int | None = PREPARE_AHEAD_FROM
     # Moves the WAL into an SQLite file off the write path (None on another database).
     checkpointer: Checkpointer | None = field(init=False)
 
@@ -82,6 +87,13 @@ class Worker:
 
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""
+        task = self.claim()
+        if task is None:
+            return False
+        self.run_task(task)
+        return True
+
+    def claim(self) -> queue.ClaimedTask | None:
         task = queue.claim_next(
             self.engine,
             self.worker_id,
@@ -91,23 +103,25 @@ class Worker:
             look_first=not self.draining,
         )
         self.draining = task is not None
-        if task is None:
-            return False
+        return task
+
+    def run_task(self, task: queue.ClaimedTask, prepared: Any = None) -> None:
+        """Process a claimed task; `prepared` is its window when it was prepared ahead."""
         self.current_task = task
         try:
-            self._process(task)
+            self._process(task, prepared)
         finally:
             self.current_task = None
             self.current_connection = None
-        return True
 
-    def _process(self, task: queue.ClaimedTask) -> None:
+    def _process(self, task: queue.ClaimedTask, prepared: Any = None) -> None:
         try:
             handler = self.handlers.get(task.kind)
             if handler is None:
                 raise PermanentTaskError(f"no handler for task kind {task.kind!r}")
             crash_point("prepare")
-            prepared = handler.prepare(self.engine, task, self.settings)
+            if prepared is None:
+                prepared = handler.prepare(self.engine, task, self.settings)
             with self.engine.begin() as connection:
                 # BEGIN IMMEDIATE has returned: the write lock is held from here to COMMIT.
                 locked_at = time.perf_counter()
@@ -202,11 +216,63 @@ def run_burst(
     worker.ingest()
     worker.run_pending_jobs()
     worker.reap()
-    while max_seconds is None or time.monotonic() - started < max_seconds:
-        if not worker.run_once():
-            break
-        if on_task is not None:
-            on_task()
+    preparer = _start_preparer(worker)
+    try:
+        while max_seconds is None or time.monotonic() - started < max_seconds:
+            if not _next_task(worker, preparer):
+                break
+            if on_task is not None:
+                on_task()
+    finally:
+        if preparer is not None:
+            _stop_preparer(worker, preparer)
     worker.maintain()
     worker.flush_checkpoints()
     return worker.stats
+
+
+def _start_preparer(worker: Worker) -> Preparer | None:
+    """A process preparing windows ahead, for a backlog long enough to repay starting it."""
+    threshold = worker.prepare_ahead_from
+    if threshold is None or worker.stopping():
+        return None
+    if queue.count_due(worker.engine, worker.clock(), threshold) < threshold:
+        return None
+    # Only the kinds whose handler here is the one the child has: a handler registered or
+    # replaced in this process prepares its own windows.
+    kinds = frozenset(
+        kind for kind, handler in worker.handlers.items() if handler is REGISTRY.get(kind)
+    )
+    url = worker.engine.url.render_as_string(hide_password=False)
+    preparer = Preparer.start(url, worker.settings, kinds)
+    if preparer is not None:
+        worker.stats["prepared_ahead_bursts"] += 1
+    return preparer
+
+
+def _stop_preparer(worker: Worker, preparer: Preparer) -> None:
+    """Tasks handed over and never processed (the burst ran out of time, or failed) go back
+    to pending, their attempt unspent."""
+    for task in preparer.close():
+        queue.release(worker.engine, task, worker.clock())
+
+
+def _next_task(worker: Worker, preparer: Preparer | None) -> bool:
+    """Process the next task: with a preparer, the oldest one handed to it, once it has handed
+    it the next ones to prepare meanwhile. False when the queue is drained."""
+    if preparer is None or not (preparer.running or preparer.sent):
+        return worker.run_once()
+    while preparer.running and len(preparer.sent) < AHEAD:
+        if not preparer.sent and not preparer.is_ready():
+            return worker.run_once()  # until the child has started, windows are prepared here
+        task = worker.claim()
+        if task is None:
+            break
+        preparer.hand(task)
+    if not preparer.sent:
+        return False
+    task, prepared = preparer.take()
+    if prepared is not None:
+        worker.stats["windows_prepared_ahead"] += 1
+    worker.run_task(task, prepared)
+    return True

@@ -72,10 +72,12 @@ class Window:
 class Reads:
     """A window's runs as rows to insert and as runs of their groups, the groups' stored
     tallies, and for a group that has not qualified the stored verified runs near the new
-    ones. Each tally is written back guarded by the version read here: one that another
-    window moved meanwhile is derived again under the lock."""
+    ones. apply checks under the lock that no other window moved these groups since (one
+    prepared ahead, another worker's) and reads them again if one did. Each tally is written
+    back guarded by the version read: one moved after that check (PostgreSQL's writers
+    overlap) is derived again from every run, under the group's lock."""
 
-    rows: dict[Any, list[dict[str, Any]]]
+    rows: dict[str, list[dict[str, Any]]]  # verdict -> the rows of its table (INSERT_RUN)
     runs: dict[Group, list[GroupRun]]  # branch groups, then project groups
     stored: dict[Group, tallies.Stored | None]
     nearby: dict[Group, list[policy.Run]]
@@ -229,6 +231,8 @@ INSERT_ATTEMPT = text(
     f"files, change_hash) VALUES ({_RUN_VALUES}, :exit_code, :error_excerpt, :salient_error, "
     ":at, :files, :change_hash) ON CONFLICT (event_id, step) DO NOTHING"
 )
+# A run's verdict -> the table its row goes in, in the order they are written.
+INSERT_RUN = {VERIFIED: INSERT_VERIFICATION, FAILED: INSERT_ATTEMPT, UNVERIFIED: INSERT_UNVERIFIED}
 
 
 def read_window(connection: Driver, window: Window, settings: Settings) -> Reads:
@@ -247,6 +251,16 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
     for group, group_runs in runs.items():
         projects.setdefault(group.project_wide(), []).extend(group_runs)
     runs.update(sorted_groups(projects))
+    return read_groups(connection, batch.rows, runs, settings)
+
+
+def read_groups(
+    connection: Driver,
+    rows: dict[str, list[dict[str, Any]]],
+    runs: dict[Group, list[GroupRun]],
+    settings: Settings,
+) -> Reads:
+    """What the window's groups hold now: their tallies, and what advancing them needs."""
     tallies_found = tallies.load_many(connection, runs)
     max_age_s = rules_of(settings).max_age_s
     nearby = {
@@ -258,7 +272,7 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
         group: tallies.known_sessions(connection, tallies_found[group], group_runs)
         for group, group_runs in runs.items()
     }
-    return Reads(batch.rows, runs, tallies_found, nearby, sessions)
+    return Reads(rows, runs, tallies_found, nearby, sessions)
 
 
 def sorted_groups(found: dict[Group, list[GroupRun]]) -> list[tuple[Group, list[GroupRun]]]:
@@ -282,7 +296,15 @@ def apply(
     to the groups' histories."""
     connection = Driver(sa_connection)
     stats: Counter[str] = Counter(events=len(window.events))
-    reads = window.reads if window.reads is not None else read_window(connection, window, settings)
+    reads = window.reads
+    if reads is None:
+        reads = read_window(connection, window, settings)
+    elif not tallies.unchanged(connection, reads.stored):
+        # Another window moved one of these groups after prepare read them (a window prepared
+        # ahead, or another worker's): read the groups again, a few index lookups, rather
+        # than derive their tallies from every run.
+        reads = read_groups(connection, reads.rows, reads.runs, settings)
+        stats["groups_read_again"] += 1
     for event in window.events + window.late:
         resolution = window.resolutions.get(event.id)
         if resolution is not None:
@@ -302,9 +324,9 @@ def apply(
         _Step.advance(connection, group, runs, reads, rules, now)
         for group, runs in reads.runs.items()
     ]
-    for statement, rows in reads.rows.items():
+    for verdict, rows in reads.rows.items():
         if rows:
-            connection.execute(statement, rows)
+            connection.execute(INSERT_RUN[verdict], rows)
     for step in steps:
         outcome = step.write(connection, rules, now)
         if step.group.scope == BRANCH or outcome != "unpromoted":
@@ -411,11 +433,7 @@ class _Batch:
 
     def __init__(self, connection: Driver, events: tuple[WindowEvent, ...]) -> None:
         self.connection = connection
-        self.rows: dict[Any, list[dict[str, Any]]] = {
-            INSERT_VERIFICATION: [],
-            INSERT_ATTEMPT: [],
-            INSERT_UNVERIFIED: [],
-        }
+        self.rows: dict[str, list[dict[str, Any]]] = {verdict: [] for verdict in INSERT_RUN}
         self.last_run: dict[tuple[Group, int], int] = {}
         # The window is every event of its session in a range of ids, in order.
         self.ids = [event.id for event in events]
@@ -423,8 +441,8 @@ class _Batch:
             (event.files, event.change_hash) if event.kind == "edit" else None for event in events
         ]
 
-    def add(self, statement: Any, params: dict[str, Any]) -> None:
-        self.rows[statement].append(params)
+    def add(self, verdict: str, params: dict[str, Any]) -> None:
+        self.rows[verdict].append(params)
 
     def edits_between(
         self, group: Group, session_id: int, previous: int | None, event_id: int
@@ -469,12 +487,12 @@ def _record(
         run.masked,
     )
     if run.verdict == UNVERIFIED:
-        batch.add(INSERT_UNVERIFIED, params)
+        batch.add(UNVERIFIED, params)
         return group, group_run
     previous = batch.last_run.get((group, event.session_id))
     batch.last_run[(group, event.session_id)] = event.id
     if run.verdict == VERIFIED:
-        batch.add(INSERT_VERIFICATION, params)
+        batch.add(VERIFIED, params)
         return group, group_run
     files, change_hash = batch.edits_between(group, event.session_id, previous, event.id)
     params.update(
@@ -484,7 +502,7 @@ def _record(
         files=json.dumps(files) if files else None,
         change_hash=change_hash,
     )
-    batch.add(INSERT_ATTEMPT, params)
+    batch.add(FAILED, params)
     return group, group_run
 
 

@@ -101,6 +101,35 @@ def load_many(connection: Driver, groups: Iterable[Group]) -> dict[Group, Stored
     return found
 
 
+SELECT_VERSIONS = text(
+    "SELECT id, version, scope, branch, directory, workflow_hash FROM group_states "
+    "WHERE project_id = :project_id AND workflow_hash IN :hashes"
+).bindparams(bindparam("hashes", expanding=True))
+
+
+def unchanged(connection: Driver, stored: dict[Group, Stored | None]) -> bool:
+    """Whether every group's tally is still the one read (none inserted since where none was):
+    one statement per project, reading versions only."""
+    by_project: dict[int, dict[tuple[str, str, str, str], Stored | None]] = {}
+    for group, found in stored.items():
+        key = (group.scope, group.branch, group.directory, group.workflow_hash)
+        by_project.setdefault(group.project_id, {})[key] = found
+    for project_id, wanted in by_project.items():
+        params = {"project_id": project_id, "hashes": sorted({key[3] for key in wanted})}
+        seen = 0
+        for row in connection.execute(SELECT_VERSIONS, params):
+            key = (row.scope, row.branch, row.directory, row.workflow_hash)
+            if key not in wanted:
+                continue
+            found = wanted[key]
+            if found is None or (found.id, found.version) != (row.id, row.version):
+                return False
+            seen += 1
+        if seen != sum(found is not None for found in wanted.values()):
+            return False  # a tally read is gone (a rebuild or a forget deleted the group)
+    return True
+
+
 _AGED_OUT = (
     "SELECT count(DISTINCT event_id) FROM verifications WHERE {where} "
     "AND verified_at >= :old AND verified_at < :new"

@@ -1,0 +1,217 @@
+"""A burst over a backlog prepares windows ahead in a second process (workers/preparer.py)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from remem.db.driver import Driver
+from remem.procedures import promote, tallies
+from remem.procedures.groups import Group
+from remem.procedures.tally import Tally
+from tests.conftest import Home, wait_for
+from tests.integration.conftest import World
+from workers.handlers import PromoteHandler
+from workers.preparer import Preparer
+from workers.runner import _next_task, _start_preparer, _stop_preparer
+
+SESSIONS = 8
+
+
+def _sessions(world: World, count: int = SESSIONS) -> None:
+    """Sessions of one project, one after another, on the same commands: each window moves
+    the groups the one before moved, and some close a failure with a fix."""
+    for index in range(count):
+        at = world.now - 3_600 + index * 60
+        session = f"s{index}"
+        world.edit("src/app.py", session=session)
+        world.post(
+            "make test",
+            0 if index % 3 else 2,
+            session=session,
+            at=at,
+            output="FAILED tests/test_app.py::test_total - AssertionError",
+        )
+        world.edit("src/app.py", "src/total.py", session=session)
+        world.post("make test", session=session, at=at + 10, output="12 passed in 0.4s")
+        world.post("pytest -q", session=session, at=at + 20, output="3 passed in 0.1s")
+
+
+LEARNED = {
+    "procedures": "scope, branch, directory, workflow_hash, status, command, variants, "
+    "confidence, verified_runs, distinct_sessions, branches, evidence_event_ids, files, "
+    "files_more, body",
+    "lessons": "branch, directory, workflow_hash, resolved_by_event_id, failed_attempts, "
+    "first_error, last_error, error_key, fix_files, repeats, body, pitfall",
+    "attempts": "event_id, step, attempt_number, duplicate_of, resolved_by_event_id, files, "
+    "change_hash",
+    "group_states": "scope, branch, directory, workflow_hash, tally, oldest_fresh_at",
+    "procedure_evidence": "procedure_id, event_id, verified_at",
+    "group_sessions": "group_id, session_id, last_verified_at",
+}
+
+
+def _learned(world: World) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        table: world.execute(f"SELECT {columns} FROM {table} ORDER BY {columns}")
+        for table, columns in LEARNED.items()
+    }
+
+
+@pytest.fixture
+def second_world(template_home: Path, tmp_path: Path, make_world: Callable[[Home], World]) -> World:
+    shutil.copytree(template_home, tmp_path / "second")
+    return make_world(Home(tmp_path / "second"))
+
+
+def _count_rederived(monkeypatch: pytest.MonkeyPatch) -> list[Group]:
+    """The groups whose tally a window derived from every run (spied, not replaced)."""
+    rederived: list[Group] = []
+    original = tallies.rederive_locked
+
+    def spy(connection: Any, group: Group, *args: Any) -> Any:
+        rederived.append(group)
+        return original(connection, group, *args)
+
+    monkeypatch.setattr(tallies, "rederive_locked", spy)
+    return rederived
+
+
+def _drain_ahead(world: World) -> dict[str, int]:
+    """Drain the queue as a burst does once its preparer has started (waited for here, where a
+    burst goes on preparing in its own process meanwhile)."""
+    world.worker.prepare_ahead_from = 2
+    preparer = _start_preparer(world.worker)
+    assert preparer is not None
+    try:
+        wait_for(preparer.is_ready, timeout=30)
+        while _next_task(world.worker, preparer):
+            pass
+    finally:
+        assert preparer.close() == []
+    return dict(world.worker.stats)
+
+
+def test_windows_prepared_ahead_learn_what_windows_prepared_in_turn_do(
+    world: World, second_world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for each in (world, second_world):
+        _sessions(each)
+    rederived = _count_rederived(monkeypatch)
+    ahead = _drain_ahead(world)
+    first_tallies = len(rederived)
+    second_world.worker.prepare_ahead_from = None
+    serial = second_world.burst()
+
+    assert ahead["tasks_done"] == serial["tasks_done"] == SESSIONS
+    assert ahead["windows_prepared_ahead"] == SESSIONS
+    learned = _learned(world)
+    assert learned == _learned(second_world)
+    assert learned["procedures"] and learned["lessons"]
+    # Read again, not derived again: only a group's first tally comes from every run.
+    assert first_tallies == len(rederived) - first_tallies == len(learned["group_states"])
+
+
+def test_a_window_whose_groups_moved_after_prepare_reads_them_again(world: World) -> None:
+    _sessions(world, 2)
+    worker = world.worker
+    first, second = worker.claim(), worker.claim()
+    assert first is not None and second is not None
+    prepared = PromoteHandler().prepare(world.engine, second, world.settings)
+    worker.run_task(first)  # commits runs of the groups `second` read
+    worker.stats.clear()
+    worker.run_task(second, prepared)
+    assert worker.stats["tasks_done"] == 1 and worker.stats["groups_read_again"] == 1
+
+    # What the window left is what every stored run gives.
+    rules = promote.rules_of(world.settings)
+    with world.engine.connect() as sa_connection:
+        connection = Driver(sa_connection)
+        rows = connection.execute(
+            text(
+                "SELECT project_id, scope, branch, directory, workflow, workflow_hash, tally "
+                "FROM group_states"
+            )
+        ).all()
+        assert len(rows) == 4  # two workflows, on the branch and across the project
+        for *key, encoded in rows:
+            group, stored = Group(*key), Tally.from_json(encoded)
+            now = stored.cutoff + rules.max_age_s
+            derived, _lasts = tallies.rederive(connection, group, rules, now)
+            assert derived == stored, group
+
+
+def test_a_window_prepared_in_turn_reads_nothing_again(world: World) -> None:
+    _sessions(world, 3)
+    world.worker.prepare_ahead_from = None
+    stats = world.burst()
+    assert stats["tasks_done"] == 3
+    assert "groups_read_again" not in stats and "windows_prepared_ahead" not in stats
+
+
+@pytest.mark.sqlite_only("the crash is the child's, whatever the database")
+def test_a_preparer_that_dies_leaves_its_windows_to_the_burst(
+    world: World,
+    second_world: World,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for each in (world, second_world):
+        _sessions(each)
+    # The child reads the variable as it starts; this process read it long before.
+    monkeypatch.setenv("REMEM_TEST_CRASH_AT", "prepare_ahead:3")
+    with caplog.at_level(logging.WARNING, logger="remem.worker"):
+        stats = _drain_ahead(world)
+    assert stats["tasks_done"] == SESSIONS
+    assert stats["windows_prepared_ahead"] == 2  # the third killed it
+    assert any("no longer used" in record.getMessage() for record in caplog.records)
+    second_world.worker.prepare_ahead_from = None
+    second_world.burst()
+    assert _learned(world) == _learned(second_world)
+
+
+def test_a_burst_prepares_ahead_only_over_a_backlog(world: World) -> None:
+    _sessions(world, 3)
+    world.worker.prepare_ahead_from = 4
+    assert _start_preparer(world.worker) is None
+    world.worker.prepare_ahead_from = 3
+    preparer = _start_preparer(world.worker)
+    assert isinstance(preparer, Preparer)
+    assert preparer.close() == []
+    stats = world.burst()  # a burst over the same backlog, start to end
+    assert stats["tasks_done"] == 3 and stats["prepared_ahead_bursts"] == 1
+
+
+def test_tasks_handed_over_and_not_processed_go_back_to_pending(world: World) -> None:
+    _sessions(world, 3)
+    world.worker.prepare_ahead_from = 2
+    preparer = _start_preparer(world.worker)
+    assert preparer is not None
+    wait_for(preparer.is_ready, timeout=30)
+    for _ in range(2):
+        task = world.worker.claim()
+        assert task is not None
+        preparer.hand(task)
+    assert sorted(row[1] for row in world.tasks()) == ["pending", "processing", "processing"]
+    _stop_preparer(world.worker, preparer)
+    assert [row[1] for row in world.tasks()] == ["pending"] * 3
+    assert [row[2] for row in world.tasks()] == [0] * 3  # no attempt spent
+
+
+@pytest.mark.sqlite_only("which module the child runs does not depend on the database")
+def test_the_preparer_is_remems_whatever_the_current_directory_holds(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst run from a project that has a `workers` package of its own."""
+    (tmp_path / "project" / "workers").mkdir(parents=True)
+    (tmp_path / "project" / "workers" / "__init__.py").write_text("")
+    (tmp_path / "project" / "workers" / "preparer.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.chdir(tmp_path / "project")
+    _sessions(world, 3)
+    assert _drain_ahead(world)["windows_prepared_ahead"] == 3
