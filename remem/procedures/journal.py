@@ -233,11 +233,14 @@ def rebuild(
     history: History,
     now: float,
     region: tuple[Key, Key | None] | None = None,
+    fixes: dict[int, list[str]] | None = None,
 ) -> None:
     """Re-derive the group's streaks from its runs, in time order, whatever order the windows
     arrived in; write only what changed. Journal rows are never deleted. A history of only the
     runs in a `region` (after a success, up to the next one: see load_tail) re-derives the
-    streaks there: those outside it and their lessons stand."""
+    streaks there: those outside it and their lessons stand. `fixes` are the files edited
+    before verified runs, as a window read them: a lesson closed by one of those runs takes
+    them instead of asking for them."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return
@@ -262,7 +265,7 @@ def rebuild(
     if not changed - {None}:
         return  # only the open streak (which has no lesson yet) moved: every lesson stands
     closed = [streak for streak in found if streak.resolved_by is not None]
-    _write_lessons(connection, group, closed, attempts, successes, changed, now, region)
+    _write_lessons(connection, group, closed, attempts, successes, changed, now, region, fixes)
 
 
 def _write_lessons(
@@ -274,6 +277,7 @@ def _write_lessons(
     changed: set[int | None],
     now: float,
     region: tuple[Key, Key | None] | None = None,
+    fixes: dict[int, list[str]] | None = None,
 ) -> None:
     existing = {
         row.resolved_by_event_id: tuple(row) for row in connection.execute(SELECT_LESSONS, group)
@@ -309,7 +313,9 @@ def _write_lessons(
             )
             for n in lessons.number(streak)
         ]
-        fix_files = _edits_between_failure_and_pass(connection, group, streak, attempts, successes)
+        fix_files = _edits_between_failure_and_pass(
+            connection, group, streak, attempts, successes, fixes or {}
+        )
         lesson = lessons.distill(details, lessons.in_project(fix_files), resolver.at)
         values = {
             "resolved_by_event_id": resolver.event_id,
@@ -335,14 +341,18 @@ def _edits_between_failure_and_pass(
     streak: lessons.Streak,
     attempts: dict[int, Any],
     successes: dict[int, Any],
+    fixes: dict[int, list[str]],
 ) -> list[str]:
     """What was edited between a streak's last failure and the success that closed it: in the
-    passing session before the pass and, when the failure was in another session, in that
-    session after the failure. A lesson that says nothing was edited must mean it."""
+    passing session before the pass (since its previous run of the group: `fixes` when the
+    window read it) and, when the failure was in another session, in that session after the
+    failure. A lesson that says nothing was edited must mean it."""
     assert streak.resolved_by is not None
     resolver = streak.resolved_by.event_id
     passing = successes[resolver].session_id
-    files, _hash = edits_before(connection, group, passing, resolver)
+    files = fixes.get(resolver)
+    if files is None:
+        files, _hash = edits_before(connection, group, passing, resolver)
     last = attempts[streak.attempts[-1].event_id]
     if last.session_id != passing:
         after, _hash = edits_before(connection, group, last.session_id, resolver, last.event_id)

@@ -13,7 +13,7 @@ import json
 import logging
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, text
@@ -82,6 +82,10 @@ class Reads:
     stored: dict[Group, tallies.Stored | None]
     nearby: dict[Group, list[policy.Run]]
     sessions: dict[Group, dict[int, float]]  # the stored latest run of the window's sessions
+    # For a verified run that may close a failure streak (the first of its session's runs of
+    # the group in the window, or the first after a failure): the files edited since that
+    # session's run of the group before it. A lesson's fix files, read here once.
+    fixes: dict[Group, dict[int, list[str]]] = field(default_factory=dict)
 
 
 def rules_of(settings: Settings) -> policy.Rules:
@@ -251,7 +255,7 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
     for group, group_runs in runs.items():
         projects.setdefault(group.project_wide(), []).extend(group_runs)
     runs.update(sorted_groups(projects))
-    return read_groups(connection, batch.rows, runs, settings)
+    return replace(read_groups(connection, batch.rows, runs, settings), fixes=batch.fixes)
 
 
 def read_groups(
@@ -303,7 +307,8 @@ def apply(
         # Another window moved one of these groups after prepare read them (a window prepared
         # ahead, or another worker's): read the groups again, a few index lookups, rather
         # than derive their tallies from every run.
-        reads = read_groups(connection, reads.rows, reads.runs, settings)
+        again = read_groups(connection, reads.rows, reads.runs, settings)
+        reads = replace(again, fixes=reads.fixes)
         stats["groups_read_again"] += 1
     for event in window.events + window.late:
         resolution = window.resolutions.get(event.id)
@@ -343,8 +348,10 @@ class _Step:
         runs: list[GroupRun],
         stored: tallies.Stored | None,
         advanced: Tally | None,
+        fixes: dict[int, list[str]] | None = None,
     ) -> None:
         self.group, self.runs, self.stored, self.advanced = group, runs, stored, advanced
+        self.fixes = fixes or {}
 
     @classmethod
     def advance(
@@ -357,9 +364,11 @@ class _Step:
         now: float,
     ) -> _Step:
         stored = reads.stored[group]
+        fixes = reads.fixes.get(group)
         cutoff = now - rules.max_age_s
         if stored is None or cutoff < stored.tally.cutoff:
-            return cls(group, runs, stored, None)  # derived from every run once they are stored
+            # Derived from every run once they are stored.
+            return cls(group, runs, stored, None, fixes)
         # Read only when a run crossed the cutoff since: a range of the index on time.
         aging = tallies.aging(connection, group, stored, cutoff)
         nearby = reads.nearby.get(group, ())
@@ -367,7 +376,7 @@ class _Step:
         advanced = advance(
             stored.tally, runs, now, rules, aging, nearby, group.min_branches(), known
         )
-        return cls(group, runs, stored, advanced)
+        return cls(group, runs, stored, advanced, fixes)
 
     def write(self, connection: Driver, rules: policy.Rules, now: float) -> str:
         group = self.group
@@ -409,7 +418,7 @@ class _Step:
         start = journal.last_success_before(connection, params, first) or (float("-inf"), 0)
         end = journal.first_success_after(connection, params, last)
         tail = journal.load_tail(connection, params, start, end)
-        journal.rebuild(connection, params, tail, now, region=(start, end))
+        journal.rebuild(connection, params, tail, now, region=(start, end), fixes=self.fixes)
 
 
 SELECT_STORED_EVENTS = text(
@@ -434,7 +443,8 @@ class _Batch:
     def __init__(self, connection: Driver, events: tuple[WindowEvent, ...]) -> None:
         self.connection = connection
         self.rows: dict[str, list[dict[str, Any]]] = {verdict: [] for verdict in INSERT_RUN}
-        self.last_run: dict[tuple[Group, int], int] = {}
+        self.last_run: dict[tuple[Group, int], tuple[int, str]] = {}  # event id, verdict
+        self.fixes: dict[Group, dict[int, list[str]]] = {}
         # The window is every event of its session in a range of ids, in order.
         self.ids = [event.id for event in events]
         self.edits = [
@@ -489,10 +499,14 @@ def _record(
     if run.verdict == UNVERIFIED:
         batch.add(UNVERIFIED, params)
         return group, group_run
-    previous = batch.last_run.get((group, event.session_id))
-    batch.last_run[(group, event.session_id)] = event.id
+    last = batch.last_run.get((group, event.session_id))
+    batch.last_run[(group, event.session_id)] = (event.id, run.verdict)
+    previous = last[0] if last else None
     if run.verdict == VERIFIED:
         batch.add(VERIFIED, params)
+        if last is None or last[1] == FAILED:  # it may close a streak: its lesson's fix files
+            files, _hash = batch.edits_between(group, event.session_id, previous, event.id)
+            batch.fixes.setdefault(group, {})[event.id] = files
         return group, group_run
     files, change_hash = batch.edits_between(group, event.session_id, previous, event.id)
     params.update(

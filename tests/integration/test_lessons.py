@@ -12,6 +12,7 @@ from remem.procedures import journal
 from remem.procedures.store import lessons_of
 from tests.conftest import load_fixture
 from tests.integration.conftest import World
+from tests.integration.test_group_state import assert_full_derivation_agrees
 
 CART = "python -m pytest -q tests/test_cart.py"
 
@@ -278,3 +279,49 @@ def test_an_attempts_edits_across_windows_match_the_journals_query(world: World)
     across = _journal_edits(world, burst_after_each=True)
     assert all(stored == oracle for stored, oracle in across), across
     assert [stored[0] for stored, _oracle in across] == EXPECTED_EDITS
+
+
+def _fix_files(world: World) -> dict[str, list[str]]:
+    rows = world.execute(
+        "SELECT s.session_key, l.fix_files FROM lessons l "
+        "JOIN captured_events c ON c.id = l.resolved_by_event_id "
+        "JOIN sessions s ON s.id = c.session_id ORDER BY l.resolved_at"
+    )
+    return {session: json.loads(files) for session, files in rows}
+
+
+def test_a_lessons_fix_files_read_by_its_window_are_those_the_journal_derives(
+    world: World,
+) -> None:
+    """The files edited before the pass that closed a streak are read by the window that
+    holds the pass (its first run of the workflow, or its first after a failure) or asked
+    for when the lesson is written; either way they are what a derivation from every run
+    finds. Each case on a branch of its own: a workflow keeps its newest lessons."""
+    # One window: fail, edit, pass.
+    world.post(CART, 1, session="one", branch="b1", output="FAILED tests/test_cart.py::test_total")
+    world.edit("src/cart.py", session="one", branch="b1")
+    world.post(CART, 0, session="one", branch="b1")
+    # Across windows: the failure, then the edit and the pass in a later window.
+    world.post(CART, 1, session="two", branch="b2", output="FAILED tests/test_cart.py::test_tax")
+    world.burst()
+    world.edit("src/tax.py", session="two", branch="b2")
+    world.post(CART, 0, session="two", branch="b2")
+    # Across sessions: another session's edit and pass close the streak.
+    world.post(CART, 1, session="three", branch="b3", output="FAILED tests/test_cart.py::test_sum")
+    world.edit("src/sum.py", session="four", branch="b3")
+    world.post(CART, 0, session="four", branch="b3")
+    world.burst()
+    # A pass after its own session's pass closes another session's failure between them.
+    world.post(CART, 0, session="five", branch="b4")
+    world.post(CART, 1, session="six", branch="b4", output="FAILED tests/test_cart.py::test_cap")
+    world.edit("src/cap.py", session="five", branch="b4")
+    world.post(CART, 0, session="five", branch="b4")
+    world.burst()
+
+    assert _fix_files(world) == {
+        "one": ["src/cart.py"],
+        "two": ["src/tax.py"],
+        "four": ["src/sum.py"],
+        "five": ["src/cap.py"],
+    }
+    assert_full_derivation_agrees(world)
