@@ -187,6 +187,7 @@ def measure_hooks(group: GroupHome, sessions: int) -> dict[str, Any]:
     running.set()
     thread = threading.Thread(target=fire_hooks, args=(group.home, running, results))
     group.worker.write_lock_s.clear()
+    group.worker.stats.clear()  # the worker's counts so far are the drains before
     thread.start()
     started = time.perf_counter()
     stats = run_burst(group.worker)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import pickle
 import select
 import subprocess
@@ -35,6 +36,8 @@ log = logging.getLogger("remem.worker")
 # the window before, one ready for when that window commits.
 AHEAD = 2
 _READY, _PREPARED, _FAILED = "ready", "prepared", "failed"
+# The child's scheduling priority, below the processes it works for.
+NICENESS = 10
 
 
 class Preparer:
@@ -183,6 +186,10 @@ def main(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> Non
 
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
+    # Work ahead is the one to wait when the cores are busy: not the burst writing under the
+    # lock, nor the hooks of agents running meanwhile.
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(NICENESS)
     records = _Records()
     root = logging.getLogger("remem")
     root.handlers[:] = [records]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +32,21 @@ log = logging.getLogger("remem.worker")
 WRITE_LOCKS_KEPT = 10_000
 # A burst with this many tasks due prepares windows ahead in a second process (workers/preparer).
 PREPARE_AHEAD_FROM = 64
+
+
+@contextmanager
+def collection_put_off() -> Iterator[None]:
+    """Python's cycle collector waits while the write lock is held: a full collection of a
+    worker's heap takes 15 ms or more, which every hook waiting for the lock would wait too.
+    One due meanwhile runs at the first allocation after the commit."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def new_worker_id() -> str:
@@ -122,7 +139,7 @@ class Worker:
             crash_point("prepare")
             if prepared is None:
                 prepared = handler.prepare(self.engine, task, self.settings)
-            with self.engine.begin() as connection:
+            with collection_put_off(), self.engine.begin() as connection:
                 # BEGIN IMMEDIATE has returned: the write lock is held from here to COMMIT.
                 locked_at = time.perf_counter()
                 self.current_connection = Interruptible(connection.connection.dbapi_connection)
