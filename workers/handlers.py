@@ -45,6 +45,8 @@ class PromoteHandler:
 
 # Task kind -> handler. A process may register more before it starts its worker.
 REGISTRY: dict[str, Handler] = {"promote": PromoteHandler()}
+# The handlers every process starts with: all that a child preparing windows ahead has.
+BUILT_IN: dict[str, Handler] = dict(REGISTRY)
 
 
 def default_handlers() -> dict[str, Handler]:

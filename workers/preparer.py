@@ -5,7 +5,7 @@ about a third of the work; apply holds the write lock for the rest. A burst with
 backlog starts `python -P -m workers.preparer`, which prepares the next claimed tasks on the other
 core while this process applies. A window prepared before the previous one committed may have
 read a group that window moved: apply checks the groups' versions under the lock and reads
-those again (promote.apply), so the result is the one a serial burst gives.
+the window again (promote.apply), so the result is the one a serial burst gives.
 
 The two processes speak in pickles over the child's stdin and stdout: the settings, then one
 task at a time; back come "ready", then one reply per task, in order, with the log records
@@ -83,39 +83,44 @@ class Preparer:
     def hand(self, task: ClaimedTask) -> None:
         """Hand over the next task claimed. One whose kind the child has no handler for is
         handed over too, to keep the order, and comes back unprepared."""
+        self.sent.append(task)  # held from here, so that close() gives it back whatever happens
         self._send((task, task.kind in self.kinds))
-        self.sent.append(task)
 
     def take(self) -> tuple[ClaimedTask, Any]:
         """The oldest task handed over, with its window; None for the window when the child
         could not prepare it (this process prepares it then)."""
-        task = self.sent.popleft()
+        task = self.sent[0]
         reply = self._receive()
+        self.sent.popleft()
         if reply is None:
             return task, None
-        kind, task_id, prepared, records = reply
-        for record in records:
-            logging.getLogger(record["name"]).handle(logging.makeLogRecord(record))
+        try:
+            kind, task_id, prepared, records = reply
+            for record in records:
+                logging.getLogger(record["name"]).handle(logging.makeLogRecord(record))
+        except Exception as exc:  # a reply of another shape: the child is not this code's
+            self._stop(f"its reply could not be read ({type(exc).__name__})")
+            return task, None
         if task_id != task.id:
             self._stop(f"it answered for task {task_id} when task {task.id} was next")
             return task, None
         return task, prepared if kind == _PREPARED else None
 
     def close(self) -> list[ClaimedTask]:
-        """Stop the child; the tasks it still held, which the caller releases."""
+        """Stop the child; the tasks it still held, which the caller releases. Both pipes are
+        closed first: a child blocked writing a reply no one will read stops at once."""
         left = list(self.sent)
         self.sent.clear()
         self.running = False
-        if self.process.stdin is not None:
-            with contextlib.suppress(OSError):  # a child gone already has closed its end
-                self.process.stdin.close()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # a child gone already has closed its end
+                    pipe.close()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
         return left
 
     def _poll_ready(self) -> bool:
@@ -145,7 +150,7 @@ class Preparer:
         assert stdout is not None
         try:
             return pickle.load(stdout)
-        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+        except Exception as exc:  # gone, or a reply this code cannot read: prepare here
             self._stop(f"it stopped ({type(exc).__name__}, exit code {self.process.poll()})")
             return None
 

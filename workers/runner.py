@@ -1,4 +1,5 @@
-"""run_once() is the unit of work; run_burst() (cron mode) and the daemon are loops over it."""
+"""run_once() is the unit of work; run_burst() (cron mode) and the daemon are loops over it (a
+burst over a backlog claims and runs tasks itself, their windows prepared ahead)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from remem.procedures.promote import mark_stale, resolve_late
 from remem.queue import heartbeats
 from remem.queue import store as queue
 from workers.checkpoints import Checkpointer
-from workers.handlers import REGISTRY, Handler, default_handlers
+from workers.handlers import BUILT_IN, Handler, default_handlers
 from workers.preparer import AHEAD, Preparer
 
 log = logging.getLogger("remem.worker")
@@ -258,7 +259,7 @@ def _start_preparer(worker: Worker) -> Preparer | None:
     # Only the kinds whose handler here is the one the child has: a handler registered or
     # replaced in this process prepares its own windows.
     kinds = frozenset(
-        kind for kind, handler in worker.handlers.items() if handler is REGISTRY.get(kind)
+        kind for kind, handler in worker.handlers.items() if handler is BUILT_IN.get(kind)
     )
     url = worker.engine.url.render_as_string(hide_password=False)
     preparer = Preparer.start(url, worker.settings, kinds)
@@ -271,7 +272,14 @@ def _stop_preparer(worker: Worker, preparer: Preparer) -> None:
     """Tasks handed over and never processed (the burst ran out of time, or failed) go back
     to pending, their attempt unspent."""
     for task in preparer.close():
-        queue.release(worker.engine, task, worker.clock())
+        try:
+            queue.release(worker.engine, task, worker.clock())
+        except Exception:  # its lease runs out instead; the error that stopped the burst stands
+            log.exception(
+                "could not release task %s",
+                task.id,
+                extra={"action": "release", "task_id": task.id},
+            )
 
 
 def _next_task(worker: Worker, preparer: Preparer | None) -> bool:

@@ -13,7 +13,7 @@ import json
 import logging
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, text
@@ -73,7 +73,7 @@ class Reads:
     """A window's runs as rows to insert and as runs of their groups, the groups' stored
     tallies, and for a group that has not qualified the stored verified runs near the new
     ones. apply checks under the lock that no other window moved these groups since (one
-    prepared ahead, another worker's) and reads them again if one did. Each tally is written
+    prepared ahead, another worker's) and reads the window again if one did. Each tally is written
     back guarded by the version read: one moved after that check (PostgreSQL's writers
     overlap) is derived again from every run, under the group's lock."""
 
@@ -85,7 +85,7 @@ class Reads:
     # For a verified run that may close a failure streak (the first of its session's runs of
     # the group in the window, or the first after a failure): the files edited since that
     # session's run of the group before it. A lesson's fix files, read here once.
-    fixes: dict[Group, dict[int, list[str]]] = field(default_factory=dict)
+    fixes: dict[Group, dict[int, list[str]]]
 
 
 def rules_of(settings: Settings) -> policy.Rules:
@@ -255,16 +255,6 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
     for group, group_runs in runs.items():
         projects.setdefault(group.project_wide(), []).extend(group_runs)
     runs.update(sorted_groups(projects))
-    return replace(read_groups(connection, batch.rows, runs, settings), fixes=batch.fixes)
-
-
-def read_groups(
-    connection: Driver,
-    rows: dict[str, list[dict[str, Any]]],
-    runs: dict[Group, list[GroupRun]],
-    settings: Settings,
-) -> Reads:
-    """What the window's groups hold now: their tallies, and what advancing them needs."""
     tallies_found = tallies.load_many(connection, runs)
     max_age_s = rules_of(settings).max_age_s
     nearby = {
@@ -276,7 +266,7 @@ def read_groups(
         group: tallies.known_sessions(connection, tallies_found[group], group_runs)
         for group, group_runs in runs.items()
     }
-    return Reads(rows, runs, tallies_found, nearby, sessions)
+    return Reads(batch.rows, runs, tallies_found, nearby, sessions, batch.fixes)
 
 
 def sorted_groups(found: dict[Group, list[GroupRun]]) -> list[tuple[Group, list[GroupRun]]]:
@@ -305,10 +295,9 @@ def apply(
         reads = read_window(connection, window, settings)
     elif not tallies.unchanged(connection, reads.stored):
         # Another window moved one of these groups after prepare read them (a window prepared
-        # ahead, or another worker's): read the groups again, a few index lookups, rather
-        # than derive their tallies from every run.
-        again = read_groups(connection, reads.rows, reads.runs, settings)
-        reads = replace(again, fixes=reads.fixes)
+        # ahead, or another worker's, which may have stored some of these runs): read again,
+        # reads as small as the window, rather than derive the tallies from every run.
+        reads = read_window(connection, window, settings)
         stats["groups_read_again"] += 1
     for event in window.events + window.late:
         resolution = window.resolutions.get(event.id)
@@ -504,7 +493,9 @@ def _record(
     previous = last[0] if last else None
     if run.verdict == VERIFIED:
         batch.add(VERIFIED, params)
-        if last is None or last[1] == FAILED:  # it may close a streak: its lesson's fix files
+        # It may close a streak: its lesson's fix files. A late event comes after the window's
+        # own, whose runs are later: its previous run is for the journal to find.
+        if last is None or (last[1] == FAILED and last[0] < event.id):
             files, _hash = batch.edits_between(group, event.session_id, previous, event.id)
             batch.fixes.setdefault(group, {})[event.id] = files
         return group, group_run

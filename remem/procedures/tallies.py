@@ -86,19 +86,8 @@ SELECT_TALLIES = text(
 
 def load_many(connection: Driver, groups: Iterable[Group]) -> dict[Group, Stored | None]:
     """The stored tallies of a window's groups: one statement per project."""
-    by_project: dict[int, list[Group]] = {}
-    for group in groups:
-        by_project.setdefault(group.project_id, []).append(group)
-    found: dict[Group, Stored | None] = {}
-    for project_id, members in by_project.items():
-        wanted = {(g.scope, g.branch, g.directory, g.workflow_hash): g for g in members}
-        found.update(dict.fromkeys(members))
-        params = {"project_id": project_id, "hashes": sorted({g.workflow_hash for g in members})}
-        for row in connection.execute(SELECT_TALLIES, params):
-            match = wanted.get((row.scope, row.branch, row.directory, row.workflow_hash))
-            if match is not None:
-                found[match] = Stored(row)
-    return found
+    found = _rows(connection, SELECT_TALLIES, groups)
+    return {group: None if row is None else Stored(row) for group, row in found.items()}
 
 
 SELECT_VERSIONS = text(
@@ -108,26 +97,32 @@ SELECT_VERSIONS = text(
 
 
 def unchanged(connection: Driver, stored: dict[Group, Stored | None]) -> bool:
-    """Whether every group's tally is still the one read (none inserted since where none was):
-    one statement per project, reading versions only."""
-    by_project: dict[int, dict[tuple[str, str, str, str], Stored | None]] = {}
-    for group, found in stored.items():
-        key = (group.scope, group.branch, group.directory, group.workflow_hash)
-        by_project.setdefault(group.project_id, {})[key] = found
-    for project_id, wanted in by_project.items():
-        params = {"project_id": project_id, "hashes": sorted({key[3] for key in wanted})}
-        seen = 0
-        for row in connection.execute(SELECT_VERSIONS, params):
-            key = (row.scope, row.branch, row.directory, row.workflow_hash)
-            if key not in wanted:
-                continue
-            found = wanted[key]
-            if found is None or (found.id, found.version) != (row.id, row.version):
-                return False
-            seen += 1
-        if seen != sum(found is not None for found in wanted.values()):
-            return False  # a tally read is gone (a rebuild or a forget deleted the group)
-    return True
+    """Whether every group's tally is still the one read (none inserted where there was none,
+    none deleted): versions only, one statement per project."""
+    found = _rows(connection, SELECT_VERSIONS, stored)
+    return all(
+        (row is None and was is None)
+        or (row is not None and was is not None and (row.id, row.version) == (was.id, was.version))
+        for row, was in ((found[group], was) for group, was in stored.items())
+    )
+
+
+def _rows(connection: Driver, statement: Any, groups: Iterable[Group]) -> dict[Group, Any]:
+    """Each group's group_states row (None when it has none) by a statement over one project's
+    workflow hashes."""
+    by_project: dict[int, list[Group]] = {}
+    for group in groups:
+        by_project.setdefault(group.project_id, []).append(group)
+    found: dict[Group, Any] = {}
+    for project_id, members in by_project.items():
+        wanted = {(g.scope, g.branch, g.directory, g.workflow_hash): g for g in members}
+        found.update(dict.fromkeys(members))
+        params = {"project_id": project_id, "hashes": sorted({g.workflow_hash for g in members})}
+        for row in connection.execute(statement, params):
+            match = wanted.get((row.scope, row.branch, row.directory, row.workflow_hash))
+            if match is not None:
+                found[match] = row
+    return found
 
 
 _AGED_OUT = (

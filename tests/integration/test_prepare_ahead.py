@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,13 @@ from remem.procedures.groups import Group
 from remem.procedures.tally import Tally
 from tests.conftest import Home, wait_for
 from tests.integration.conftest import World
-from workers.handlers import PromoteHandler
+from tests.integration.test_group_state import assert_full_derivation_agrees
+from workers.handlers import REGISTRY, PromoteHandler, default_handlers
 from workers.preparer import Preparer
 from workers.runner import _next_task, _start_preparer, _stop_preparer
 
 SESSIONS = 8
+TEST_COMMAND = "make test"
 
 
 def _sessions(world: World, count: int = SESSIONS) -> None:
@@ -215,3 +219,79 @@ def test_the_preparer_is_remems_whatever_the_current_directory_holds(
     monkeypatch.chdir(tmp_path / "project")
     _sessions(world, 3)
     assert _drain_ahead(world)["windows_prepared_ahead"] == 3
+
+
+def _stored_events(world: World) -> list[promote.WindowEvent]:
+    with world.engine.connect() as sa_connection:
+        params = {"session_id": 1, "cursor": 0, "watermark": 2**62}
+        rows = Driver(sa_connection).execute(promote.SELECT_WINDOW, params).all()
+    return [promote._event(row) for row in rows]
+
+
+def _window_of(
+    world: World, events: list[promote.WindowEvent], late: tuple[promote.WindowEvent, ...] = ()
+) -> promote.Window:
+    """A window as prepare builds it, with `late` standing for Codex events resolved now."""
+    steps = {}
+    for found in (*events, *late):
+        runs = promote._classify(found, world.settings)
+        if runs:
+            steps[found.id] = runs
+    return promote.Window(tuple(events), {}, steps, late)
+
+
+def _prepared(world: World, window: promote.Window) -> promote.Window:
+    with world.engine.connect() as sa_connection:
+        reads = promote.read_window(Driver(sa_connection), window, world.settings)
+    return replace(window, reads=reads)
+
+
+def _apply(world: World, window: promote.Window) -> Any:
+    with world.engine.begin() as sa_connection:
+        return promote.apply(sa_connection, window, world.settings, world.now)
+
+
+@pytest.mark.sqlite_only("the windows are built by hand; the reads are the same on both")
+def test_a_run_stored_by_another_window_meanwhile_counts_once(world: World) -> None:
+    """A late event of a prepared window is stored meanwhile by maintenance, which moves its
+    groups: the window read again counts it no second time."""
+    for at in (300, 200, 100):
+        world.post(TEST_COMMAND, 0, at=world.now - at, output="ok")
+    first, late, last = _stored_events(world)
+    _apply(world, _window_of(world, [first]))
+    window = _prepared(world, _window_of(world, [last], (late,)))
+    _apply(world, _window_of(world, [], (late,)))  # resolve_late, in another process
+    assert _apply(world, window)["groups_read_again"] == 1
+    assert_full_derivation_agrees(world)
+    assert world.scalar("SELECT count(*) FROM verifications") == 3
+
+
+@pytest.mark.sqlite_only("the windows are built by hand; the reads are the same on both")
+def test_a_late_pass_takes_the_files_edited_before_it(world: World) -> None:
+    """A pass whose outcome arrived late closes the failure before it; the window that resolves
+    it holds a later failure of the session, which is no run before the pass."""
+    world.post(TEST_COMMAND, 1, at=world.now - 300, output="FAILED tests/test_a.py::test_a")
+    world.edit("src/x.py")
+    world.post(TEST_COMMAND, 0, at=world.now - 200, output="ok")
+    world.post(TEST_COMMAND, 1, at=world.now - 100, output="FAILED tests/test_b.py::test_b")
+    failed, edit, late, again = _stored_events(world)
+    _apply(world, _window_of(world, [failed, edit]))
+    _apply(world, _prepared(world, _window_of(world, [again], (late,))))
+    lessons = world.execute("SELECT resolved_by_event_id, fix_files FROM lessons")
+    assert [(resolver, json.loads(files)) for resolver, files in lessons] == [
+        (late.id, ["src/x.py"])
+    ]
+    assert_full_derivation_agrees(world)
+
+
+def test_a_handler_replaced_in_the_registry_prepares_its_own_windows(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Replaced(PromoteHandler):
+        pass
+
+    monkeypatch.setitem(REGISTRY, "promote", Replaced())
+    world.worker.handlers = default_handlers()
+    _sessions(world, 3)
+    stats = _drain_ahead(world)
+    assert stats["tasks_done"] == 3 and "windows_prepared_ahead" not in stats
