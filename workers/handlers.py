@@ -28,9 +28,23 @@ class Handler(Protocol):
     ) -> Counter[str]: ...
 
 
+class PreparesAhead(Handler, Protocol):
+    """A handler whose windows a second process may prepare ahead (workers/preparer.py)."""
+
+    def catch_up(self, engine: Engine, task: ClaimedTask, prepared: Any, settings: Settings) -> Any:
+        """What was prepared ahead, brought up to date with the tasks completed since: read
+        outside any write transaction, like prepare()."""
+        ...
+
+
 class PromoteHandler:
     def prepare(self, engine: Engine, task: ClaimedTask, settings: Settings) -> promote.Window:
         return promote.prepare(engine, task, settings)
+
+    def catch_up(
+        self, engine: Engine, task: ClaimedTask, prepared: promote.Window, settings: Settings
+    ) -> promote.Window:
+        return promote.catch_up(engine, prepared, settings)
 
     def apply(
         self,
@@ -43,10 +57,10 @@ class PromoteHandler:
         return promote.apply(connection, prepared, settings, now)
 
 
-# Task kind -> handler. A process may register more before it starts its worker.
-REGISTRY: dict[str, Handler] = {"promote": PromoteHandler()}
 # The handlers every process starts with: all that a child preparing windows ahead has.
-BUILT_IN: dict[str, Handler] = dict(REGISTRY)
+BUILT_IN: dict[str, PreparesAhead] = {"promote": PromoteHandler()}
+# Task kind -> handler. A process may register more before it starts its worker.
+REGISTRY: dict[str, Handler] = dict(BUILT_IN)
 
 
 def default_handlers() -> dict[str, Handler]:

@@ -4,8 +4,9 @@ A window's prepare (read its events, analyse its commands, read its groups) only
 about a third of the work; apply holds the write lock for the rest. A burst with a long
 backlog starts `python -P -m workers.preparer`, which prepares the next claimed tasks on the other
 core while this process applies. A window prepared before the previous one committed may have
-read a group that window moved: apply checks the groups' versions under the lock and reads
-the window again (promote.apply), so the result is the one a serial burst gives.
+read a group that window moved: this process checks the groups' versions before it takes the
+write lock and reads the window again (promote.catch_up), so the result is the one a serial
+burst gives. A backlog whose windows keep colliding so is prepared here again (WATCHED).
 
 The two processes speak in pickles over the child's stdin and stdout: the settings, then one
 task at a time; back come "ready", then one reply per task, in order, with the log records
@@ -38,6 +39,11 @@ AHEAD = 2
 _READY, _PREPARED, _FAILED = "ready", "prepared", "failed"
 # The child's scheduling priority, below the processes it works for.
 NICENESS = 10
+# A window another one moved after the child prepared it is read again here (its groups'
+# versions tell): the child's work on it is lost. When more than half of the last WATCHED
+# windows were, the backlog's windows collide (one busy project), and the child is handed no
+# more: this process prepares them in turn, and the child's core is left to the hooks.
+WATCHED = 8
 
 
 class Preparer:
@@ -50,6 +56,8 @@ class Preparer:
         self.sent: deque[ClaimedTask] = deque()
         self.ready = False
         self.running = True
+        self.read_again: deque[bool] = deque(maxlen=WATCHED)  # of the windows taken last
+        self.repays = True
 
     @classmethod
     def start(cls, database_url: str, settings: Settings, kinds: frozenset[str]) -> Preparer | None:
@@ -79,6 +87,24 @@ class Preparer:
         if self.running and not self.ready:
             self.ready = self._poll_ready()
         return self.running and self.ready
+
+    @property
+    def handing(self) -> bool:
+        """Whether the next tasks claimed are handed over."""
+        return self.running and self.repays
+
+    def used(self, read_again: bool) -> None:
+        """A window taken back was applied: as prepared, or read again first."""
+        self.read_again.append(read_again)
+        if self.repays and len(self.read_again) == WATCHED and sum(self.read_again) > WATCHED / 2:
+            self.repays = False
+            log.info(
+                "%s of the last %s windows prepared ahead were read again: preparing the next "
+                "ones here",
+                sum(self.read_again),
+                WATCHED,
+                extra={"action": "prepare_ahead"},
+            )
 
     def hand(self, task: ClaimedTask) -> None:
         """Hand over the next task claimed. One whose kind the child has no handler for is

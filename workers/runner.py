@@ -140,6 +140,12 @@ class Worker:
             crash_point("prepare")
             if prepared is None:
                 prepared = handler.prepare(self.engine, task, self.settings)
+            else:
+                # Prepared ahead, by the handler of this kind the child has (_start_preparer).
+                caught_up = BUILT_IN[task.kind].catch_up(self.engine, task, prepared, self.settings)
+                if caught_up is not prepared:
+                    self.stats["windows_caught_up"] += 1
+                prepared = caught_up
             with collection_put_off(), self.engine.begin() as connection:
                 # BEGIN IMMEDIATE has returned: the write lock is held from here to COMMIT.
                 locked_at = time.perf_counter()
@@ -285,9 +291,9 @@ def _stop_preparer(worker: Worker, preparer: Preparer) -> None:
 def _next_task(worker: Worker, preparer: Preparer | None) -> bool:
     """Process the next task: with a preparer, the oldest one handed to it, once it has handed
     it the next ones to prepare meanwhile. False when the queue is drained."""
-    if preparer is None or not (preparer.running or preparer.sent):
+    if preparer is None or not (preparer.handing or preparer.sent):
         return worker.run_once()
-    while preparer.running and len(preparer.sent) < AHEAD:
+    while preparer.handing and len(preparer.sent) < AHEAD:
         if not preparer.sent and not preparer.is_ready():
             return worker.run_once()  # until the child has started, windows are prepared here
         task = worker.claim()
@@ -297,7 +303,11 @@ def _next_task(worker: Worker, preparer: Preparer | None) -> bool:
     if not preparer.sent:
         return False
     task, prepared = preparer.take()
-    if prepared is not None:
-        worker.stats["windows_prepared_ahead"] += 1
+    if prepared is None:
+        worker.run_task(task)
+        return True
+    worker.stats["windows_prepared_ahead"] += 1
+    caught_up = worker.stats["windows_caught_up"]
     worker.run_task(task, prepared)
+    preparer.used(worker.stats["windows_caught_up"] > caught_up)
     return True

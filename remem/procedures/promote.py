@@ -72,10 +72,11 @@ class Window:
 class Reads:
     """A window's runs as rows to insert and as runs of their groups, the groups' stored
     tallies, and for a group that has not qualified the stored verified runs near the new
-    ones. apply checks under the lock that no other window moved these groups since (one
-    prepared ahead, another worker's) and reads the window again if one did. Each tally is written
-    back guarded by the version read: one moved after that check (PostgreSQL's writers
-    overlap) is derived again from every run, under the group's lock."""
+    ones. A window prepared ahead is caught up before the lock (catch_up); apply checks under
+    it that no other writer moved these groups since and reads the window again if one did
+    (another worker, maintenance). Each tally is written back guarded by the version read:
+    one moved after that check (PostgreSQL's writers overlap) is derived again from every run,
+    under the group's lock."""
 
     rows: dict[str, list[dict[str, Any]]]  # verdict -> the rows of its table (INSERT_RUN)
     runs: dict[Group, list[GroupRun]]  # branch groups, then project groups
@@ -132,6 +133,19 @@ def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
             params["since"] = max(event.captured_at for event in events) - LATE_RESOLUTION_S
             late = tuple(_event(row) for row in connection.execute(SELECT_UNRESOLVED, params))
         window = build_window(events, late, settings)
+        return replace(window, reads=read_window(connection, window, settings))
+
+
+def catch_up(engine: Engine, window: Window, settings: Settings) -> Window:
+    """A window prepared ahead, before the windows applied since: when one of them moved its
+    groups, its reads are taken again here, outside the write transaction, so that apply
+    reads again under the lock only what a writer elsewhere moved meanwhile."""
+    if window.reads is None:
+        return window
+    with engine.connect().execution_options(**{READ_ONLY: True}) as sa_connection:
+        connection = Driver(sa_connection)
+        if tallies.unchanged(connection, window.reads.stored):
+            return window
         return replace(window, reads=read_window(connection, window, settings))
 
 
@@ -294,9 +308,9 @@ def apply(
     if reads is None:
         reads = read_window(connection, window, settings)
     elif not tallies.unchanged(connection, reads.stored):
-        # Another window moved one of these groups after prepare read them (a window prepared
-        # ahead, or another worker's, which may have stored some of these runs): read again,
-        # reads as small as the window, rather than derive the tallies from every run.
+        # Another writer moved one of these groups after prepare read them (another worker, or
+        # maintenance, which may have stored some of these runs): read again, reads as small
+        # as the window, rather than derive the tallies from every run.
         reads = read_window(connection, window, settings)
         stats["groups_read_again"] += 1
     for event in window.events + window.late:

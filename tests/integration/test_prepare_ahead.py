@@ -21,7 +21,7 @@ from tests.conftest import Home, wait_for
 from tests.integration.conftest import World
 from tests.integration.test_group_state import assert_full_derivation_agrees
 from workers.handlers import REGISTRY, PromoteHandler, default_handlers
-from workers.preparer import Preparer
+from workers.preparer import WATCHED, Preparer
 from workers.runner import _next_task, _start_preparer, _stop_preparer
 
 SESSIONS = 8
@@ -115,11 +115,47 @@ def test_windows_prepared_ahead_learn_what_windows_prepared_in_turn_do(
 
     assert ahead["tasks_done"] == serial["tasks_done"] == SESSIONS
     assert ahead["windows_prepared_ahead"] == SESSIONS
+    # Windows prepared before the ones applied since are caught up before the lock is taken:
+    # under it, with no other writer, nothing is read again.
+    assert "groups_read_again" not in ahead
     learned = _learned(world)
     assert learned == _learned(second_world)
     assert learned["procedures"] and learned["lessons"]
     # Read again, not derived again: only a group's first tally comes from every run.
     assert first_tallies == len(rederived) - first_tallies == len(learned["group_states"])
+
+
+def test_a_burst_whose_windows_keep_colliding_prepares_them_in_turn(
+    world: World,
+    second_world: World,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every window prepared ahead finds its groups moved when it is taken back (another
+    writer moves them, here by their versions): the child is handed no more once more than
+    half of the last WATCHED were read again."""
+    count = WATCHED + 4
+    for each in (world, second_world):
+        _sessions(each, count)
+    catch_up = promote.catch_up
+
+    def moved_meanwhile(engine: Any, window: promote.Window, settings: Any) -> promote.Window:
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE group_states SET version = version + 1"))
+        return catch_up(engine, window, settings)
+
+    monkeypatch.setattr(promote, "catch_up", moved_meanwhile)
+    with caplog.at_level(logging.INFO, logger="remem.worker"):
+        ahead = _drain_ahead(world)
+    # The first window found no group stored; the one after the WATCHED-th was handed over
+    # before the decision; the rest were prepared in turn.
+    assert ahead["tasks_done"] == count
+    assert ahead["windows_prepared_ahead"] == WATCHED + 1
+    assert ahead["windows_caught_up"] == WATCHED
+    assert any("were read again" in record.getMessage() for record in caplog.records)
+    second_world.worker.prepare_ahead_from = None
+    second_world.burst()
+    assert _learned(world) == _learned(second_world)
 
 
 def test_a_window_whose_groups_moved_after_prepare_reads_them_again(world: World) -> None:
@@ -131,7 +167,9 @@ def test_a_window_whose_groups_moved_after_prepare_reads_them_again(world: World
     worker.run_task(first)  # commits runs of the groups `second` read
     worker.stats.clear()
     worker.run_task(second, prepared)
-    assert worker.stats["tasks_done"] == 1 and worker.stats["groups_read_again"] == 1
+    # Read again before the write lock, not under it.
+    assert worker.stats["tasks_done"] == worker.stats["windows_caught_up"] == 1
+    assert "groups_read_again" not in worker.stats
 
     # What the window left is what every stored run gives.
     rules = promote.rules_of(world.settings)
@@ -252,16 +290,25 @@ def _apply(world: World, window: promote.Window) -> Any:
 
 
 @pytest.mark.sqlite_only("the windows are built by hand; the reads are the same on both")
-def test_a_run_stored_by_another_window_meanwhile_counts_once(world: World) -> None:
+@pytest.mark.parametrize("caught_up", [False, True], ids=["under the lock", "before it"])
+def test_a_run_stored_by_another_window_meanwhile_counts_once(
+    world: World, caught_up: bool
+) -> None:
     """A late event of a prepared window is stored meanwhile by maintenance, which moves its
-    groups: the window read again counts it no second time."""
+    groups: the window read again, as a window prepared ahead is caught up before the lock or
+    as apply finds its groups moved under it, counts it no second time."""
     for at in (300, 200, 100):
         world.post(TEST_COMMAND, 0, at=world.now - at, output="ok")
     first, late, last = _stored_events(world)
     _apply(world, _window_of(world, [first]))
     window = _prepared(world, _window_of(world, [last], (late,)))
     _apply(world, _window_of(world, [], (late,)))  # resolve_late, in another process
-    assert _apply(world, window)["groups_read_again"] == 1
+    if caught_up:
+        window_now = promote.catch_up(world.engine, window, world.settings)
+        assert window_now is not window
+        assert "groups_read_again" not in _apply(world, window_now)
+    else:
+        assert _apply(world, window)["groups_read_again"] == 1
     assert_full_derivation_agrees(world)
     assert world.scalar("SELECT count(*) FROM verifications") == 3
 
