@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine
@@ -31,9 +32,17 @@ class Handler(Protocol):
 class PreparesAhead(Handler, Protocol):
     """A handler whose windows a second process may prepare ahead (workers/preparer.py)."""
 
-    def catch_up(self, engine: Engine, task: ClaimedTask, prepared: Any, settings: Settings) -> Any:
-        """What was prepared ahead, brought up to date with the tasks completed since: read
-        outside any write transaction, like prepare()."""
+    def catch_up(
+        self,
+        engine: Engine,
+        task: ClaimedTask,
+        prepared: Any,
+        settings: Settings,
+        since: Sequence[Any],
+    ) -> Any:
+        """What was prepared ahead, brought up to date with the tasks completed since it was
+        handed over (`since`: what each of them applied, None when this process prepared it):
+        read outside any write transaction, like prepare()."""
         ...
 
 
@@ -42,9 +51,14 @@ class PromoteHandler:
         return promote.prepare(engine, task, settings)
 
     def catch_up(
-        self, engine: Engine, task: ClaimedTask, prepared: promote.Window, settings: Settings
+        self,
+        engine: Engine,
+        task: ClaimedTask,
+        prepared: promote.Window,
+        settings: Settings,
+        since: Sequence[promote.Window | None],
     ) -> promote.Window:
-        return promote.catch_up(engine, prepared, settings)
+        return promote.catch_up(engine, prepared, settings, since)
 
     def apply(
         self,

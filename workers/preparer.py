@@ -4,9 +4,10 @@ A window's prepare (read its events, analyse its commands, read its groups) only
 about a third of the work; apply holds the write lock for the rest. A burst with a long
 backlog starts `python -P -m workers.preparer`, which prepares the next claimed tasks on the other
 core while this process applies. A window prepared before the previous one committed may have
-read a group that window moved: this process checks the groups' versions before it takes the
-write lock and reads the window again (promote.catch_up), so the result is the one a serial
-burst gives. A backlog whose windows keep colliding so is prepared here again (WATCHED).
+read a group that window moved: when a window applied since it was handed over wrote one of
+its groups (or may have), this process checks the groups' versions before it takes the write
+lock and reads the window again (promote.catch_up), so the result is the one a serial burst
+gives. A backlog whose windows keep colliding so is prepared here again (WATCHED).
 
 The two processes speak in pickles over the child's stdin and stdout: the settings, then one
 task at a time; back come "ready", then one reply per task, in order, with the log records
@@ -56,6 +57,9 @@ class Preparer:
         self.sent: deque[ClaimedTask] = deque()
         self.ready = False
         self.running = True
+        # Task id -> what each window applied after the task was handed over had prepared
+        # (None: prepared by this process), for its catch-up.
+        self.since: dict[int, list[Any]] = {}
         self.read_again: deque[bool] = deque(maxlen=WATCHED)  # of the windows taken last
         self.repays = True
 
@@ -93,8 +97,13 @@ class Preparer:
         """Whether the next tasks claimed are handed over."""
         return self.running and self.repays
 
-    def used(self, read_again: bool) -> None:
-        """A window taken back was applied: as prepared, or read again first."""
+    def applied(self, prepared: Any, read_again: bool) -> None:
+        """A task taken back was processed, with the window prepared ahead (None when this
+        process prepared it), which was applied as it came or read again first."""
+        for waiting in self.sent:
+            self.since[waiting.id].append(prepared)
+        if prepared is None:
+            return
         self.read_again.append(read_again)
         if self.repays and len(self.read_again) == WATCHED and sum(self.read_again) > WATCHED / 2:
             self.repays = False
@@ -110,33 +119,37 @@ class Preparer:
         """Hand over the next task claimed. One whose kind the child has no handler for is
         handed over too, to keep the order, and comes back unprepared."""
         self.sent.append(task)  # held from here, so that close() gives it back whatever happens
+        self.since[task.id] = []
         self._send((task, task.kind in self.kinds))
 
-    def take(self) -> tuple[ClaimedTask, Any]:
-        """The oldest task handed over, with its window; None for the window when the child
-        could not prepare it (this process prepares it then)."""
+    def take(self) -> tuple[ClaimedTask, Any, list[Any]]:
+        """The oldest task handed over, with its window (None when the child could not prepare
+        it: this process prepares it then), and what the windows applied since it was handed
+        over had prepared (`applied`)."""
         task = self.sent[0]
         reply = self._receive()
         self.sent.popleft()
+        since = self.since.pop(task.id)
         if reply is None:
-            return task, None
+            return task, None, since
         try:
             kind, task_id, prepared, records = reply
             for record in records:
                 logging.getLogger(record["name"]).handle(logging.makeLogRecord(record))
         except Exception as exc:  # a reply of another shape: the child is not this code's
             self._stop(f"its reply could not be read ({type(exc).__name__})")
-            return task, None
+            return task, None, since
         if task_id != task.id:
             self._stop(f"it answered for task {task_id} when task {task.id} was next")
-            return task, None
-        return task, prepared if kind == _PREPARED else None
+            return task, None, since
+        return task, prepared if kind == _PREPARED else None, since
 
     def close(self) -> list[ClaimedTask]:
         """Stop the child; the tasks it still held, which the caller releases. Both pipes are
         closed first: a child blocked writing a reply no one will read stops at once."""
         left = list(self.sent)
         self.sent.clear()
+        self.since.clear()
         self.running = False
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:

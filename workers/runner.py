@@ -10,7 +10,7 @@ import socket
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,16 +123,19 @@ class Worker:
         self.draining = task is not None
         return task
 
-    def run_task(self, task: queue.ClaimedTask, prepared: Any = None) -> None:
-        """Process a claimed task; `prepared` is its window when it was prepared ahead."""
+    def run_task(
+        self, task: queue.ClaimedTask, prepared: Any = None, since: Sequence[Any] | None = None
+    ) -> None:
+        """Process a claimed task; `prepared` is its window when it was prepared ahead, and
+        `since` what the tasks processed after that had prepared (None: not known)."""
         self.current_task = task
         try:
-            self._process(task, prepared)
+            self._process(task, prepared, since)
         finally:
             self.current_task = None
             self.current_connection = None
 
-    def _process(self, task: queue.ClaimedTask, prepared: Any = None) -> None:
+    def _process(self, task: queue.ClaimedTask, prepared: Any, since: Sequence[Any] | None) -> None:
         try:
             handler = self.handlers.get(task.kind)
             if handler is None:
@@ -142,7 +145,9 @@ class Worker:
                 prepared = handler.prepare(self.engine, task, self.settings)
             else:
                 # Prepared ahead, by the handler of this kind the child has (_start_preparer).
-                caught_up = BUILT_IN[task.kind].catch_up(self.engine, task, prepared, self.settings)
+                caught_up = BUILT_IN[task.kind].catch_up(
+                    self.engine, task, prepared, self.settings, (None,) if since is None else since
+                )
                 if caught_up is not prepared:
                     self.stats["windows_caught_up"] += 1
                 prepared = caught_up
@@ -302,12 +307,10 @@ def _next_task(worker: Worker, preparer: Preparer | None) -> bool:
         preparer.hand(task)
     if not preparer.sent:
         return False
-    task, prepared = preparer.take()
-    if prepared is None:
-        worker.run_task(task)
-        return True
-    worker.stats["windows_prepared_ahead"] += 1
+    task, prepared, since = preparer.take()
+    if prepared is not None:
+        worker.stats["windows_prepared_ahead"] += 1
     caught_up = worker.stats["windows_caught_up"]
-    worker.run_task(task, prepared)
-    preparer.used(worker.stats["windows_caught_up"] > caught_up)
+    worker.run_task(task, prepared, since)
+    preparer.applied(prepared, worker.stats["windows_caught_up"] > caught_up)
     return True

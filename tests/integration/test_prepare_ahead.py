@@ -139,10 +139,10 @@ def test_a_burst_whose_windows_keep_colliding_prepares_them_in_turn(
         _sessions(each, count)
     catch_up = promote.catch_up
 
-    def moved_meanwhile(engine: Any, window: promote.Window, settings: Any) -> promote.Window:
+    def moved_meanwhile(engine: Any, window: promote.Window, *args: Any) -> promote.Window:
         with engine.begin() as connection:
             connection.execute(text("UPDATE group_states SET version = version + 1"))
-        return catch_up(engine, window, settings)
+        return catch_up(engine, window, *args)
 
     monkeypatch.setattr(promote, "catch_up", moved_meanwhile)
     with caplog.at_level(logging.INFO, logger="remem.worker"):
@@ -156,6 +156,39 @@ def test_a_burst_whose_windows_keep_colliding_prepares_them_in_turn(
     second_world.worker.prepare_ahead_from = None
     second_world.burst()
     assert _learned(world) == _learned(second_world)
+
+
+def test_a_window_prepared_ahead_is_read_again_only_after_a_window_of_its_groups(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sessions of two projects, in turn: the window applied after a window was handed over is
+    of the other project, and the version check before the lock is spared; under the lock,
+    apply checks each window still."""
+    for index in range(6):
+        world.post(TEST_COMMAND, session=f"s{index}", project=f"/p/{'ab'[index % 2]}")
+    checks: list[int] = []
+    unchanged = tallies.unchanged
+
+    def counted(connection: Any, stored: Any) -> bool:
+        checks.append(len(stored))
+        return unchanged(connection, stored)
+
+    monkeypatch.setattr(tallies, "unchanged", counted)
+    stats = _drain_ahead(world)
+    assert stats["tasks_done"] == stats["windows_prepared_ahead"] == 6
+    assert len(checks) == 6 and "windows_caught_up" not in stats
+
+    # Not so when the window before was prepared here: what it wrote is not known.
+    world.post(TEST_COMMAND, session="s1", project="/p/b")
+    world.post(TEST_COMMAND, session="s2", project="/p/a")
+    worker = world.worker
+    first, second = worker.claim(), worker.claim()
+    assert first is not None and second is not None
+    prepared = PromoteHandler().prepare(world.engine, second, world.settings)
+    checks.clear()
+    worker.run_task(first)
+    worker.run_task(second, prepared, [None])
+    assert len(checks) == 3
 
 
 def test_a_window_whose_groups_moved_after_prepare_reads_them_again(world: World) -> None:
@@ -304,7 +337,7 @@ def test_a_run_stored_by_another_window_meanwhile_counts_once(
     window = _prepared(world, _window_of(world, [last], (late,)))
     _apply(world, _window_of(world, [], (late,)))  # resolve_late, in another process
     if caught_up:
-        window_now = promote.catch_up(world.engine, window, world.settings)
+        window_now = promote.catch_up(world.engine, window, world.settings, [None])
         assert window_now is not window
         assert "groups_read_again" not in _apply(world, window_now)
     else:
