@@ -396,6 +396,12 @@ EARLIER = (
     "lock p99 with hooks firing 23.4 ms",
     "burst with every window prepared in turn by the process that applies it (commit "
     "05ec0e9): 12,988 events/s (12,714–13,252), 17.6× raw inserts",
+    "windows prepared ahead and read again under the write lock when they collide (commit "
+    "5ae37c8), measured at 00:21 on 2026-12-01: burst 17,324 events/s (16,862–17,538), 13.3× "
+    "raw inserts, write lock p99 with hooks firing 13.7 ms, longest maintenance transaction "
+    "17.0 ms; run back to back with this version at 05:13 (`bench/pipeline.py --runs 2` in a "
+    "checkout of each), when raw inserts took 0.65–0.76 s against 0.43 s at 00:21: 9,980 and "
+    "10,471 events/s against this version's 9,737 and 12,019",
     "CLI before the stdlib front door (every command imported click and SQLAlchemy), medians "
     "of 21 runs against a 21.3 ms bare start: `remem --help` 328 ms (15.4×), `remem context` "
     "373 ms (17.5×), `remem status` 380 ms (17.8×)",
