@@ -326,7 +326,7 @@ def _read_digest(settings: HotSettings, event: CapturedEvent) -> str | None:
             connection.close()
         pages = digest.paginate(
             entries,
-            digest.header_for(event.project_root, event.branch),
+            digest.header_for(event.project_root, event.branch, bool(entries)),
             settings.max_chars,
             settings.max_lines,
             known_errors,

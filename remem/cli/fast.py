@@ -122,7 +122,7 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
         )
     pages = digest.paginate(
         entries,
-        digest.header_for(root, branch),
+        digest.header_for(root, branch, bool(entries)),
         settings.max_chars,
         settings.max_lines,
         known_errors,

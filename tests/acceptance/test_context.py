@@ -60,7 +60,7 @@ def expected_pages(home: Home, project: Path, branch: str) -> list[str]:
     finally:
         connection.close()
     return digest.paginate(
-        entries, digest.header_for(str(project), branch), known_errors=known_errors
+        entries, digest.header_for(str(project), branch, bool(entries)), known_errors=known_errors
     )
 
 
@@ -86,6 +86,24 @@ def shop(world: World, tmp_path: Path) -> Path:
     verify(world, project, LINT, session="s2")
     verify(world, project, ACCENTED, session="s3")
     return project
+
+
+def test_a_digest_of_known_errors_only_announces_no_verified_command(
+    home: Home, world: World, tmp_path: Path
+) -> None:
+    """A failure fixed once: a lesson, and no procedure yet (one verified run)."""
+    project = make_project(tmp_path)
+    world.post(TEST, exit_code=1, project=str(project), branch=None, error="E   assert 0 == 3")
+    world.now += 60
+    verify(world, project, TEST, runs=1)
+    result = context(home, project)
+    lines = result.stdout.splitlines()
+    assert lines[0] == digest.header_for(str(project), "main", verified=False)
+    assert "no command verified lately" in lines[0] and "verified to work" not in lines[0]
+    assert command_lines(result.stdout) == [] and "assert 0 == 3" in result.stdout
+    assert [result.stdout] == expected_pages(home, project, "main")
+    hook = home.hook(_claude_start(project))  # the SessionStart hook says the same
+    assert (hook.returncode, hook.stdout) == (0, result.stdout.encode("utf-8"))
 
 
 def test_context_prints_the_digest_of_the_project_and_branch(home: Home, shop: Path) -> None:
