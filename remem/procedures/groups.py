@@ -15,16 +15,13 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.db.driver import Driver
-from remem.procedures import lessons, policy
+from remem.procedures import evidence, policy
 from remem.procedures.digest import needs_credentials
 from remem.procedures.tally import Tally, variant_rows
 from remem.procedures.tally import decide as decide_from_tally
 
 BRANCH, PROJECT = "branch", "project"
 VARIANTS_KEPT = 10
-FILES_FROM_LAST_RUNS = 10
-# The evidence ids a procedure row lists (its newest); every one is in procedure_evidence.
-EVIDENCE_LISTED = 20
 PROJECT_MIN_BRANCHES = 2
 
 
@@ -94,43 +91,6 @@ def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, An
     return [{"command": command, "runs": runs} for command, _m, _v, runs in ordered][:VARIANTS_KEPT]
 
 
-# The files edited right before one run: in its own session, after the session's previous run
-# of any workflow (verified, failed or unverified), up to the run itself. An edit the agent made
-# before running something else belongs to that other run, not to every later one.
-_PREVIOUS_RUN = (
-    "SELECT p.id FROM captured_events p WHERE p.session_id = :s{i} AND p.id < :run{i} "
-    "AND p.kind = 'command' AND (EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = p.id) "
-    "OR EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = p.id) "
-    "OR EXISTS (SELECT 1 FROM unverified_runs u WHERE u.event_id = p.id)) "
-    "ORDER BY p.id DESC LIMIT 1"
-)
-_EDITED_BEFORE_RUN = (
-    "SELECT {i} AS run, e.files FROM captured_events e WHERE e.session_id = :s{i} "
-    "AND e.id <= :run{i} AND e.files IS NOT NULL "
-    f"AND e.id > COALESCE(({_PREVIOUS_RUN}), 0)"
-)
-
-
-@lru_cache(maxsize=FILES_FROM_LAST_RUNS)
-def _edited_before_runs(count: int) -> Any:
-    """One statement for `count` runs, one index range per run."""
-    return text(" UNION ALL ".join(_EDITED_BEFORE_RUN.format(i=i) for i in range(count)))
-
-
-def ranked_files(connection: Driver, latest: list[tuple[int, int]]) -> tuple[list[str], int]:
-    """The files most often edited right before the group's latest verified runs, given as
-    (session, event), in each run's own session: at most 5, and how many more."""
-    if not latest:
-        return [], 0
-    params: dict[str, Any] = {}
-    for i, (session_id, event_id) in enumerate(latest):
-        params.update({f"s{i}": session_id, f"run{i}": event_id})
-    before: dict[int, set[str]] = {}
-    for run, encoded in connection.execute(_edited_before_runs(len(latest)), params).all():
-        before.setdefault(run, set()).update(json.loads(encoded))
-    return policy.rank_files(lessons.in_project(sorted(names)) for names in before.values())
-
-
 SELECT_PROCEDURE = text(
     "SELECT id, status, command, variants, confidence, verified_runs, distinct_sessions, "
     "branches, evidence_event_ids, files, files_more, body FROM procedures "
@@ -183,14 +143,6 @@ INSERT_EVIDENCE = text(
     "INSERT INTO procedure_evidence (procedure_id, event_id, verified_at) "
     "VALUES (:procedure_id, :event_id, :verified_at) ON CONFLICT DO NOTHING"
 )
-# The newest evidence runs of a procedure, from `since` (its fresh runs, or all of them): the
-# index on (procedure, time) read backwards, `n` rows of it.
-LATEST_EVIDENCE = text(
-    "SELECT e.event_id, c.session_id FROM procedure_evidence e "
-    "JOIN captured_events c ON c.id = e.event_id WHERE e.procedure_id = :id "
-    "AND e.verified_at >= :since ORDER BY e.verified_at DESC, e.event_id DESC LIMIT :n"
-)
-
 
 _FILL_EVIDENCE = (
     "INSERT INTO procedure_evidence (procedure_id, event_id, verified_at) "
@@ -215,20 +167,27 @@ def _values(
     procedure_id: int,
     now: float,
     existing: Any = None,
+    known: evidence.Evidence | None = None,
 ) -> dict[str, Any]:
     found = variant_rows(tally)
     command = recommended(found, group.workflow)
     since = tally.cutoff if tally.fresh_runs else float("-inf")
-    latest = connection.execute(
-        LATEST_EVIDENCE, {"id": procedure_id, "since": since, "n": EVIDENCE_LISTED}
-    ).all()
-    evidence = json.dumps(sorted(event_id for event_id, _session in latest))
-    if existing is not None and existing.evidence_event_ids == evidence:
+    if known is None:
+        latest = evidence.latest(connection, procedure_id, since)
+    else:
+        latest = known.latest(since)
+    listed = json.dumps(sorted(event_id for event_id, _session in latest))
+    if existing is not None and existing.evidence_event_ids == listed:
         # Files come from the edits before the evidence runs: same runs, same files.
         files, files_more = json.loads(existing.files), existing.files_more
     else:
-        newest = [(session, event) for event, session in latest[:FILES_FROM_LAST_RUNS]]
-        files, files_more = ranked_files(connection, sorted(newest, key=lambda r: r[1]))
+        newest = latest[: evidence.FILES_FROM_LAST_RUNS]
+        if known is not None and all(event in known.edited for event, _session in newest):
+            edited = [known.edited[event] for event, _session in newest]
+        else:
+            runs = sorted(((session, event) for event, session in newest), key=lambda r: r[1])
+            edited = list(evidence.files_before(connection, runs).values())
+        files, files_more = evidence.rank(edited)
     root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
     where = policy.Where(root, group.branch, group.directory, group.scope == PROJECT)
     return {
@@ -239,7 +198,7 @@ def _values(
         "verified_runs": decision.verified_runs,
         "distinct_sessions": decision.distinct_sessions,
         "branches": json.dumps(list(decision.branches)),
-        "evidence_event_ids": evidence,
+        "evidence_event_ids": listed,
         "files": json.dumps(files),
         "files_more": files_more,
         "body": policy.render_body(command, where, decision, files, files_more),
@@ -255,9 +214,11 @@ def evaluate(
     tally: Tally,
     now: float,
     new_evidence: list[dict[str, Any]] | None = None,
+    known: evidence.Evidence | None = None,
 ) -> str:
     """Re-decide one group's procedure from its tally and store it if anything changed.
-    `new_evidence` are the window's verified runs of the group ({event_id, verified_at}).
+    `new_evidence` are the window's verified runs of the group ({event_id, verified_at});
+    `known` its procedure's evidence as the window's prepare read it, with them added.
     Returns what happened: promoted, refreshed, broken, stale, unchanged or unpromoted."""
     existing = connection.execute(SELECT_PROCEDURE, group.key()).first()
     status = existing.status if existing else None
@@ -271,7 +232,9 @@ def evaluate(
         connection.execute(
             INSERT_EVIDENCE, [{**row, "procedure_id": existing.id} for row in new_evidence]
         )
-    values = _values(connection, group, tally, decision, existing.id, now, existing)
+    if known is not None and known.procedure_id != existing.id:
+        known = None  # the procedure was deleted and promoted again meanwhile
+    values = _values(connection, group, tally, decision, existing.id, now, existing, known)
     if tuple(getattr(existing, key) for key in COMPARED) == tuple(values[k] for k in COMPARED):
         return "unchanged"
     connection.execute(UPDATE_PROCEDURE, {**values, "id": existing.id})

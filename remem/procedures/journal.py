@@ -197,6 +197,17 @@ _STRICTLY_BEFORE = text(
 )
 
 
+Region = tuple[Key, Key | None]  # after a success, up to the next one (None: no next one)
+
+
+def region(connection: Driver, group: dict[str, Any], first: Key, last: Key) -> Region:
+    """The streaks runs from `first` to `last` can change: from the group's last success before
+    the first to its first success after the last. A window's own runs lie between: its region
+    is the same before they are stored as after."""
+    start = last_success_before(connection, group, first) or (float("-inf"), 0)
+    return start, first_success_after(connection, group, last)
+
+
 def first_success_after(connection: Driver, group: dict[str, Any], key: Key) -> Key | None:
     """The (at, event_id) of the group's earliest verified run after `key`: the streaks a run
     at `key` can change end there."""
@@ -232,7 +243,7 @@ def rebuild(
     group: dict[str, Any],
     history: History,
     now: float,
-    region: tuple[Key, Key | None] | None = None,
+    region: Region | None = None,
     fixes: dict[int, list[str]] | None = None,
 ) -> None:
     """Re-derive the group's streaks from its runs, in time order, whatever order the windows
@@ -276,7 +287,7 @@ def _write_lessons(
     successes: dict[int, Any],
     changed: set[int | None],
     now: float,
-    region: tuple[Key, Key | None] | None = None,
+    region: Region | None = None,
     fixes: dict[int, list[str]] | None = None,
 ) -> None:
     existing = {
@@ -296,6 +307,7 @@ def _write_lessons(
         ]
     newest = sorted(candidates, key=lambda candidate: candidate[0])[-lessons.LESSONS_KEPT :]
     wanted = {key[1] for key, _streak in newest}
+    written = []
     for _key, streak in newest:
         if streak is None:
             continue
@@ -330,9 +342,12 @@ def _write_lessons(
             "resolved_at": resolver.at,
         }
         if existing.get(resolver.event_id) != tuple(values.values()):
-            connection.execute(UPSERT_LESSON, {**group, **values, "now": now})
-    for stale in set(existing) - wanted:
-        connection.execute(DELETE_LESSON, {**group, "resolved_by_event_id": stale})
+            written.append({**group, **values, "now": now})
+    if written:
+        connection.execute(UPSERT_LESSON, written)
+    stale = [{**group, "resolved_by_event_id": event_id} for event_id in set(existing) - wanted]
+    if stale:
+        connection.execute(DELETE_LESSON, stale)
 
 
 def _edits_between_failure_and_pass(

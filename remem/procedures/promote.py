@@ -1,10 +1,11 @@
 """The promote handler: a session's window of events -> runs of workflow steps -> procedures.
 
 `prepare` reads and analyses outside any write transaction: it parses commands, may open
-rollout files, and reads the groups' tallies and what advancing them needs. `apply` writes, in
-the transaction that also completes the task, so a window is applied entirely or not at all; it
-still reads what depends on the window's own rows (the fix journal around them, the evidence
-files), each an index range as small as the window.
+rollout files, and reads the groups' tallies and what advancing them needs, their procedures'
+newest evidence and the region of streaks the window may change. `apply` writes, in the
+transaction that also completes the task, so a window is applied entirely or not at all; it
+still reads the streaks' runs in that region, which include the window's own, an index range
+as small as the window.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from remem.capture.identity import directory_under
 from remem.config import Settings
 from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
-from remem.procedures import journal, policy, tallies
+from remem.procedures import evidence, journal, policy, tallies
+from remem.procedures.evidence import Evidence
 from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.rollout import Resolution, resolve_exit_codes
 from remem.procedures.steps import FAILED, UNVERIFIED, VERIFIED, StepRun, classify
@@ -88,6 +90,13 @@ class Reads:
     # the group in the window, or the first after a failure): the files edited since that
     # session's run of the group before it. A lesson's fix files, read here once.
     fixes: dict[Group, dict[int, list[str]]]
+    # The procedures of these groups as they stood before the window (none when the window
+    # holds late events), and the files edited right before each of its verified runs.
+    evidence: dict[Group, Evidence]
+    edited: dict[int, frozenset[str]]
+    # A branch group's region of streaks the window may change: from its last success before
+    # the window's runs to its first success after them (journal.region).
+    regions: dict[Group, journal.Region]
 
 
 def rules_of(settings: Settings) -> policy.Rules:
@@ -288,7 +297,52 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
         group: tallies.known_sessions(connection, tallies_found[group], group_runs)
         for group, group_runs in runs.items()
     }
-    return Reads(batch.rows, runs, tallies_found, nearby, sessions, batch.fixes)
+    found_evidence, edited = _evidence(connection, window, runs)
+    regions = {}
+    for group, group_runs in runs.items():
+        stored_tally = tallies_found[group]
+        span = _span(stored_tally.tally if stored_tally else None, group_runs)
+        if group.scope == BRANCH and span is not None:
+            regions[group] = journal.region(connection, group.params(), *span)
+    return Reads(
+        batch.rows,
+        runs,
+        tallies_found,
+        nearby,
+        sessions,
+        batch.fixes,
+        found_evidence,
+        edited,
+        regions,
+    )
+
+
+def _evidence(
+    connection: Driver, window: Window, runs: dict[Group, list[GroupRun]]
+) -> tuple[dict[Group, Evidence], dict[int, frozenset[str]]]:
+    """The evidence of the groups' procedures before the window, and the files edited before
+    its verified runs. A window with late events has none: its runs come between stored runs
+    and the edits before them."""
+    if window.late or not window.events:
+        return {}, {}
+    verified = {
+        run.event_id
+        for group_runs in runs.values()
+        for run in group_runs
+        if run.verdict == VERIFIED
+    }
+    found = {}
+    for group, group_runs in runs.items():
+        with_files = any(run.verdict == VERIFIED for run in group_runs)
+        known = evidence.read(connection, group.key(), with_files)
+        if known is not None:
+            found[group] = known
+    if not verified:
+        return found, {}
+    events = ((event.id, event.files) for event in window.events)
+    session_id = window.events[0].session_id
+    edited = evidence.files_in_window(connection, session_id, events, window.steps, verified)
+    return found, edited
 
 
 def sorted_groups(found: dict[Group, list[GroupRun]]) -> list[tuple[Group, list[GroupRun]]]:
@@ -354,15 +408,10 @@ class _Step:
     """One group's share of a window: its new runs, its tally before and after."""
 
     def __init__(
-        self,
-        group: Group,
-        runs: list[GroupRun],
-        stored: tallies.Stored | None,
-        advanced: Tally | None,
-        fixes: dict[int, list[str]] | None = None,
+        self, group: Group, runs: list[GroupRun], reads: Reads, advanced: Tally | None
     ) -> None:
-        self.group, self.runs, self.stored, self.advanced = group, runs, stored, advanced
-        self.fixes = fixes or {}
+        self.group, self.runs, self.reads, self.advanced = group, runs, reads, advanced
+        self.stored = reads.stored[group]
 
     @classmethod
     def advance(
@@ -375,11 +424,10 @@ class _Step:
         now: float,
     ) -> _Step:
         stored = reads.stored[group]
-        fixes = reads.fixes.get(group)
         cutoff = now - rules.max_age_s
         if stored is None or cutoff < stored.tally.cutoff:
             # Derived from every run once they are stored.
-            return cls(group, runs, stored, None, fixes)
+            return cls(group, runs, reads, None)
         # Read only when a run crossed the cutoff since: a range of the index on time.
         aging = tallies.aging(connection, group, stored, cutoff)
         nearby = reads.nearby.get(group, ())
@@ -387,7 +435,7 @@ class _Step:
         advanced = advance(
             stored.tally, runs, now, rules, aging, nearby, group.min_branches(), known
         )
-        return cls(group, runs, stored, advanced, fixes)
+        return cls(group, runs, reads, advanced)
 
     def write(self, connection: Driver, rules: policy.Rules, now: float) -> str:
         group = self.group
@@ -398,38 +446,58 @@ class _Step:
         )
         if tally is None or not current:
             tally, _lasts = tallies.rederive_locked(connection, group, rules, now)
+        # What prepare read before the window stands only when no other window moved the
+        # group meanwhile: its tally was written over the version prepare read.
         if group.scope == BRANCH:
-            # The tally read before the window tells what it can leave standing only when no
-            # other window moved it meanwhile.
-            self._journal(connection, now, self.stored.tally if current and self.stored else None)
-        evidence = {
-            run.event_id: {"event_id": run.event_id, "verified_at": run.at}
-            for run in self.runs
-            if run.verdict == VERIFIED
-        }
-        return evaluate(connection, group, tally, now, list(evidence.values()))
+            previous = self.stored.tally if current and self.stored else None
+            region = self.reads.regions.get(group) if current else None
+            self._journal(connection, now, previous, region)
+        verified = {run.event_id: run for run in self.runs if run.verdict == VERIFIED}
+        new_evidence = [
+            {"event_id": run.event_id, "verified_at": run.at} for run in verified.values()
+        ]
+        known = self.reads.evidence.get(group) if current else None
+        if known is not None:
+            runs = [(run.at, run.event_id, run.session_id) for run in verified.values()]
+            known = known.adding(runs, self.reads.edited)
+        return evaluate(connection, group, tally, now, new_evidence, known)
 
-    def _journal(self, connection: Driver, now: float, previous: Tally | None) -> None:
+    def _journal(
+        self,
+        connection: Driver,
+        now: float,
+        previous: Tally | None,
+        region: journal.Region | None,
+    ) -> None:
         """Only the streaks from the group's last success before the window's earliest run to
         its first success after the window's latest run can change: they are re-derived from
         the runs between, read by time."""
-        counted = [run for run in self.runs if run.verdict != UNVERIFIED]
-        if not counted:
+        span = _span(previous, self.runs)
+        if span is None:
             return
         params = self.group.params()
-        first = min((run.at, run.event_id) for run in counted)
-        if (
-            previous is not None
-            and not previous.failures
-            and all(run.verdict != FAILED for run in counted)
-            and (previous.last is None or first > previous.last)
-        ):
-            return  # no open streak, no failure, no run inside a closed streak
-        last = max((run.at, run.event_id) for run in counted)
-        start = journal.last_success_before(connection, params, first) or (float("-inf"), 0)
-        end = journal.first_success_after(connection, params, last)
+        start, end = region or journal.region(connection, params, *span)
         tail = journal.load_tail(connection, params, start, end)
-        journal.rebuild(connection, params, tail, now, region=(start, end), fixes=self.fixes)
+        fixes = self.reads.fixes.get(self.group, {})
+        journal.rebuild(connection, params, tail, now, region=(start, end), fixes=fixes)
+
+
+def _span(previous: Tally | None, runs: list[GroupRun]) -> tuple[journal.Key, journal.Key] | None:
+    """The earliest and latest of the runs whose streaks may change, given the group's tally
+    before them (None when unknown); None when none can: no open streak, no failure, no run
+    inside a closed streak."""
+    counted = [run for run in runs if run.verdict != UNVERIFIED]
+    if not counted:
+        return None
+    first = min((run.at, run.event_id) for run in counted)
+    if (
+        previous is not None
+        and not previous.failures
+        and all(run.verdict != FAILED for run in counted)
+        and (previous.last is None or first > previous.last)
+    ):
+        return None
+    return first, max((run.at, run.event_id) for run in counted)
 
 
 SELECT_STORED_EVENTS = text(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from remem.procedures import promote
+from remem.db.driver import Driver
+from remem.procedures import evidence, journal, promote
 from tests.integration.conftest import World
 
 TEST = "make test"
@@ -57,3 +59,57 @@ def test_the_cycle_collector_never_runs_while_a_window_holds_the_write_lock(
     assert collections["outside"] > 0  # it ran, between the transactions
     assert collections["inside"] == 0
     assert gc.isenabled()
+
+
+def _statements_under_the_lock(world: World, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL each window ran while it held the write lock (spied, not replaced)."""
+    holding, ran = [False], []
+    apply, execute = promote.apply, Driver.execute
+
+    def applying(*args: Any) -> Any:
+        holding[0] = True
+        try:
+            return apply(*args)
+        finally:
+            holding[0] = False
+
+    def executing(self: Driver, statement: Any, *args: Any) -> Any:
+        if holding[0]:
+            ran.append(str(statement))
+        return execute(self, statement, *args)
+
+    monkeypatch.setattr(promote, "apply", applying)
+    monkeypatch.setattr(Driver, "execute", executing)
+    return ran
+
+
+def test_a_window_reads_its_procedure_s_evidence_and_streaks_before_the_lock(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for session in ("s1", "s2"):
+        world.edit("src/app.py", session=session)
+        world.post(TEST, session=session)
+    world.burst()
+    [(procedure_id, listed)] = world.procedures("id", "evidence_event_ids")
+    # A failure and the fix that closes it, in a session of its own.
+    world.post(TEST, 1, session="s3", output="FAILED tests/test_app.py::test_total")
+    world.edit("src/total.py", session="s3")
+    world.post(TEST, session="s3")
+    ran = _statements_under_the_lock(world, monkeypatch)
+    assert world.burst()["tasks_done"] == 1
+
+    assert ran  # the window's writes
+    prepared = {
+        str(evidence.LATEST_EVIDENCE),
+        str(evidence.SELECT_PROCEDURE_ID),
+        str(journal.FIRST_SUCCESS_AFTER),
+        str(journal.LAST_SUCCESS_BEFORE),
+    }
+    assert not prepared & set(ran)
+    assert not [sql for sql in ran if "AS run, e.files" in sql]  # the files before each run
+    # What was read before the lock is what the procedure and the lesson show.
+    [(same_id, now_listed, files)] = world.procedures("id", "evidence_event_ids", "files")
+    assert same_id == procedure_id and len(json.loads(now_listed)) == len(json.loads(listed)) + 1
+    assert sorted(json.loads(files)) == ["src/app.py", "src/total.py"]
+    [(fix_files,)] = world.execute("SELECT fix_files FROM lessons", {})
+    assert json.loads(fix_files) == ["src/total.py"]

@@ -1,0 +1,147 @@
+"""A procedure's newest evidence runs, and the files edited right before the newest of them.
+
+A procedure lists its newest verified runs and names the files most often edited right before
+them. A window's prepare reads both for the procedures of its groups as they stand before the
+window (`Evidence`), outside the write transaction; apply adds the window's own runs, whose
+files the window's events tell, and reads under the lock only what prepare could not: a
+procedure the window promotes, one that another writer changed meanwhile, or a window holding
+earlier events resolved late, whose runs may come between a stored run and its edits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import text
+
+from remem.db.driver import Driver
+from remem.procedures import lessons, policy
+
+FILES_FROM_LAST_RUNS = 10
+# The evidence ids a procedure row lists (its newest); every one is in procedure_evidence.
+EVIDENCE_LISTED = 20
+
+Run = tuple[float, int, int]  # (verified_at, event id, session id)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    procedure_id: int
+    newest: tuple[Run, ...]  # newest first, at most EVIDENCE_LISTED, whatever their age
+    edited: Mapping[int, frozenset[str]]  # event id -> the files edited right before it
+
+    def adding(self, runs: Iterable[Run], edited: Mapping[int, frozenset[str]]) -> Evidence:
+        """With a window's verified runs, and the files edited before them."""
+        newest = sorted({*self.newest, *runs}, reverse=True)[:EVIDENCE_LISTED]
+        return Evidence(self.procedure_id, tuple(newest), {**self.edited, **edited})
+
+    def latest(self, since: float) -> list[tuple[int, int]]:
+        """(event, session) of the newest runs from `since`, as `latest` reads them: those
+        past `since` are a prefix of the newest whatever their age."""
+        return [(event, session) for at, event, session in self.newest if at >= since]
+
+
+SELECT_PROCEDURE_ID = text(
+    "SELECT id FROM procedures WHERE project_id = :project_id AND scope = :scope "
+    "AND branch = :branch AND directory = :directory AND workflow_hash = :workflow_hash"
+)
+# The newest evidence runs of a procedure, from `since` (its fresh runs, or all of them): the
+# index on (procedure, time) read backwards, `n` rows of it.
+LATEST_EVIDENCE = text(
+    "SELECT e.verified_at, e.event_id, c.session_id FROM procedure_evidence e "
+    "JOIN captured_events c ON c.id = e.event_id WHERE e.procedure_id = :id "
+    "AND e.verified_at >= :since ORDER BY e.verified_at DESC, e.event_id DESC LIMIT :n"
+)
+
+
+def latest(connection: Driver, procedure_id: int, since: float) -> list[tuple[int, int]]:
+    """(event, session) of a procedure's newest evidence runs from `since`, newest first."""
+    params = {"id": procedure_id, "since": since, "n": EVIDENCE_LISTED}
+    return [(event, session) for _at, event, session in connection.execute(LATEST_EVIDENCE, params)]
+
+
+def read(connection: Driver, key: dict[str, Any], with_files: bool) -> Evidence | None:
+    """The evidence of the group's procedure (None when it has none), and when the window
+    brings it verified runs, the files edited before the newest runs that may stay listed."""
+    procedure_id = connection.execute(SELECT_PROCEDURE_ID, key).scalar()
+    if procedure_id is None:
+        return None
+    params = {"id": procedure_id, "since": float("-inf"), "n": EVIDENCE_LISTED}
+    newest = tuple(tuple(row) for row in connection.execute(LATEST_EVIDENCE, params))
+    runs = [(session, event) for _at, event, session in newest[:FILES_FROM_LAST_RUNS]]
+    edited = files_before(connection, runs) if with_files else {}
+    return Evidence(procedure_id, newest, edited)
+
+
+# The files edited right before one run: in its own session, after the session's previous run
+# of any workflow (verified, failed or unverified), up to the run itself. An edit the agent made
+# before running something else belongs to that other run, not to every later one.
+_PREVIOUS_RUN = (
+    "SELECT p.id FROM captured_events p WHERE p.session_id = :s{i} AND p.id < :run{i} "
+    "AND p.kind = 'command' AND (EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = p.id) "
+    "OR EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = p.id) "
+    "OR EXISTS (SELECT 1 FROM unverified_runs u WHERE u.event_id = p.id)) "
+    "ORDER BY p.id DESC LIMIT 1"
+)
+_EDITED_BEFORE_RUN = (
+    "SELECT {i} AS run, e.files FROM captured_events e WHERE e.session_id = :s{i} "
+    "AND e.id <= :run{i} AND e.files IS NOT NULL "
+    f"AND e.id > COALESCE(({_PREVIOUS_RUN}), 0)"
+)
+
+
+@lru_cache(maxsize=FILES_FROM_LAST_RUNS)
+def _edited_before_runs(count: int) -> Any:
+    """One statement for `count` runs, one index range per run."""
+    return text(" UNION ALL ".join(_EDITED_BEFORE_RUN.format(i=i) for i in range(count)))
+
+
+def files_before(connection: Driver, runs: Sequence[tuple[int, int]]) -> dict[int, frozenset[str]]:
+    """Event id -> the files edited right before it, for runs given as (session, event)."""
+    if not runs:
+        return {}
+    params: dict[str, Any] = {}
+    for i, (session_id, event_id) in enumerate(runs):
+        params.update({f"s{i}": session_id, f"run{i}": event_id})
+    found: dict[int, set[str]] = {event_id: set() for _session, event_id in runs}
+    for i, encoded in connection.execute(_edited_before_runs(len(runs)), params).all():
+        found[runs[i][1]].update(json.loads(encoded))
+    return {event_id: frozenset(names) for event_id, names in found.items()}
+
+
+def files_in_window(
+    connection: Driver,
+    session_id: int,
+    events: Iterable[tuple[int, str | None]],
+    runs: Collection[int],
+    verified: Collection[int],
+) -> dict[int, frozenset[str]]:
+    """The files edited right before each verified run of a window, from the window's events
+    (id and files, in order: every event of its session in a range of ids); `runs` are the
+    events with runs of any verdict. The window's first run follows a run before the window:
+    its files are read, as its own runs are not stored yet."""
+    edited: dict[int, frozenset[str]] = {}
+    names: set[str] = set()
+    previous = None
+    for event_id, files in events:
+        if files is not None:
+            names.update(json.loads(files))
+        if event_id not in runs:
+            continue
+        if event_id in verified:
+            if previous is None:
+                edited.update(files_before(connection, [(session_id, event_id)]))
+            else:
+                edited[event_id] = frozenset(names)
+        previous, names = event_id, set()
+    return edited
+
+
+def rank(edited: Iterable[frozenset[str]]) -> tuple[list[str], int]:
+    """The files most often edited right before the runs (each run's set of files): at most
+    5, and how many more."""
+    return policy.rank_files(lessons.in_project(sorted(names)) for names in edited)
