@@ -399,9 +399,15 @@ EARLIER = (
     "windows prepared ahead and read again under the write lock when they collide (commit "
     "5ae37c8), measured at 00:21 on 2026-12-01: burst 17,324 events/s (16,862–17,538), 13.3× "
     "raw inserts, write lock p99 with hooks firing 13.7 ms, longest maintenance transaction "
-    "17.0 ms; run back to back with this version at 05:13 (`bench/pipeline.py --runs 2` in a "
+    "17.0 ms; run back to back with commit cf5748a at 05:13 (`bench/pipeline.py --runs 2` in a "
     "checkout of each), when raw inserts took 0.65–0.76 s against 0.43 s at 00:21: 9,980 and "
-    "10,471 events/s against this version's 9,737 and 12,019",
+    "10,471 events/s against cf5748a's 9,737 and 12,019",
+    "windows caught up before the write lock, which still read their procedures' evidence, "
+    "its files and their streak region under it (commit 2d07084; its own `make bench` on "
+    "cf5748a at 05:42 on 2026-12-01, on a slower machine: 11,984 events/s): run back to back "
+    "with this version right after this version's `make bench` of 09:23 "
+    "(`bench/pipeline.py --runs 2` in a checkout of each): 17,166 and 16,445 events/s "
+    "against this version's 16,101 and 16,406",
     "CLI before the stdlib front door (every command imported click and SQLAlchemy), medians "
     "of 21 runs against a 21.3 ms bare start: `remem --help` 328 ms (15.4×), `remem context` "
     "373 ms (17.5×), `remem status` 380 ms (17.8×)",
