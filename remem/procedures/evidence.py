@@ -52,29 +52,50 @@ SELECT_PROCEDURE_ID = text(
 # The newest evidence runs of a procedure, from `since` (its fresh runs, or all of them): the
 # index on (procedure, time) read backwards, `n` rows of it.
 LATEST_EVIDENCE = text(
-    "SELECT e.verified_at, e.event_id, c.session_id FROM procedure_evidence e "
+    "SELECT e.verified_at, e.event_id, c.session_id, c.host FROM procedure_evidence e "
     "JOIN captured_events c ON c.id = e.event_id WHERE e.procedure_id = :id "
     "AND e.verified_at >= :since ORDER BY e.verified_at DESC, e.event_id DESC LIMIT :n"
+)
+# A Codex command whose outcome its rollout holds only later becomes a run then, between the
+# session's runs before it and after it (for a day: promote.LATE_RESOLUTION_S).
+FIRST_UNSETTLED = text(
+    "SELECT min(id) FROM captured_events WHERE session_id = :session_id AND host = 'codex' "
+    "AND kind = 'command' AND outcome = 'unknown'"
 )
 
 
 def latest(connection: Driver, procedure_id: int, since: float) -> list[tuple[int, int]]:
     """(event, session) of a procedure's newest evidence runs from `since`, newest first."""
     params = {"id": procedure_id, "since": since, "n": EVIDENCE_LISTED}
-    return [(event, session) for _at, event, session in connection.execute(LATEST_EVIDENCE, params)]
+    rows = connection.execute(LATEST_EVIDENCE, params)
+    return [(event, session) for _at, event, session, _host in rows]
 
 
 def read(connection: Driver, key: dict[str, Any], with_files: bool) -> Evidence | None:
     """The evidence of the group's procedure (None when it has none), and when the window
-    brings it verified runs, the files edited before the newest runs that may stay listed."""
+    brings it verified runs, the files edited before the newest runs that may stay listed.
+    Those before which a run may yet be stored (after a Codex command whose outcome is
+    unknown) are left to be read under the write lock."""
     procedure_id = connection.execute(SELECT_PROCEDURE_ID, key).scalar()
     if procedure_id is None:
         return None
     params = {"id": procedure_id, "since": float("-inf"), "n": EVIDENCE_LISTED}
-    newest = tuple(tuple(row) for row in connection.execute(LATEST_EVIDENCE, params))
-    runs = [(session, event) for _at, event, session in newest[:FILES_FROM_LAST_RUNS]]
-    edited = files_before(connection, runs) if with_files else {}
-    return Evidence(procedure_id, newest, edited)
+    rows = connection.execute(LATEST_EVIDENCE, params).all()
+    newest = tuple((at, event, session) for at, event, session, _host in rows)
+    if not with_files:
+        return Evidence(procedure_id, newest, {})
+    listed = rows[:FILES_FROM_LAST_RUNS]
+    unsettled = {
+        session: connection.execute(FIRST_UNSETTLED, {"session_id": session}).scalar()
+        for _at, _event, session, host in listed
+        if host == "codex"
+    }
+    runs = [
+        (session, event)
+        for _at, event, session, _host in listed
+        if unsettled.get(session) is None or unsettled[session] > event
+    ]
+    return Evidence(procedure_id, newest, files_before(connection, runs))
 
 
 # The files edited right before one run: in its own session, after the session's previous run

@@ -322,7 +322,8 @@ def _evidence(
 ) -> tuple[dict[Group, Evidence], dict[int, frozenset[str]]]:
     """The evidence of the groups' procedures before the window, and the files edited before
     its verified runs. A window with late events has none: its runs come between stored runs
-    and the edits before them."""
+    and the edits before them (evidence.read leaves out the stored runs a late run may yet
+    precede)."""
     if window.late or not window.events:
         return {}, {}
     verified = {
@@ -339,6 +340,8 @@ def _evidence(
             found[group] = known
     if not verified:
         return found, {}
+    # A Codex call of the session that maintenance resolves meanwhile comes with the window's
+    # own calls, resolved as well then: their runs are stored by then and the window adds none.
     events = ((event.id, event.files) for event in window.events)
     session_id = window.events[0].session_id
     edited = evidence.files_in_window(connection, session_id, events, window.steps, verified)

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from remem.procedures.promote import resolve_late
 from remem.status import collect_status
 from tests.conftest import load_fixture
 from tests.integration.conftest import DAY, World
+from workers.handlers import PromoteHandler
 
 
 def codex_call(world: World, rollout: Path, call_id: str, command: str) -> None:
@@ -20,6 +22,20 @@ def codex_call(world: World, rollout: Path, call_id: str, command: str) -> None:
         tool_use_id=call_id,
         tool_input={"command": command},
         tool_response="",
+    )
+    world.post_payload(payload, "codex")
+
+
+def codex_patch(world: World, rollout: Path, call_id: str, path: str) -> None:
+    payload: dict[str, Any] = load_fixture("codex/post_tool_use_bash.json")
+    patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n-a\n+b\n*** End Patch\n"
+    payload.update(
+        cwd="/p/shop",
+        transcript_path=str(rollout),
+        tool_use_id=call_id,
+        tool_name="apply_patch",
+        tool_input={"input": patch},
+        tool_response="Success",
     )
     world.post_payload(payload, "codex")
 
@@ -94,3 +110,60 @@ def test_a_call_never_resolved_within_a_day_is_counted(world: World, tmp_path: P
     assert outcomes(world) == {"call_a": "unknown"}
     status = collect_status(world.settings, world.now)
     assert status["unresolved_codex_events"] == 1
+
+
+def test_a_call_resolved_after_a_window_was_prepared_takes_its_edits_from_the_run_after_it(
+    world: World, tmp_path: Path
+) -> None:
+    """The files edited before a procedure's evidence runs, which a window's prepare reads, are
+    read again under the lock when a run may yet come before them: here `make lint`, resolved
+    by maintenance after the window was prepared, takes the edit the pass after it had."""
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.touch()
+    codex_patch(world, rollout, "call_patch", "src/a.py")
+    codex_call(world, rollout, "call_lint", "make lint")
+    codex_call(world, rollout, "call_test", "make test")
+    end(rollout, "call_test", 0)
+    world.edit("src/b.py", session="s2", branch=None)
+    world.post("make test", session="s2", branch=None)
+    world.burst()
+    assert world.procedures("command", "files") == [("make test", '["src/a.py", "src/b.py"]')]
+
+    world.now += 60
+    world.edit("src/c.py", session="s3", branch=None)
+    world.post("make test", session="s3", branch=None)
+    task = world.worker.claim()
+    assert task is not None
+    prepared = PromoteHandler().prepare(world.engine, task, world.settings)
+    end(rollout, "call_lint", 0)
+    assert resolve_late(world.engine, world.settings, world.now)["resolved_late"] == 1
+    world.worker.run_task(task, prepared)
+
+    assert world.procedures("command", "files") == [("make test", '["src/b.py", "src/c.py"]')]
+
+
+def test_calls_of_a_window_resolved_after_its_prepare_count_once_without_its_files(
+    world: World, tmp_path: Path
+) -> None:
+    """Within the window's session: maintenance, resolving a call after the window's prepare,
+    resolves the window's own pass with it, so the window adds no run with the files its
+    prepare found before the pass (`make lint` ran after that edit)."""
+    for session in ("s1", "s2"):
+        world.post("make test", session=session, branch=None)
+    world.burst()
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.touch()
+    world.now += 60
+    codex_patch(world, rollout, "call_patch", "src/a.py")
+    codex_call(world, rollout, "call_lint", "make lint")
+    codex_call(world, rollout, "call_test", "make test")
+    end(rollout, "call_test", 0)
+    task = world.worker.claim()
+    assert task is not None
+    prepared = PromoteHandler().prepare(world.engine, task, world.settings)
+    end(rollout, "call_lint", 0)
+    # Both calls: the pass, which the window resolved, is not stored yet.
+    assert resolve_late(world.engine, world.settings, world.now)["resolved_late"] == 2
+    world.worker.run_task(task, prepared)
+
+    assert world.procedures("command", "files", "verified_runs") == [("make test", "[]", 3)]
