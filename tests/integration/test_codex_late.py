@@ -112,6 +112,18 @@ def test_a_call_never_resolved_within_a_day_is_counted(world: World, tmp_path: P
     assert status["unresolved_codex_events"] == 1
 
 
+def _apply_while_lint_resolves(world: World, rollout: Path) -> int:
+    """Prepare the next window, let maintenance resolve `make lint` (call_lint) before it is
+    applied, then apply it; how many calls maintenance resolved."""
+    task = world.worker.claim()
+    assert task is not None
+    prepared = PromoteHandler().prepare(world.engine, task, world.settings)
+    end(rollout, "call_lint", 0)
+    resolved = resolve_late(world.engine, world.settings, world.now)["resolved_late"]
+    world.worker.run_task(task, prepared)
+    return resolved
+
+
 def test_a_call_resolved_after_a_window_was_prepared_takes_its_edits_from_the_run_after_it(
     world: World, tmp_path: Path
 ) -> None:
@@ -132,12 +144,7 @@ def test_a_call_resolved_after_a_window_was_prepared_takes_its_edits_from_the_ru
     world.now += 60
     world.edit("src/c.py", session="s3", branch=None)
     world.post("make test", session="s3", branch=None)
-    task = world.worker.claim()
-    assert task is not None
-    prepared = PromoteHandler().prepare(world.engine, task, world.settings)
-    end(rollout, "call_lint", 0)
-    assert resolve_late(world.engine, world.settings, world.now)["resolved_late"] == 1
-    world.worker.run_task(task, prepared)
+    assert _apply_while_lint_resolves(world, rollout) == 1
 
     assert world.procedures("command", "files") == [("make test", '["src/b.py", "src/c.py"]')]
 
@@ -158,12 +165,7 @@ def test_calls_of_a_window_resolved_after_its_prepare_count_once_without_its_fil
     codex_call(world, rollout, "call_lint", "make lint")
     codex_call(world, rollout, "call_test", "make test")
     end(rollout, "call_test", 0)
-    task = world.worker.claim()
-    assert task is not None
-    prepared = PromoteHandler().prepare(world.engine, task, world.settings)
-    end(rollout, "call_lint", 0)
     # Both calls: the pass, which the window resolved, is not stored yet.
-    assert resolve_late(world.engine, world.settings, world.now)["resolved_late"] == 2
-    world.worker.run_task(task, prepared)
+    assert _apply_while_lint_resolves(world, rollout) == 2
 
     assert world.procedures("command", "files", "verified_runs") == [("make test", "[]", 3)]
