@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Engine
 
 from remem.config import Settings
 from remem.procedures import promote
+from remem.procedures.window import Window
 from remem.queue.store import ClaimedTask
 
 
@@ -47,24 +48,24 @@ class PreparesAhead(Handler, Protocol):
 
 
 class PromoteHandler:
-    def prepare(self, engine: Engine, task: ClaimedTask, settings: Settings) -> promote.Window:
+    def prepare(self, engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
         return promote.prepare(engine, task, settings)
 
     def catch_up(
         self,
         engine: Engine,
         task: ClaimedTask,
-        prepared: promote.Window,
+        prepared: Window,
         settings: Settings,
-        since: Sequence[promote.Window | None],
-    ) -> promote.Window:
+        since: Sequence[Window | None],
+    ) -> Window:
         return promote.catch_up(engine, prepared, settings, since)
 
     def apply(
         self,
         connection: Connection,
         task: ClaimedTask,
-        prepared: promote.Window,
+        prepared: Window,
         settings: Settings,
         now: float,
     ) -> Counter[str]:

@@ -57,7 +57,7 @@ LATEST_EVIDENCE = text(
     "AND e.verified_at >= :since ORDER BY e.verified_at DESC, e.event_id DESC LIMIT :n"
 )
 # A Codex command whose outcome its rollout holds only later becomes a run then, between the
-# session's runs before it and after it (for a day: promote.LATE_RESOLUTION_S).
+# session's runs before it and after it (for a day: window.LATE_RESOLUTION_S).
 FIRST_UNSETTLED = text(
     "SELECT min(id) FROM captured_events WHERE session_id = :session_id AND host = 'codex' "
     "AND kind = 'command' AND outcome = 'unknown'"

@@ -15,7 +15,9 @@ from sqlalchemy import text
 
 from remem.db.driver import Driver
 from remem.procedures import promote, tallies
+from remem.procedures import window as window_of
 from remem.procedures.groups import Group
+from remem.procedures.reads import read_window
 from remem.procedures.tally import Tally
 from tests.conftest import Home, wait_for
 from tests.integration.conftest import World
@@ -139,7 +141,7 @@ def test_a_burst_whose_windows_keep_colliding_prepares_them_in_turn(
         _sessions(each, count)
     catch_up = promote.catch_up
 
-    def moved_meanwhile(engine: Any, window: promote.Window, *args: Any) -> promote.Window:
+    def moved_meanwhile(engine: Any, window: window_of.Window, *args: Any) -> window_of.Window:
         with engine.begin() as connection:
             connection.execute(text("UPDATE group_states SET version = version + 1"))
         return catch_up(engine, window, *args)
@@ -292,32 +294,32 @@ def test_the_preparer_is_remems_whatever_the_current_directory_holds(
     assert _drain_ahead(world)["windows_prepared_ahead"] == 3
 
 
-def _stored_events(world: World) -> list[promote.WindowEvent]:
+def _stored_events(world: World) -> list[window_of.WindowEvent]:
     with world.engine.connect() as sa_connection:
         params = {"session_id": 1, "cursor": 0, "watermark": 2**62}
-        rows = Driver(sa_connection).execute(promote.SELECT_WINDOW, params).all()
-    return [promote._event(row) for row in rows]
+        rows = Driver(sa_connection).execute(window_of.SELECT_WINDOW, params).all()
+    return [window_of.event_of(row) for row in rows]
 
 
 def _window_of(
-    world: World, events: list[promote.WindowEvent], late: tuple[promote.WindowEvent, ...] = ()
-) -> promote.Window:
+    world: World, events: list[window_of.WindowEvent], late: tuple[window_of.WindowEvent, ...] = ()
+) -> window_of.Window:
     """A window as prepare builds it, with `late` standing for Codex events resolved now."""
     steps = {}
     for found in (*events, *late):
-        runs = promote._classify(found, world.settings)
+        runs = window_of._classify(found, world.settings)
         if runs:
             steps[found.id] = runs
-    return promote.Window(tuple(events), {}, steps, late)
+    return window_of.Window(tuple(events), {}, steps, late)
 
 
-def _prepared(world: World, window: promote.Window) -> promote.Window:
+def _prepared(world: World, window: window_of.Window) -> window_of.Window:
     with world.engine.connect() as sa_connection:
-        reads = promote.read_window(Driver(sa_connection), window, world.settings)
-    return replace(window, reads=reads)
+        found = read_window(Driver(sa_connection), window, world.settings)
+    return replace(window, reads=found)
 
 
-def _apply(world: World, window: promote.Window) -> Any:
+def _apply(world: World, window: window_of.Window) -> Any:
     with world.engine.begin() as sa_connection:
         return promote.apply(sa_connection, window, world.settings, world.now)
 

@@ -1,0 +1,289 @@
+"""What applying a window needs from the database, read by its prepare outside the write
+transaction: its runs as rows and as runs of their groups, the groups' tallies, their
+procedures' newest evidence and the files edited before it, and the region of streaks the
+window may change.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, text
+
+from remem.config import Settings
+from remem.db.driver import Driver
+from remem.procedures import evidence, journal, policy, tallies
+from remem.procedures.evidence import Evidence
+from remem.procedures.groups import BRANCH, Group
+from remem.procedures.rollout import Resolution
+from remem.procedures.steps import FAILED, UNVERIFIED, VERIFIED, StepRun
+from remem.procedures.tally import GroupRun, Tally
+from remem.procedures.window import Window, WindowEvent
+
+
+@dataclass(frozen=True)
+class Reads:
+    """A window's runs as rows to insert and as runs of their groups, the groups' stored
+    tallies, and for a group that has not qualified the stored verified runs near the new
+    ones. A window prepared ahead is caught up before the lock (catch_up); apply checks under
+    it that no other writer moved these groups since and reads the window again if one did
+    (another worker, maintenance). Each tally is written back guarded by the version read:
+    one moved after that check (PostgreSQL's writers overlap) is derived again from every run,
+    under the group's lock."""
+
+    rows: dict[str, list[dict[str, Any]]]  # verdict -> the rows of its table (INSERT_RUN)
+    runs: dict[Group, list[GroupRun]]  # branch groups, then project groups
+    stored: dict[Group, tallies.Stored | None]
+    nearby: dict[Group, list[policy.Run]]
+    sessions: dict[Group, dict[int, float]]  # the stored latest run of the window's sessions
+    # For a verified run that may close a failure streak (the first of its session's runs of
+    # the group in the window, or the first after a failure): the files edited since that
+    # session's run of the group before it. A lesson's fix files, read here once.
+    fixes: dict[Group, dict[int, list[str]]]
+    # The procedures of these groups as they stood before the window (none when the window
+    # holds late events), and the files edited right before each of its verified runs.
+    evidence: dict[Group, Evidence]
+    edited: dict[int, frozenset[str]]
+    # A branch group's region of streaks the window may change: from its last success before
+    # the window's runs to its first success after them (journal.region).
+    regions: dict[Group, journal.Region]
+
+
+_RUN_COLUMNS = (
+    "event_id, step, project_id, branch, directory, workflow, workflow_hash, command, masked, "
+    "session_id, host"
+)
+_RUN_VALUES = (
+    ":event_id, :step, :project_id, :branch, :directory, :workflow, :workflow_hash, :command, "
+    ":masked, :session_id, :host"
+)
+INSERT_VERIFICATION = text(
+    f"INSERT INTO verifications ({_RUN_COLUMNS}, verified_at) VALUES ({_RUN_VALUES}, :at) "
+    "ON CONFLICT (event_id, step) DO NOTHING"
+)
+INSERT_UNVERIFIED = text(
+    f"INSERT INTO unverified_runs ({_RUN_COLUMNS}, ran_at) VALUES ({_RUN_VALUES}, :at) "
+    "ON CONFLICT (event_id, step) DO NOTHING"
+)
+INSERT_ATTEMPT = text(
+    f"INSERT INTO attempts ({_RUN_COLUMNS}, exit_code, error_excerpt, salient_error, failed_at, "
+    f"files, change_hash) VALUES ({_RUN_VALUES}, :exit_code, :error_excerpt, :salient_error, "
+    ":at, :files, :change_hash) ON CONFLICT (event_id, step) DO NOTHING"
+)
+# A run's verdict -> the table its row goes in, in the order they are written.
+INSERT_RUN = {VERIFIED: INSERT_VERIFICATION, FAILED: INSERT_ATTEMPT, UNVERIFIED: INSERT_UNVERIFIED}
+
+
+def read_window(connection: Driver, window: Window, settings: Settings) -> Reads:
+    """Everything apply reads, read once (prepare calls it outside the write transaction)."""
+    batch = _Batch(connection, window.events)
+    found: dict[Group, list[GroupRun]] = {}
+    for event in window.events + window.late:
+        resolution = window.resolutions.get(event.id)
+        for run in window.steps.get(event.id, ()):
+            group, group_run = _record(batch, event, run, resolution)
+            found.setdefault(group, []).append(group_run)
+    # A window applied again (its runs are stored) counts nothing twice.
+    stored = _stored_events(connection, {r.event_id for runs in found.values() for r in runs})
+    runs = {g: [r for r in rs if r.event_id not in stored] for g, rs in sorted_groups(found)}
+    projects: dict[Group, list[GroupRun]] = {}
+    for group, group_runs in runs.items():
+        projects.setdefault(group.project_wide(), []).extend(group_runs)
+    runs.update(sorted_groups(projects))
+    tallies_found = tallies.load_many(connection, runs)
+    max_age_s = settings.max_age_s
+    nearby = {
+        group: tallies.nearby(connection, group, runs[group], max_age_s)
+        for group, found_tally in tallies_found.items()
+        if found_tally is not None and _may_qualify(group, found_tally.tally, runs[group])
+    }
+    sessions = {
+        group: tallies.known_sessions(connection, tallies_found[group], group_runs)
+        for group, group_runs in runs.items()
+    }
+    found_evidence, edited = _evidence(connection, window, runs)
+    regions = {}
+    for group, group_runs in runs.items():
+        stored_tally = tallies_found[group]
+        span = streak_span(stored_tally.tally if stored_tally else None, group_runs)
+        if group.scope == BRANCH and span is not None:
+            regions[group] = journal.region(connection, group.params(), *span)
+    return Reads(
+        batch.rows,
+        runs,
+        tallies_found,
+        nearby,
+        sessions,
+        batch.fixes,
+        found_evidence,
+        edited,
+        regions,
+    )
+
+
+def _evidence(
+    connection: Driver, window: Window, runs: dict[Group, list[GroupRun]]
+) -> tuple[dict[Group, Evidence], dict[int, frozenset[str]]]:
+    """The evidence of the groups' procedures before the window, and the files edited before
+    its verified runs. A window with late events has none: its runs come between stored runs
+    and the edits before them (evidence.read leaves out the stored runs a late run may yet
+    precede)."""
+    if window.late or not window.events:
+        return {}, {}
+    verified = {
+        run.event_id
+        for group_runs in runs.values()
+        for run in group_runs
+        if run.verdict == VERIFIED
+    }
+    found = {}
+    for group, group_runs in runs.items():
+        with_files = any(run.verdict == VERIFIED for run in group_runs)
+        known = evidence.read(connection, group.key(), with_files)
+        if known is not None:
+            found[group] = known
+    if not verified:
+        return found, {}
+    # A Codex call of the session that maintenance resolves meanwhile comes with the window's
+    # own calls, resolved as well then: their runs are stored by then and the window adds none.
+    events = ((event.id, event.files) for event in window.events)
+    session_id = window.events[0].session_id
+    edited = evidence.files_in_window(connection, session_id, events, window.steps, verified)
+    return found, edited
+
+
+def sorted_groups(found: dict[Group, list[GroupRun]]) -> list[tuple[Group, list[GroupRun]]]:
+    return sorted(found.items(), key=lambda item: item[0].sort_key())
+
+
+def _may_qualify(group: Group, tally: Tally, runs: list[GroupRun]) -> bool:
+    """Whether the window's runs may qualify a group that has not qualified: they must hold a
+    verified run, and a project group runs on two named branches."""
+    if tally.qualified or not any(run.verdict == VERIFIED for run in runs):
+        return False
+    branches = {*tally.all_branches, *(run.branch for run in runs if run.branch)}
+    return group.min_branches() == 1 or len(branches) >= group.min_branches()
+
+
+def streak_span(
+    previous: Tally | None, runs: list[GroupRun]
+) -> tuple[journal.Key, journal.Key] | None:
+    """The earliest and latest of the runs whose streaks may change, given the group's tally
+    before them (None when unknown); None when none can: no open streak, no failure, no run
+    inside a closed streak."""
+    counted = [run for run in runs if run.verdict != UNVERIFIED]
+    if not counted:
+        return None
+    first = min((run.at, run.event_id) for run in counted)
+    if (
+        previous is not None
+        and not previous.failures
+        and all(run.verdict != FAILED for run in counted)
+        and (previous.last is None or first > previous.last)
+    ):
+        return None
+    return first, max((run.at, run.event_id) for run in counted)
+
+
+SELECT_STORED_EVENTS = text(
+    "SELECT event_id FROM verifications WHERE event_id IN :ids UNION "
+    "SELECT event_id FROM attempts WHERE event_id IN :ids UNION "
+    "SELECT event_id FROM unverified_runs WHERE event_id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+
+
+def _stored_events(connection: Driver, event_ids: set[int]) -> set[int]:
+    if not event_ids:
+        return set()
+    return set(connection.execute(SELECT_STORED_EVENTS, {"ids": sorted(event_ids)}).scalars())
+
+
+class _Batch:
+    """Runs are written many rows to a statement. An attempt's journal needs the edits since
+    the session's previous run of its workflow: a run earlier in this window is remembered
+    here, with the edits between read from the window's own events; one before the window is
+    looked up in what is already stored."""
+
+    def __init__(self, connection: Driver, events: tuple[WindowEvent, ...]) -> None:
+        self.connection = connection
+        self.rows: dict[str, list[dict[str, Any]]] = {verdict: [] for verdict in INSERT_RUN}
+        self.last_run: dict[tuple[Group, int], tuple[int, str]] = {}  # event id, verdict
+        self.fixes: dict[Group, dict[int, list[str]]] = {}
+        # The window is every event of its session in a range of ids, in order.
+        self.ids = [event.id for event in events]
+        self.edits = [
+            (event.files, event.change_hash) if event.kind == "edit" else None for event in events
+        ]
+
+    def add(self, verdict: str, params: dict[str, Any]) -> None:
+        self.rows[verdict].append(params)
+
+    def edits_between(
+        self, group: Group, session_id: int, previous: int | None, event_id: int
+    ) -> tuple[list[str], str | None]:
+        ids = self.ids
+        if previous is not None and ids and ids[0] <= previous < event_id <= ids[-1]:
+            start, end = bisect_right(ids, previous), bisect_left(ids, event_id)
+            return journal.edits_from([edit for edit in self.edits[start:end] if edit])
+        return journal.edits_before(self.connection, group.params(), session_id, event_id, previous)
+
+
+def _record(
+    batch: _Batch, event: WindowEvent, run: StepRun, resolution: Resolution | None
+) -> tuple[Group, GroupRun]:
+    group = Group(
+        event.project_id,
+        BRANCH,
+        event.branch or "",
+        run.directory,
+        run.workflow,
+        run.workflow_hash,
+        event.root,
+    )
+    params: dict[str, Any] = {
+        **group.params(),
+        "event_id": event.id,
+        "step": run.step,
+        "workflow": run.workflow,
+        "command": run.command,
+        "masked": int(run.masked),
+        "session_id": event.session_id,
+        "host": event.host,
+        "at": event.event_at,
+    }
+    group_run = GroupRun(
+        event.id,
+        event.session_id,
+        event.event_at,
+        run.verdict,
+        group.branch,
+        run.command,
+        run.masked,
+    )
+    if run.verdict == UNVERIFIED:
+        batch.add(UNVERIFIED, params)
+        return group, group_run
+    last = batch.last_run.get((group, event.session_id))
+    batch.last_run[(group, event.session_id)] = (event.id, run.verdict)
+    previous = last[0] if last else None
+    if run.verdict == VERIFIED:
+        batch.add(VERIFIED, params)
+        # It may close a streak: its lesson's fix files. A late event comes after the window's
+        # own, whose runs are later: its previous run is for the journal to find.
+        if last is None or (last[1] == FAILED and last[0] < event.id):
+            files, _hash = batch.edits_between(group, event.session_id, previous, event.id)
+            batch.fixes.setdefault(group, {})[event.id] = files
+        return group, group_run
+    files, change_hash = batch.edits_between(group, event.session_id, previous, event.id)
+    params.update(
+        exit_code=resolution.exit_code if resolution else event.exit_code,
+        error_excerpt=event.error_excerpt or (resolution.excerpt if resolution else None),
+        salient_error=run.salient_error,
+        files=json.dumps(files) if files else None,
+        change_hash=change_hash,
+    )
+    batch.add(FAILED, params)
+    return group, group_run
