@@ -185,7 +185,7 @@ def _values(
         if known is not None and all(event in known.edited for event, _session in newest):
             edited = [known.edited[event] for event, _session in newest]
         else:
-            runs = sorted(((session, event) for event, session in newest), key=lambda r: r[1])
+            runs = [(session, event) for event, session in newest]
             edited = list(evidence.files_before(connection, runs).values())
         files, files_more = evidence.rank(edited)
     root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()

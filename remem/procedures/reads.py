@@ -107,9 +107,11 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
     found_evidence, edited = _evidence(connection, window, runs)
     regions = {}
     for group, group_runs in runs.items():
+        if group.scope != BRANCH:
+            continue  # a project group keeps no journal
         stored_tally = tallies_found[group]
         span = streak_span(stored_tally.tally if stored_tally else None, group_runs)
-        if group.scope == BRANCH and span is not None:
+        if span is not None:
             regions[group] = journal.region(connection, group.params(), *span)
     return Reads(
         batch.rows,
@@ -133,20 +135,15 @@ def _evidence(
     precede)."""
     if window.late or not window.events:
         return {}, {}
-    verified = {
-        run.event_id
-        for group_runs in runs.values()
-        for run in group_runs
-        if run.verdict == VERIFIED
-    }
-    found = {}
+    found, verified = {}, set()
     for group, group_runs in runs.items():
-        with_files = any(run.verdict == VERIFIED for run in group_runs)
-        known = evidence.read(connection, group.key(), with_files)
+        runs_verified = {run.event_id for run in group_runs if run.verdict == VERIFIED}
+        known = evidence.read(connection, group.key(), bool(runs_verified))
         if known is not None:
             found[group] = known
+            verified |= runs_verified
     if not verified:
-        return found, {}
+        return found, {}  # no procedure gains a run here
     # A Codex call of the session that maintenance resolves meanwhile comes with the window's
     # own calls, resolved as well then: their runs are stored by then and the window adds none.
     events = ((event.id, event.files) for event in window.events)
