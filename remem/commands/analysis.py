@@ -1,25 +1,29 @@
 """A captured command as a bash program: its steps, each step's workflow, directory and whether
 its exit status is masked (DESIGN.md §5).
 
-The command is parsed once with tree-sitter's bash grammar. tree-sitter-bash nests `&&` lists
-inside pipelines (`a && b | c` comes back as `(a && b) | c`) and hangs the rest of a heredoc's
-line inside the heredoc, so the tree is first flattened into units and operators in source
-order, and bash's own precedence (`|` binds tighter than `&&`/`||`, which bind tighter than `;`)
-is applied to that sequence. The original text is never rewritten: a step's `text` is a slice of
-the command as it was run, heredoc bodies included.
+The command is parsed once (remem/commands/syntax.py). The original text is never rewritten: a
+step's `text` is a slice of the command as it was run, heredoc bodies included.
 """
 
 from __future__ import annotations
 
 import functools
 import posixpath
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from remem.commands.syntax import (
+    AndOr,
+    Pipeline,
+    Unit,
+    heredoc_bodies,
+    parse,
+    text_of,
+    unit_words,
+    unit_workflow,
+)
 
 UNKNOWN_DIRECTORY = "?"
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 # Commands that only shape the output of the command before them in a pipeline: when they end a
 # pipeline without `set -o pipefail`, the pipeline's exit status is theirs, not the command's.
@@ -42,18 +46,6 @@ SHELL_SETUP = frozenset(
 MASKERS = frozenset({"true", ":", "echo", "printf"})
 # Prefixes that run the command that follows them; read-only judgement looks past them.
 WRAPPERS = frozenset({"env", "sudo", "nice", "nohup", "time", "command", "exec", "stdbuf"})
-_UNIT_TYPES = frozenset(
-    {
-        "command", "subshell", "compound_statement", "if_statement", "while_statement",
-        "for_statement", "c_style_for_statement", "case_statement", "function_definition",
-        "test_command", "declaration_command", "unset_command", "variable_assignment",
-        "variable_assignments", "negated_command",
-    }
-)  # fmt: skip
-_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
-_SEPARATORS = frozenset({";", "&", "\n", ";;"})
-_PIPES = frozenset({"|", "|&"})
-_LITERAL_ARGS = frozenset({"word", "number", "raw_string", "string", "concatenation"})
 
 
 @dataclass(frozen=True)
@@ -79,162 +71,7 @@ class Analysis:
         return tuple(step for step in self.steps if not step.read_only)
 
 
-@dataclass
-class _Unit:
-    node: Any
-    redirects: list[Any] = field(default_factory=list)
-    continuation_heredoc: bool = False
-
-    @property
-    def start(self) -> int:
-        return int(self.node.start_byte)
-
-    def line_end(self) -> int:
-        end = int(self.node.end_byte) if self.node.type != "heredoc_redirect" else self.start
-        for redirect in self.redirects:
-            end = max(end, _redirect_line_end(redirect))
-        return end
-
-    def heredoc_parts(self) -> list[Any]:
-        return [r for r in self.redirects if r.type == "heredoc_redirect"]
-
-
-def _redirect_line_end(redirect: Any) -> int:
-    if redirect.type != "heredoc_redirect":
-        return int(redirect.end_byte)
-    for child in redirect.children:
-        if child.type == "heredoc_start":
-            return int(child.end_byte)
-    return int(redirect.end_byte)
-
-
-def _text(node: Any) -> str:
-    return bytes(node.text).decode("utf-8", "surrogateescape")
-
-
-@functools.lru_cache(maxsize=1)
-def _parser() -> Any:
-    import tree_sitter
-    import tree_sitter_bash
-
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-
-
-# --- flattening the tree into units and operators, in source order ---------------------------
-
-
-def _flatten(node: Any, out: list[Any]) -> None:
-    kind = node.type
-    if kind in _UNIT_TYPES:
-        unit = _Unit(node)
-        unit.redirects.extend(c for c in node.children if c.type in _REDIRECTS)
-        out.append(unit)
-    elif kind == "redirected_statement":
-        for child in node.children:
-            if child.type in _REDIRECTS:
-                _attach(child, out)
-            elif child.is_named:
-                _flatten(child, out)
-    elif kind == "comment":
-        return
-    else:  # program, list, pipeline, and anything that only groups statements
-        previous_named = False
-        for child in node.children:
-            if not child.is_named:
-                if child.type in _SEPARATORS or child.type in _PIPES or child.type in ("&&", "||"):
-                    out.append(child.type)
-                previous_named = False
-                continue
-            if child.type == "comment":
-                continue
-            if previous_named and kind == "program":
-                out.append("\n")  # statements on separate lines
-            _flatten(child, out)
-            previous_named = True
-
-
-def _attach(redirect: Any, out: list[Any]) -> None:
-    """A redirection belongs to the unit before it. The grammar hangs the rest of a heredoc's
-    line inside the heredoc (`<<EOF > out && make`): its redirections are the unit's too, its
-    operators and commands follow in order."""
-    units = [item for item in out if isinstance(item, _Unit)]
-    if units:
-        units[-1].redirects.append(redirect)
-    if redirect.type != "heredoc_redirect":
-        return
-    for child in redirect.children:
-        if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end"):
-            continue
-        if child.type in _REDIRECTS and units:
-            units[-1].redirects.append(child)
-        elif not child.is_named:
-            if child.type in _SEPARATORS or child.type in _PIPES or child.type in ("&&", "||"):
-                out.append(child.type)
-        else:
-            _flatten(child, out)
-
-
-# --- bash precedence over the flattened sequence ---------------------------------------------
-
-
-@dataclass
-class _Pipeline:
-    units: list[_Unit]
-    pipes: list[str]
-
-
-@dataclass
-class _AndOr:
-    pipelines: list[_Pipeline]
-    ops: list[str]  # between pipelines: "&&" or "||"
-    background: bool = False
-
-
-def _structure(items: Sequence[Any]) -> list[_AndOr]:
-    lists: list[_AndOr] = []
-    current = _AndOr([_Pipeline([], [])], [])
-    for item in items:
-        if isinstance(item, _Unit):
-            current.pipelines[-1].units.append(item)
-        elif item in _PIPES:
-            current.pipelines[-1].pipes.append(item)
-        elif item in ("&&", "||"):
-            current.ops.append(item)
-            current.pipelines.append(_Pipeline([], []))
-        else:  # a separator ends the and-or list
-            current.background = item == "&"
-            lists.append(current)
-            current = _AndOr([_Pipeline([], [])], [])
-    lists.append(current)
-    cleaned = []
-    for and_or in lists:
-        pipelines = [p for p in and_or.pipelines if p.units]
-        if pipelines:
-            ops = and_or.ops[: len(pipelines) - 1]
-            cleaned.append(_AndOr(pipelines, ops, and_or.background))
-    return cleaned
-
-
 # --- reading units ---------------------------------------------------------------------------
-
-
-def _words(unit: _Unit) -> list[str]:
-    """A simple command's words after its variable assignments: ["env", "FOO=1", "make", ...]."""
-    if unit.node.type != "command":
-        return []
-    words = []
-    for child in unit.node.children:
-        if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
-            continue
-        if child.type == "command_name" or child.type in _LITERAL_ARGS or child.is_named:
-            words.append(_unquote(_text(child)))
-    return words
-
-
-def _unquote(word: str) -> str:
-    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
-        return word[1:-1]
-    return word
 
 
 def _program(words: Sequence[str]) -> tuple[str, list[str]]:
@@ -248,105 +85,18 @@ def _program(words: Sequence[str]) -> tuple[str, list[str]]:
     return (rest[0] if rest else ""), rest
 
 
-def _unit_name(unit: _Unit) -> str:
+def _unit_name(unit: Unit) -> str:
     kind = unit.node.type
     if kind == "declaration_command":
-        return _text(unit.node.children[0])
+        return text_of(unit.node.children[0])
     if kind in ("unset_command", "variable_assignment", "variable_assignments"):
         return "set"
     if kind == "command":
-        return _program(_words(unit))[0]
+        return _program(unit_words(unit))[0]
     return ""
 
 
-def _is_output_only(redirect: Any) -> bool:
-    """`2>&1`, `>&2`, `>/dev/null`, `&>/dev/null`: they change where output goes, not what runs."""
-    if redirect.type != "file_redirect":
-        return False
-    operator = next((c.type for c in redirect.children if not c.is_named), "")
-    destination = redirect.children[-1]
-    if operator in (">&", "<&"):
-        return destination.type == "number" or _text(destination) == "-"
-    return operator in (">", ">>", "&>", "&>>", ">|") and _text(destination) == "/dev/null"
-
-
-_PROTECTED = frozenset(
-    {
-        "word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation",
-        "command_substitution", "process_substitution", "expansion", "simple_expansion",
-        "arithmetic_expansion", "number", "heredoc_start",
-    }
-)  # fmt: skip
-
-
-def _unit_workflow(unit: _Unit, source: bytes) -> str:
-    """The unit's text without output-only redirections, whitespace runs between its tokens
-    made one space. Built from the source, not from the tree's tokens: the grammar drops some
-    (the `-` of `python3 - <<EOF`), and a workflow must still run."""
-    if unit.node.type != "command":
-        node = unit.node
-        return source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape").strip()
-    start, end = unit.start, unit.line_end()
-    cuts = [(int(r.start_byte), int(r.end_byte)) for r in unit.redirects if _is_output_only(r)]
-    protected: list[tuple[int, int]] = []
-    _protected_ranges(unit.node, protected)
-    for redirect in unit.redirects:
-        if not _is_output_only(redirect):
-            _protected_ranges(redirect, protected)
-    keep = bytearray()
-    position = start
-    for span_start, span_end in sorted(protected + cuts):
-        if span_start < position or span_start >= end:
-            continue
-        _append_gap(keep, source[position:span_start])
-        if (span_start, span_end) in cuts:
-            _append_gap(keep, b" ")
-        else:
-            keep += source[span_start:span_end]
-        position = span_end
-    _append_gap(keep, source[position:end])
-    return bytes(keep).decode("utf-8", "surrogateescape").strip()
-
-
-def _protected_ranges(node: Any, out: list[tuple[int, int]]) -> None:
-    if node.type in _PROTECTED:
-        out.append((int(node.start_byte), int(node.end_byte)))
-        return
-    for child in node.children:
-        # A heredoc's body comes after the line; what follows its delimiter is other tokens.
-        if node.type == "heredoc_redirect" and child.type != "heredoc_start":
-            continue
-        _protected_ranges(child, out)
-
-
-def _append_gap(keep: bytearray, gap: bytes) -> None:
-    """Text between tokens: whitespace and line continuations become one space."""
-    gap = gap.replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
-    for index, part in enumerate(gap.split()):
-        if index or gap[:1].isspace():
-            _space(keep)
-        keep += part
-    if gap[-1:].isspace():
-        _space(keep)
-
-
-def _space(keep: bytearray) -> None:
-    if keep and keep[-1:] != b" ":
-        keep += b" "
-
-
-def _heredoc_bodies(units: Iterable[_Unit], source: bytes) -> str:
-    bodies = []
-    for unit in units:
-        for redirect in unit.heredoc_parts():
-            pieces = [c for c in redirect.children if c.type in ("heredoc_body", "heredoc_end")]
-            if pieces:
-                start, end = int(pieces[0].start_byte), int(pieces[-1].end_byte)
-                bodies.append(source[start:end].decode("utf-8", "surrogateescape"))
-    return "".join("\n" + body for body in bodies)
-
-
-def _is_read_only(unit: _Unit, ignore: Sequence[tuple[str, ...]]) -> bool:
+def _is_read_only(unit: Unit, ignore: Sequence[tuple[str, ...]]) -> bool:
     kind = unit.node.type
     if kind in ("variable_assignment", "variable_assignments", "declaration_command"):
         return True
@@ -354,17 +104,17 @@ def _is_read_only(unit: _Unit, ignore: Sequence[tuple[str, ...]]) -> bool:
         return True
     if kind != "command":
         return False
-    name, argv = _program(_words(unit))
+    name, argv = _program(unit_words(unit))
     if not name:
-        return not _words(unit) or _words(unit)[0] in WRAPPERS  # a bare `env` prints
+        return not unit_words(unit) or unit_words(unit)[0] in WRAPPERS  # a bare `env` prints
     if name in SHELL_SETUP:
         return True
     return any(tuple(argv[: len(entry)]) == entry for entry in ignore)
 
 
-def _set_flags(unit: _Unit) -> tuple[bool | None, bool | None]:
+def _set_flags(unit: Unit) -> tuple[bool | None, bool | None]:
     """(pipefail, errexit) as a `set` unit changes them; None where it leaves one alone."""
-    words = _words(unit)
+    words = unit_words(unit)
     if not words or words[0] != "set":
         return None, None
     pipefail: bool | None = None
@@ -384,9 +134,9 @@ def _set_flags(unit: _Unit) -> tuple[bool | None, bool | None]:
     return pipefail, errexit
 
 
-def _chdir(unit: _Unit, current: str | None) -> str | None:
+def _chdir(unit: Unit, current: str | None) -> str | None:
     """Where a `cd`/`pushd` unit leaves the shell; "?" when its target is not a literal path."""
-    words = _words(unit)
+    words = unit_words(unit)
     if unit.node.type != "command" or not words or words[0] not in ("cd", "pushd", "popd"):
         return current
     args = [word for word in words[1:] if word != "--"]
@@ -409,25 +159,25 @@ def _chdir(unit: _Unit, current: str | None) -> str | None:
 
 @dataclass
 class _Draft:
-    pipeline: _Pipeline
+    pipeline: Pipeline
     and_or: int
     chdir: str | None
     pipefail: bool
     errexit: bool
     filtered: bool = False
-    core: list[_Unit] = field(default_factory=list)
+    core: list[Unit] = field(default_factory=list)
 
 
-def _fails_through(pipeline: _Pipeline) -> bool:
+def _fails_through(pipeline: Pipeline) -> bool:
     """`|| exit 1`, `|| false`: the command still fails when the step before did."""
-    words = _words(pipeline.units[0]) if len(pipeline.units) == 1 else []
+    words = unit_words(pipeline.units[0]) if len(pipeline.units) == 1 else []
     return words == ["false"] or (len(words) == 2 and words[0] == "exit" and words[1] != "0")
 
 
-def _is_masker(pipeline: _Pipeline) -> bool:
+def _is_masker(pipeline: Pipeline) -> bool:
     if len(pipeline.units) != 1:
         return False
-    words = _words(pipeline.units[0])
+    words = unit_words(pipeline.units[0])
     if not words:
         return False
     return words[0] in MASKERS or words == ["exit", "0"]
@@ -459,24 +209,11 @@ def _analyse_any(command: str, ignore_commands: tuple[str, ...]) -> Analysis:
         return _unparsed(command, ignore)
 
 
-def _parseable(command: str) -> bytes:
-    """The command as the grammar may read it. tree-sitter-bash's scanner crashes the process
-    on some characters outside the Basic Multilingual Plane (`{` then U+80000): each becomes
-    U+10000, four UTF-8 bytes like any of them, so every byte offset is the original's. Text is
-    always sliced from the original."""
-    if not command.isascii():
-        command = _ASTRAL.sub("\U00010000", command)
-    return command.encode("utf-8", "surrogateescape")
-
-
 def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
     source = command.encode("utf-8", "surrogateescape")
-    tree = _parser().parse(_parseable(command))
-    if tree.root_node.has_error:
+    lists = parse(command)
+    if lists is None:
         return _unparsed(command, ignore)
-    items: list[Any] = []
-    _flatten(tree.root_node, items)
-    lists = _structure(items)
     drafts = _drafts(lists)
     decisive, masked_lists = _decisive(lists, drafts)
     steps = []
@@ -485,12 +222,12 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
         core = draft.core
         text = source[units[0].start : max(u.line_end() for u in units)].decode(
             "utf-8", "surrogateescape"
-        ) + _heredoc_bodies(units, source)
+        ) + heredoc_bodies(units, source)
         pipes = draft.pipeline.pipes
-        workflow = _unit_workflow(core[0], source)
+        workflow = unit_workflow(core[0], source)
         for pipe, unit in zip(pipes, core[1:], strict=False):
-            workflow += f" {pipe} {_unit_workflow(unit, source)}"
-        workflow += _heredoc_bodies(core, source)
+            workflow += f" {pipe} {unit_workflow(unit, source)}"
+        workflow += heredoc_bodies(core, source)
         read_only = all(_is_read_only(unit, ignore) for unit in core)
         masked = (draft.filtered and not draft.pipefail) or draft.and_or in masked_lists
         masked = masked or index in decisive.masked_by_or
@@ -508,7 +245,7 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
     return Analysis(tuple(steps), parsed=True)
 
 
-def _drafts(lists: list[_AndOr]) -> list[_Draft]:
+def _drafts(lists: list[AndOr]) -> list[_Draft]:
     drafts = []
     chdir: str | None = None
     pipefail = errexit = False
@@ -536,7 +273,7 @@ class _Decisive:
     masked_by_or: set[int]
 
 
-def _decisive(lists: list[_AndOr], drafts: list[_Draft]) -> tuple[_Decisive, set[int]]:
+def _decisive(lists: list[AndOr], drafts: list[_Draft]) -> tuple[_Decisive, set[int]]:
     """Which pipelines' statuses the command's exit status entails, and which and-or lists a
     trailing masker (`; true`, `; exit 0`) hides."""
     result = _Decisive(set(), set())
