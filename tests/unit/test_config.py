@@ -409,17 +409,30 @@ def test_the_shortcut_only_takes_what_toml_reads_as_nothing(text: str) -> None:
         assert tomllib.loads(text) == {}
 
 
-def test_init_written_config_costs_the_hook_no_tomllib(tmp_path: Path) -> None:
-    write_config(tmp_path, render_example_config())
+def _loads_tomllib(home: Path) -> bool:
+    """Whether a fresh process reading the home's settings imports tomllib."""
     probe = (
         "import sys; from remem.config import load_settings; "
-        f"load_settings(home={str(tmp_path)!r}); print('tomllib' in sys.modules)"
+        f"load_settings(home={str(home)!r}); print('tomllib' in sys.modules)"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
     )
-    assert result.stdout == "False\n"
+    return {"True\n": True, "False\n": False}[result.stdout]
+
+
+def test_init_written_config_costs_the_hook_no_tomllib(tmp_path: Path) -> None:
+    write_config(tmp_path, render_example_config())
+    assert not _loads_tomllib(tmp_path)
+
+
+def test_a_config_that_sets_something_is_parsed_once_per_text(tmp_path: Path) -> None:
+    write_config(tmp_path, render_example_config() + "context.max_chars = 5000\n")
+    assert _loads_tomllib(tmp_path)
+    assert not _loads_tomllib(tmp_path)  # the next hook reads what the first one parsed
+    write_config(tmp_path, render_example_config() + "context.max_chars = 6000\n")
+    assert _loads_tomllib(tmp_path)
 
 
 # ---- the parsed file kept beside it -------------------------------------------------------------
