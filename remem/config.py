@@ -1,20 +1,29 @@
-"""Settings: defaults <- config.toml <- REMEM_* environment.
+"""Settings: defaults <- config.toml <- REMEM_* environment, read alike by the hook and the worker.
 
-Every setting is declared once in SPEC with its parser and default; config.example.toml lists the
-same keys (a test keeps the two in step). An environment variable overrides a key as
-REMEM_<SECTION>_<KEY> (REMEM_WORKER_POLL_INTERVAL=5s); REMEM_DATABASE_URL is the one most used.
+Each setting is declared once, in the Settings class below: where config.toml holds it, how a
+value is read, its default and a line saying what it means. load_settings, config.example.toml
+(what `remem init` writes) and the environment names all come from that one declaration. An
+environment variable overrides a key as REMEM_<SECTION>_<KEY> (REMEM_WORKER_POLL_INTERVAL=5s);
+REMEM_DATABASE_URL is the one most used.
+
+Stdlib only, and no `typing` at run time: the hook reads its settings here too.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from remem import paths
 from remem.errors import ConfigError, ConfigSyntaxError, HomeUnusable
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -93,132 +102,210 @@ def _log_level(value: object) -> str:
     return level
 
 
-DEFAULT_IGNORE_COMMANDS = (
-    "ls",
-    "ll",
-    "la",
-    "cat",
-    "less",
-    "more",
-    "head",
-    "tail",
-    "pwd",
-    "cd",
-    "echo",
-    "printf",
-    "clear",
-    "true",
-    "which",
-    "whoami",
-    "history",
-    "tree",
-    "wc",
-    "grep",
-    "rg",
-    "find",
-    "env",
-    "git status",
-    "git log",
-    "git diff",
-    "git show",
-    "git branch",
-    "git remote",
-    "git fetch",
-    "git add",
-    "git stash",
-    "git blame",
-    "git ls-files",
-    "git rev-parse",
-    "gh pr view",
-    "gh pr list",
-    "gh pr status",
-    "gh pr diff",
-    "gh issue view",
-    "gh issue list",
-    "gh run list",
-    "gh run view",
-    "bd show",
-    "bd list",
-    "bd ready",
-    "docker ps",
-    "docker images",
-    "kubectl get",
-    "kubectl describe",
-    "kubectl logs",
-    "ps",
-    "df",
-    "du",
-    "stat",
-    "file",
-    "date",
-    "uname",
-    "printenv",
-    "type",
-    "man",
+# Read-only commands never promoted, written as the environment writes a list.
+DEFAULT_IGNORE_COMMANDS = _string_list(
+    "ls, ll, la, cat, less, more, head, tail, pwd, cd, echo, printf, clear, true, which, "
+    "whoami, history, tree, wc, grep, rg, find, env, git status, git log, git diff, "
+    "git show, git branch, git remote, git fetch, git add, git stash, git blame, "
+    "git ls-files, git rev-parse, gh pr view, gh pr list, gh pr status, gh pr diff, "
+    "gh issue view, gh issue list, gh run list, gh run view, bd show, bd list, bd ready, "
+    "docker ps, docker images, kubectl get, kubectl describe, kubectl logs, ps, df, du, "
+    "stat, file, date, uname, printenv, type, man"
 )
 
-# (section, key) -> (attribute, parser, default)
-SPEC: dict[tuple[str, str], tuple[str, Callable[[Any], Any], Any]] = {
-    ("database", "url"): ("database_url", _string, ""),
-    ("capture", "lock_timeout"): ("lock_timeout_s", parse_duration, "1s"),
-    ("capture", "spool_max_bytes"): ("spool_max_bytes", _positive_int, 256 * 1024 * 1024),
-    ("promotion", "min_verified_runs"): ("min_verified_runs", _positive_int, 2),
-    ("promotion", "max_age"): ("max_age_s", parse_duration, "14d"),
-    ("promotion", "min_distinct_sessions"): ("min_distinct_sessions", _positive_int, 1),
-    ("promotion", "ignore_commands"): (
-        "ignore_commands",
+
+class Setting:
+    """One setting: where config.toml holds it ("section.key"), the parser every value goes
+    through (from the file, the environment or the default), its default as config.toml would
+    spell it, and one line of documentation. The attribute is its name on Settings.
+
+    Read on the Settings class, a setting gives its default, parsed
+    (`Settings.context_max_chars == 4000`); read on loaded settings, the value in force."""
+
+    __slots__ = ("attribute", "default", "doc", "key", "name", "parse", "section")
+
+    def __init__(self, name: str, parse: Callable[[Any], Any], default: Any, doc: str) -> None:
+        self.name, self.parse, self.default, self.doc = name, parse, default, doc
+        self.section, _, self.key = name.partition(".")
+        self.attribute = ""
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is not None:  # loaded settings hold every value: this one was never set
+            raise AttributeError(self.attribute)
+        return self.parse(self.default)
+
+    @property
+    def env_name(self) -> str:
+        return f"REMEM_{self.section}_{self.key}".upper()
+
+
+if TYPE_CHECKING:
+
+    def setting(name: str, parse: Callable[[Any], T], default: Any, doc: str) -> T:
+        """Typed as the value it reads to, which is what loaded settings hold."""
+
+else:
+    setting = Setting
+
+
+class Settings:
+    """The settings in force, each declared here once (in the order config.example.toml lists
+    them). Frozen: load_settings builds them whole."""
+
+    home: str
+    config_file: str
+
+    database_url = setting(
+        "database.url", _string, "", "SQLAlchemy URL; empty means sqlite:///$REMEM_HOME/remem.db"
+    )
+    lock_timeout_s = setting(
+        "capture.lock_timeout",
+        parse_duration,
+        "1s",
+        "how long the hook waits for a locked database before spooling",
+    )
+    spool_max_bytes = setting(
+        "capture.spool_max_bytes",
+        _positive_int,
+        256 * 1024 * 1024,
+        "past this size the spool counts new events as dropped",
+    )
+    min_verified_runs = setting(
+        "promotion.min_verified_runs",
+        _positive_int,
+        2,
+        "verified runs needed before a workflow is a procedure",
+    )
+    max_age_s = setting(
+        "promotion.max_age",
+        parse_duration,
+        "14d",
+        "only runs this recent count as verification",
+    )
+    min_distinct_sessions = setting(
+        "promotion.min_distinct_sessions",
+        _positive_int,
+        1,
+        "sessions those runs must come from",
+    )
+    ignore_commands = setting(
+        "promotion.ignore_commands",
         _string_list,
         list(DEFAULT_IGNORE_COMMANDS),
-    ),
-    ("worker", "lease"): ("lease_s", parse_duration, "5m"),
-    ("worker", "max_attempts"): ("max_attempts", _positive_int, 5),
-    ("worker", "poll_interval"): ("poll_interval_s", parse_duration, "2s"),
-    ("worker", "shutdown_timeout"): ("shutdown_timeout_s", parse_duration, "10s"),
-    ("worker", "log_level"): ("log_level", _log_level, "info"),
-    ("context", "max_chars"): ("context_max_chars", _page_chars, 4000),
-    ("context", "max_lines"): ("context_max_lines", _positive_int, 200),
-    ("context", "inherit_from"): ("inherit_from", _string_list, ["main", "master"]),
-    ("team", "database_url"): ("team_database_url", _team_database_url, ""),
-    ("team", "machine"): ("team_machine", _string, ""),
-    ("team", "share"): ("team_share", _string_list, []),
-    ("team", "promote"): ("team_promote", _boolean, False),
-    ("team", "sync_interval"): ("team_sync_interval_s", parse_duration, "30s"),
-}
+        "read-only commands (matched on each parsed step's words) never promoted",
+    )
+    lease_s = setting(
+        "worker.lease",
+        parse_duration,
+        "5m",
+        "how long a claimed task is owned before another worker may reclaim it",
+    )
+    max_attempts = setting(
+        "worker.max_attempts", _positive_int, 5, "attempts before a task is marked failed"
+    )
+    poll_interval_s = setting(
+        "worker.poll_interval",
+        parse_duration,
+        "2s",
+        "how often the daemon looks for new tasks",
+    )
+    shutdown_timeout_s = setting(
+        "worker.shutdown_timeout",
+        parse_duration,
+        "10s",
+        "on SIGTERM, how long to finish the task in hand before releasing it",
+    )
+    log_level = setting("worker.log_level", _log_level, "info", "debug, info, warning or error")
+    context_max_chars = setting(
+        "context.max_chars",
+        _page_chars,
+        4000,
+        "the digest's budget per page, at most 9000 (it is re-sent with every request)",
+    )
+    context_max_lines = setting(
+        "context.max_lines", _positive_int, 200, "the digest's line budget per page"
+    )
+    inherit_from = setting(
+        "context.inherit_from",
+        _string_list,
+        ["main", "master"],
+        "default branches whose procedures other branches inherit",
+    )
+    team_database_url = setting(
+        "team.database_url",
+        _team_database_url,
+        "",
+        "the team's PostgreSQL database (postgresql+psycopg://user@host/remem); empty: no team",
+    )
+    team_machine = setting(
+        "team.machine",
+        _string,
+        "",
+        "this machine's name in the team database; empty means the host name",
+    )
+    team_share = setting(
+        "team.share",
+        _string_list,
+        [],
+        "project keys (glob patterns: github.com/org/*) to share; nothing else is shared",
+    )
+    team_promote = setting(
+        "team.promote",
+        _boolean,
+        False,
+        "whether this machine's daemon also works the team's queue",
+    )
+    team_sync_interval_s = setting(
+        "team.sync_interval",
+        parse_duration,
+        "30s",
+        "how often the daemon ships to and pulls from the team database",
+    )
+
+    def __init__(self, home: str, config_file: str, values: Mapping[str, Any]) -> None:
+        declared = {each.attribute for each in SETTINGS}
+        if set(values) != declared:
+            raise TypeError(f"settings must be given whole: {sorted(declared ^ set(values))}")
+        state = vars(self)
+        state.update(home=home, config_file=config_file)
+        state.update(values)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"settings are read-only: {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"settings are read-only: {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Settings):
+            return NotImplemented
+        return vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(vars(self).items()))
+
+    def __repr__(self) -> str:
+        return f"Settings({', '.join(f'{name}={value!r}' for name, value in vars(self).items())})"
+
+    @property
+    def sqlite_file(self) -> str | None:
+        return paths.sqlite_path(self.database_url)
+
+    @property
+    def spool_dir(self) -> str:
+        return os.path.join(self.home, paths.SPOOL_DIR)
+
+    @property
+    def log_dir(self) -> str:
+        return os.path.join(self.home, paths.LOG_DIR)
 
 
-DOCS: dict[tuple[str, str], str] = {
-    ("database", "url"): "SQLAlchemy URL; empty means sqlite:///$REMEM_HOME/remem.db",
-    ("capture", "lock_timeout"): "how long the hook waits for a locked database before spooling",
-    ("capture", "spool_max_bytes"): "past this size the spool counts new events as dropped",
-    ("promotion", "min_verified_runs"): "verified runs needed before a workflow is a procedure",
-    ("promotion", "max_age"): "only runs this recent count as verification",
-    ("promotion", "min_distinct_sessions"): "sessions those runs must come from",
-    ("promotion", "ignore_commands"): (
-        "read-only commands (matched on each parsed step's words) never promoted"
-    ),
-    ("worker", "lease"): "how long a claimed task is owned before another worker may reclaim it",
-    ("worker", "max_attempts"): "attempts before a task is marked failed",
-    ("worker", "poll_interval"): "how often the daemon looks for new tasks",
-    ("worker", "shutdown_timeout"): (
-        "on SIGTERM, how long to finish the task in hand before releasing it"
-    ),
-    ("worker", "log_level"): "debug, info, warning or error",
-    (
-        "context",
-        "max_chars",
-    ): "the digest's budget per page, at most 9000 (it is re-sent with every request)",
-    ("context", "max_lines"): "the digest's line budget per page",
-    ("context", "inherit_from"): "default branches whose procedures other branches inherit",
-    ("team", "database_url"): (
-        "the team's PostgreSQL database (postgresql+psycopg://user@host/remem); empty: no team"
-    ),
-    ("team", "machine"): "this machine's name in the team database; empty means the host name",
-    ("team", "share"): (
-        "project keys (glob patterns: github.com/org/*) to share; nothing else is shared"
-    ),
-    ("team", "promote"): "whether this machine's daemon also works the team's queue",
-    ("team", "sync_interval"): "how often the daemon ships to and pulls from the team database",
-}
+SETTINGS: tuple[Setting, ...] = tuple(
+    each for each in vars(Settings).values() if isinstance(each, Setting)
+)
 
 
 def _toml_value(value: Any) -> str:
@@ -241,58 +328,40 @@ def render_example_config() -> str:
         '# Durations are written "250ms", "2s", "5m", "1h", "14d".',
     ]
     section = None
-    for (name, key), (_attribute, _parse, default) in SPEC.items():
-        if name != section:
-            lines += ["", f"# [{name}]"]
-            section = name
-        lines.append(f"# {DOCS[(name, key)]}")
-        lines.append(f"# {key} = {_toml_value(default)}")
+    for each in SETTINGS:
+        if each.section != section:
+            lines += ["", f"# [{each.section}]"]
+            section = each.section
+        lines.append(f"# {each.doc}")
+        lines.append(f"# {each.key} = {_toml_value(each.default)}")
     return "\n".join(lines) + "\n"
 
 
-@dataclass(frozen=True)
-class Settings:
-    home: str
-    config_file: str
-    database_url: str
-    lock_timeout_s: float
-    spool_max_bytes: int
-    min_verified_runs: int
-    max_age_s: float
-    min_distinct_sessions: int
-    ignore_commands: tuple[str, ...]
-    lease_s: float
-    max_attempts: int
-    poll_interval_s: float
-    shutdown_timeout_s: float
-    log_level: str
-    context_max_chars: int
-    context_max_lines: int
-    inherit_from: tuple[str, ...]
-    team_database_url: str
-    team_machine: str
-    team_share: tuple[str, ...]
-    team_promote: bool
-    team_sync_interval_s: float
-
-    @property
-    def sqlite_file(self) -> str | None:
-        return paths.sqlite_path(self.database_url)
-
-    @property
-    def spool_dir(self) -> str:
-        return os.path.join(self.home, paths.SPOOL_DIR)
-
-    @property
-    def log_dir(self) -> str:
-        return os.path.join(self.home, paths.LOG_DIR)
+_TOML_POSITION = r"\s*\(at line (\d+), column \d+\)$"
+# What TOML refuses even in a comment: the control characters other than tab (a newline ends
+# the comment; CR only before one).
+_COMMENT_REFUSES = tuple(chr(code) for code in (*range(0x09), *range(0x0B, 0x20), 0x7F))
 
 
-_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column \d+\)$")
+def _nothing_but_comments(text: str) -> bool:
+    """Whether TOML reads nothing at all in this text (blank lines and comments, as `remem init`
+    writes it): the hook then spares itself tomllib, which costs it a fifth of its time."""
+    text = text.replace("\r\n", "\n")
+    for line in text.split("\n"):
+        stripped = line.lstrip(" \t")
+        if stripped and not stripped.startswith("#"):
+            return False
+    return not any(character in text for character in _COMMENT_REFUSES)
+
+
+def _cache_path(config_file: str) -> str:
+    folder, name = os.path.split(config_file)
+    return os.path.join(folder, f".{name}.parsed.json")
 
 
 def _read_file(path: str) -> tuple[dict[str, Any], str]:
-    """The parsed config file and its text; a missing file is no settings at all."""
+    """The parsed config file and its text; a missing file is no settings at all. What tomllib
+    made of a text is kept beside the file, keyed by the whole text, for the next reader."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -300,16 +369,59 @@ def _read_file(path: str) -> tuple[dict[str, Any], str]:
         return {}, ""
     except OSError as exc:
         raise ConfigError(path, "(file)", f"cannot be read ({exc.strerror})") from None
-    import tomllib  # only when there is a file: the import costs a fast command a tenth
-
     text = raw.decode("utf-8", errors="replace")
+    if _nothing_but_comments(text):
+        return {}, text
+    cache = _cache_path(path)
+    document = _cached(cache, text)
+    if document is None:
+        document = _parse(path, text)
+        _remember(cache, text, document)
+    return document, text
+
+
+def _parse(path: str, text: str) -> dict[str, Any]:
+    import tomllib  # only for a file that sets something, and that the cache does not know
+
     try:
-        return tomllib.loads(text), text
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
-        position = _TOML_POSITION.search(message)
+        position = re.search(_TOML_POSITION, message)
         line = int(position.group(1)) if position else None
-        raise ConfigSyntaxError(path, line, _TOML_POSITION.sub("", message)) from None
+        raise ConfigSyntaxError(path, line, re.sub(_TOML_POSITION, "", message)) from None
+
+
+def _cached(cache: str, text: str) -> dict[str, Any] | None:
+    try:
+        with open(cache, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("text") != text:
+        return None
+    document = saved.get("document")
+    return document if isinstance(document, dict) else None
+
+
+def _remember(cache: str, text: str, document: dict[str, Any]) -> None:
+    """Best effort: a folder we cannot write to, or a value JSON cannot hold (a TOML date),
+    only means the next reader parses the file again."""
+    try:
+        data = json.dumps({"text": text, "document": document}, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return
+    temporary = f"{cache}.{os.getpid()}.tmp"
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(data)
+        os.replace(temporary, cache)  # whole or not at all, for a reader at the same moment
+    except OSError:
+        from contextlib import suppress  # the rare path: the hook does not import it otherwise
+
+        with suppress(OSError):
+            os.unlink(temporary)
 
 
 def _line_of(text: str, section: str, key: str | None = None) -> int | None:
@@ -329,36 +441,38 @@ def _line_of(text: str, section: str, key: str | None = None) -> int | None:
     return None
 
 
-def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Read the settings without touching the disk beyond the config file."""
+def load_settings(environ: Mapping[str, str] | None = None, home: str | None = None) -> Settings:
+    """The settings in force for a home (REMEM_HOME's by default): the hook, the worker and
+    every command read them here. Touches no disk beyond the config file and its cache."""
     env = dict(os.environ if environ is None else environ)
-    home = paths.resolve_home(env)
+    home = paths.resolve_home(env) if home is None else home
     problem = paths.home_problem(home)
     if problem:
         raise HomeUnusable(home, problem)
     config_file = paths.config_path(home, env)
     document, text = _read_file(config_file)
+    declared = {(each.section, each.key) for each in SETTINGS}
     for section, body in document.items():
         if not isinstance(body, dict):
             line = _line_of(text, section, None) or _line_of(text, "", section)
             raise ConfigError(config_file, section, "must be a [section] table", line)
         for key in body:
-            if (section, key) not in SPEC:
+            if (section, key) not in declared:
                 line = _line_of(text, section, key)
                 raise ConfigError(config_file, f"{section}.{key}", "is not a remem setting", line)
-    values: dict[str, Any] = {"home": home, "config_file": config_file}
-    for (section, key), (attribute, parse, default) in SPEC.items():
-        env_name = f"REMEM_{section}_{key}".upper()
-        raw, source = document.get(section, {}).get(key, default), config_file
-        line = _line_of(text, section, key) if key in document.get(section, {}) else None
-        if env_name in env:
-            raw, source, line = env[env_name], f"environment variable {env_name}", None
+    values: dict[str, Any] = {}
+    for each in SETTINGS:
+        written = document.get(each.section, {})
+        raw, source = written.get(each.key, each.default), config_file
+        line = _line_of(text, each.section, each.key) if each.key in written else None
+        if each.env_name in env:
+            raw, source, line = env[each.env_name], f"environment variable {each.env_name}", None
         try:
-            values[attribute] = parse(raw)
+            values[each.attribute] = each.parse(raw)
         except ValueError as exc:
-            raise ConfigError(source, f"{section}.{key}", str(exc), line) from None
+            raise ConfigError(source, each.name, str(exc), line) from None
     if not values["database_url"]:
         values["database_url"] = paths.default_database_url(home)
     if not values["team_machine"].strip():
         values["team_machine"] = os.uname().nodename
-    return Settings(**values)
+    return Settings(home, config_file, values)

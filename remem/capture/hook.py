@@ -26,8 +26,8 @@ from remem.capture.hosts import (
 )
 from remem.capture.identity import locate
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
+from remem.config import Settings, load_settings
 from remem.db import sqlite as sqlite_settings
-from remem.hot_settings import HotSettings
 from remem.procedures import digest
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -150,10 +150,10 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
         connection.close()
 
 
-def save(home: str, kind: str, body: Any, settings: HotSettings | None = None) -> str:
+def save(home: str, kind: str, body: Any, settings: Settings | None = None) -> str:
     """Store or spool one record; returns where it went. Raises OSError if neither worked."""
     try:
-        settings = settings or HotSettings(home)
+        settings = settings or load_settings(home=home)
     except Exception as exc:  # a broken config must not lose the event
         reason = f"settings unreadable: {exc}"
     else:
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     now = time.time()
     kind, body = capture(raw, host, now, size)
     try:
-        settings: HotSettings | None = HotSettings(home)
+        settings: Settings | None = load_settings(home=home)
     except Exception:  # save() spools with the reason; the digest is skipped
         settings = None
     output = None
@@ -302,7 +302,7 @@ def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
     return 0
 
 
-def _read_digest(settings: HotSettings, event: CapturedEvent) -> str | None:
+def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
     """The SessionStart digest, read-only, in the host's output shape. None when the database
     cannot be read within half a second, or holds nothing for this project."""
     path = paths.sqlite_path(settings.database_url)
@@ -327,8 +327,8 @@ def _read_digest(settings: HotSettings, event: CapturedEvent) -> str | None:
         pages = digest.paginate(
             entries,
             digest.header_for(event.project_root, event.branch, bool(entries)),
-            settings.max_chars,
-            settings.max_lines,
+            settings.context_max_chars,
+            settings.context_max_lines,
             known_errors,
         )
     except Exception:  # the digest is a courtesy: no failure of it may cost the event

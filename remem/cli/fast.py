@@ -94,16 +94,15 @@ def json_text(data: Any) -> str:
 
 def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     """What `remem context` prints: a page of the digest, or every entry as JSON."""
-    from remem import paths
     from remem.capture.identity import locate
+    from remem.config import load_settings
     from remem.db.snapshot import read_snapshot
-    from remem.hot_settings import HotSettings
     from remem.procedures import digest
 
     page = 1 if page is None else page
     if page < 1:
         raise RememError("--page counts from 1.")
-    settings = HotSettings(paths.resolve_home())
+    settings = load_settings()
     root, branch, _work_tree, directory = locate(
         os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
     )
@@ -123,8 +122,8 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     pages = digest.paginate(
         entries,
         digest.header_for(root, branch, bool(entries)),
-        settings.max_chars,
-        settings.max_lines,
+        settings.context_max_chars,
+        settings.context_max_lines,
         known_errors,
     )
     if not pages:

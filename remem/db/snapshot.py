@@ -26,18 +26,9 @@ from remem.paths import foreign_owner, home_problem
 
 TYPE_CHECKING = False  # `typing` is not imported on the fast read path
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Any
 
-    class Settings(Protocol):
-        """What a snapshot needs of the settings: remem.config.Settings, or the hot paths'
-        remem.hot_settings.HotSettings."""
-
-        @property
-        def home(self) -> str: ...
-        @property
-        def database_url(self) -> str: ...
-        @property
-        def sqlite_file(self) -> str | None: ...
+    from remem.config import Settings
 
 
 Execute = Callable[[str, "dict[str, Any]"], "Sequence[Sequence[Any]]"]

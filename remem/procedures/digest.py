@@ -12,6 +12,7 @@ import json
 import time
 
 from remem.capture.redact import MASK
+from remem.config import Settings
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -20,9 +21,6 @@ if TYPE_CHECKING:
 
     Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
 
-DEFAULT_MAX_CHARS = 4000
-DEFAULT_MAX_LINES = 200
-DEFAULT_INHERIT_FROM = ("main", "master")
 # A command longer than this is shortened in the digest (never in storage): one procedure must
 # not crowd out every other.
 COMMAND_CHARS = 600
@@ -159,7 +157,7 @@ def read_entries(
     execute: Execute,
     root: str,
     branch: str | None,
-    inherit_from: Sequence[str] = DEFAULT_INHERIT_FROM,
+    inherit_from: Sequence[str] = Settings.inherit_from,
     directory: str = ".",
 ) -> list[Entry]:
     """The procedure that holds for each workflow on this branch (see `choose`), with its
@@ -410,8 +408,8 @@ def _fit(block: str, room_chars: int, room_lines: int, order: str) -> str:
 def paginate(
     entries: Sequence[Entry],
     header: str,
-    max_chars: int = DEFAULT_MAX_CHARS,
-    max_lines: int = DEFAULT_MAX_LINES,
+    max_chars: int = Settings.context_max_chars,
+    max_lines: int = Settings.context_max_lines,
     known_errors: Sequence[KnownError] = (),
 ) -> list[str]:
     """Pages of whole procedures within the budget, footer included; the known errors last. A

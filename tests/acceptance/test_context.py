@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from remem.config import Settings
 from remem.procedures import digest
 from tests.conftest import Home, load_fixture
 from tests.integration.conftest import World
@@ -195,8 +196,8 @@ def test_five_hundred_procedures_page_through_every_command_once(
     pages = [context(home, project, "--page", str(n)).stdout for n in range(1, len(expected) + 1)]
     assert pages == expected
     for page in pages:
-        assert len(page) <= digest.DEFAULT_MAX_CHARS
-        assert page.count("\n") <= digest.DEFAULT_MAX_LINES
+        assert len(page) <= Settings.context_max_chars
+        assert page.count("\n") <= Settings.context_max_lines
     for command in commands:
         assert sum(page.count(f"`{command}`") for page in pages) == 1
     assert pages[-1].splitlines()[-1] == f"(page {len(pages)} of {len(pages)}: the last page)"

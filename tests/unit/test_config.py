@@ -1,13 +1,22 @@
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
+import json
+import os
+import pickle
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from remem.config import SPEC, load_settings, parse_duration, render_example_config
+from remem import config
+from remem.capture import hook
+from remem.config import SETTINGS, Settings, load_settings, parse_duration, render_example_config
 from remem.errors import ConfigError, RememError
 
 
@@ -191,8 +200,8 @@ def _uncommented(template: str) -> str:
 
 def test_example_config_parses_into_exactly_the_defaults() -> None:
     expected: dict[str, dict[str, object]] = {}
-    for (section, key), (_attribute, _parse, default) in SPEC.items():
-        expected.setdefault(section, {})[key] = default
+    for setting in SETTINGS:
+        expected.setdefault(setting.section, {})[setting.key] = setting.default
 
     assert tomllib.loads(_uncommented(render_example_config())) == expected
 
@@ -207,4 +216,254 @@ def test_uncommented_example_config_loads_as_the_defaults(tmp_path: Path) -> Non
 
     loaded = load_settings({"REMEM_HOME": str(tmp_path)})
 
-    assert dataclasses.asdict(loaded) == dataclasses.asdict(defaults)
+    assert vars(loaded) == vars(defaults)
+
+
+# ---- one declaration, read alike by the hook and the worker --------------------------------------
+
+
+def test_each_setting_is_declared_once_with_its_documentation() -> None:
+    names = [setting.name for setting in SETTINGS]
+    assert len(names) == len(set(names)) == len({s.attribute for s in SETTINGS})
+    assert len({setting.env_name for setting in SETTINGS}) == len(names)
+    assert all(setting.doc and "\n" not in setting.doc for setting in SETTINGS)
+    loaded = vars(load_settings({"REMEM_HOME": "/nonexistent/remem"}))
+    assert list(loaded) == ["home", "config_file", *(s.attribute for s in SETTINGS)]
+
+
+def test_the_hook_reads_its_settings_with_the_workers_code() -> None:
+    assert hook.load_settings is load_settings
+    assert not hasattr(hook, "HotSettings")
+    assert importlib.util.find_spec("remem.hot_settings") is None
+
+
+def test_settings_are_frozen_and_cross_a_process_boundary(tmp_path: Path) -> None:
+    settings = load_settings({"REMEM_HOME": str(tmp_path)})
+    with pytest.raises(AttributeError):
+        settings.lease_s = 1.0
+    assert pickle.loads(pickle.dumps(settings)) == settings
+
+
+def test_a_setting_read_on_the_class_is_its_default(tmp_path: Path) -> None:
+    defaults = load_settings({"REMEM_HOME": str(tmp_path)})
+    for setting in SETTINGS:
+        if setting.attribute not in ("database_url", "team_machine"):  # filled in from the home
+            assert getattr(Settings, setting.attribute) == getattr(defaults, setting.attribute)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string, written independently of remem's own writer."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    return str(value)
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+_DURATION = st.builds(
+    lambda number, fraction, unit: f"{number}{fraction}{unit}",
+    st.integers(0, 10**6),
+    st.sampled_from(["", ".5", ".25"]),
+    st.sampled_from(["ms", "s", "m", "h", "d"]),
+)
+_WHOLE = st.integers(1, 2**40)
+_WORDS = st.lists(_TEXT, max_size=4)
+# A value config.toml may give each setting, as TOML holds it.
+VALUES: dict[str, st.SearchStrategy[object]] = {
+    "database_url": st.builds(
+        lambda name: f"sqlite:////tmp/{name}.db", st.text("abc_", min_size=1)
+    ),
+    "lock_timeout_s": _DURATION,
+    "spool_max_bytes": _WHOLE,
+    "min_verified_runs": _WHOLE,
+    "max_age_s": _DURATION,
+    "min_distinct_sessions": _WHOLE,
+    "ignore_commands": _WORDS,
+    "lease_s": _DURATION,
+    "max_attempts": _WHOLE,
+    "poll_interval_s": _DURATION,
+    "shutdown_timeout_s": _DURATION,
+    "log_level": st.sampled_from(["debug", "info", "WARNING", "Error"]),
+    "context_max_chars": st.integers(1, 9000),
+    "context_max_lines": _WHOLE,
+    "inherit_from": _WORDS,
+    "team_database_url": st.sampled_from(
+        ["", "postgresql+psycopg://remem@db/team", "postgres://h/t", "postgresql://u:p@h:5/t"]
+    ),
+    "team_machine": _TEXT.filter(str.strip),
+    "team_share": _WORDS,
+    "team_promote": st.booleans(),
+    "team_sync_interval_s": _DURATION,
+}
+# Every way TOML lets a file give `section.key` a value.
+SPELLINGS = {
+    "section table": "[{s}]\n{k} = {v}\n",
+    "dotted key": "{s}.{k} = {v}\n",
+    "dotted key, spaced": "{s} . {k} = {v}\n",
+    "quoted dotted key": '"{s}"."{k}" = {v}\n',
+    "quoted key in a table": '[{s}]\n"{k}" = {v}\n',
+    "literal quoted keys": "['{s}']\n'{k}' = {v}\n",
+    "inline table": "{s} = {{ {k} = {v} }}\n",
+    "table of a dotted header": '[ "{s}" ]\n{k}={v}\n',
+}
+
+
+def test_every_setting_has_values_to_try() -> None:
+    assert set(VALUES) == {setting.attribute for setting in SETTINGS}
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    index=st.integers(0, len(SETTINGS) - 1),
+    data=st.data(),
+    spelling=st.sampled_from(sorted(SPELLINGS)),
+    after_the_example=st.booleans(),
+)
+def test_hook_and_worker_read_every_spelling_of_every_setting_alike(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    index: int,
+    data: st.DataObject,
+    spelling: str,
+    after_the_example: bool,
+) -> None:
+    for name in [name for name in os.environ if name.startswith("REMEM_")]:
+        monkeypatch.delenv(name)
+    setting = SETTINGS[index]
+    value = data.draw(VALUES[setting.attribute])
+    line = SPELLINGS[spelling].format(s=setting.section, k=setting.key, v=_toml(value))
+    # After the file `remem init` writes, or alone: the hook's shortcut must not hide the line.
+    write_config(tmp_path, (render_example_config() if after_the_example else "") + line)
+
+    worker = load_settings({"REMEM_HOME": str(tmp_path)})
+    hook_read = hook.load_settings(home=str(tmp_path))
+    hook_again = hook.load_settings(home=str(tmp_path))  # from the cache the first read left
+
+    assert vars(hook_read) == vars(worker) == vars(hook_again)
+    assert getattr(worker, setting.attribute) == setting.parse(value)
+    defaults = load_settings({"REMEM_HOME": str(tmp_path), "REMEM_CONFIG": os.devnull})
+    for other in SETTINGS:
+        if other is not setting:
+            assert getattr(worker, other.attribute) == getattr(defaults, other.attribute)
+
+
+def test_the_environment_overrides_the_file_for_the_hook_as_for_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_config(tmp_path, "context.max_chars = 5000\ndatabase.url = 'sqlite:////tmp/a.db'\n")
+    other = tmp_path / "other.toml"
+    other.write_text("[context]\nmax_lines = 9\n")
+    environ = {
+        "REMEM_HOME": str(tmp_path),
+        "REMEM_CONTEXT_MAX_CHARS": "6000",
+        "REMEM_DATABASE_URL": "sqlite:////tmp/b.db",
+    }
+    for name in [name for name in os.environ if name.startswith("REMEM_")]:
+        monkeypatch.delenv(name)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+
+    worker, hook_read = load_settings(environ), hook.load_settings(home=str(tmp_path))
+    assert vars(hook_read) == vars(worker)
+    assert (worker.context_max_chars, worker.database_url) == (6000, "sqlite:////tmp/b.db")
+
+    monkeypatch.setenv("REMEM_CONFIG", str(other))
+    moved = load_settings({**environ, "REMEM_CONFIG": str(other)})
+    assert vars(hook.load_settings(home=str(tmp_path))) == vars(moved)
+    assert (moved.context_max_chars, moved.context_max_lines) == (6000, 9)
+
+
+# ---- the file `remem init` writes is read without tomllib; anything else with it ---------------
+
+_COMMENTS = st.lists(
+    st.tuples(
+        st.sampled_from(["", " ", "\t", "  \t"]),
+        st.one_of(
+            st.just(""), st.text(st.characters(blacklist_categories=("Cs", "Cc"))).map("#".__add__)
+        ),
+        st.sampled_from(["\n", "\r\n"]),
+    ),
+    max_size=8,
+).map(lambda lines: "".join("".join(parts) for parts in lines))
+_TOMLISH = st.text(
+    st.sampled_from(list(' \t\n\r#="[]abc.1\x00\x01\x0b\x0c\x1f\x7fé\ufeff')), max_size=30
+)
+
+
+@given(_COMMENTS)
+def test_blank_lines_and_comments_are_read_as_nothing_without_tomllib(text: str) -> None:
+    assert config._nothing_but_comments(text)
+    assert tomllib.loads(text) == {}
+
+
+@given(_TOMLISH)
+def test_the_shortcut_only_takes_what_toml_reads_as_nothing(text: str) -> None:
+    if config._nothing_but_comments(text):
+        assert tomllib.loads(text) == {}
+
+
+def _loads_tomllib(home: Path) -> bool:
+    """Whether a fresh process reading the home's settings imports tomllib."""
+    probe = (
+        "import sys; from remem.config import load_settings; "
+        f"load_settings(home={str(home)!r}); print('tomllib' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
+    )
+    return {"True\n": True, "False\n": False}[result.stdout]
+
+
+def test_init_written_config_costs_the_hook_no_tomllib(tmp_path: Path) -> None:
+    write_config(tmp_path, render_example_config())
+    assert not _loads_tomllib(tmp_path)
+
+
+def test_a_config_that_sets_something_is_parsed_once_per_text(tmp_path: Path) -> None:
+    write_config(tmp_path, render_example_config() + "context.max_chars = 5000\n")
+    assert _loads_tomllib(tmp_path)
+    assert not _loads_tomllib(tmp_path)  # the next hook reads what the first one parsed
+    write_config(tmp_path, render_example_config() + "context.max_chars = 6000\n")
+    assert _loads_tomllib(tmp_path)
+
+
+# ---- the parsed file kept beside it -------------------------------------------------------------
+
+
+def test_the_cache_is_keyed_by_the_whole_text_not_the_files_times(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "context.max_chars = 5000\n")
+    assert load_settings({"REMEM_HOME": str(tmp_path)}).context_max_chars == 5000
+    cache = tmp_path / ".config.toml.parsed.json"
+    assert cache.stat().st_mode & 0o777 == 0o600
+    stat = path.stat()
+    path.write_text("context.max_chars = 6000\n", encoding="utf-8")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same time
+    assert load_settings({"REMEM_HOME": str(tmp_path)}).context_max_chars == 6000
+
+
+def test_a_cache_that_cannot_be_written_or_read_costs_only_time(tmp_path: Path) -> None:
+    write_config(tmp_path, "[worker]\nmax_attempts = 7\n")
+    (tmp_path / ".config.toml.parsed.json").mkdir()
+    assert load_settings({"REMEM_HOME": str(tmp_path)}).max_attempts == 7
+    assert load_settings({"REMEM_HOME": str(tmp_path)}).max_attempts == 7
+    assert {p.name for p in tmp_path.iterdir()} == {"config.toml", ".config.toml.parsed.json"}
+
+
+def test_a_torn_cache_is_parsed_again(tmp_path: Path) -> None:
+    write_config(tmp_path, "[worker]\nmax_attempts = 7\n")
+    (tmp_path / ".config.toml.parsed.json").write_text('{"text": "[worker]\\nmax_att')
+    assert load_settings({"REMEM_HOME": str(tmp_path)}).max_attempts == 7
+
+
+def test_a_value_json_cannot_hold_is_still_refused_by_name(tmp_path: Path) -> None:
+    write_config(tmp_path, "[team]\nmachine = 1979-05-27\n")
+    assert "`team.machine` must be a string" in str(config_error({"REMEM_HOME": str(tmp_path)}))
+    assert not (tmp_path / ".config.toml.parsed.json").exists()

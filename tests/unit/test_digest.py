@@ -9,10 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remem.capture.redact import MASK, redact_text
+from remem.config import Settings
 from remem.procedures.digest import (
     COMMAND_CHARS,
-    DEFAULT_MAX_CHARS,
-    DEFAULT_MAX_LINES,
     LOCAL,
     TEAM,
     Entry,
@@ -24,6 +23,8 @@ from remem.procedures.digest import (
     pitfall_text,
 )
 
+# The budget a page has when config.toml does not set one.
+DEFAULT_MAX_CHARS, DEFAULT_MAX_LINES = Settings.context_max_chars, Settings.context_max_lines
 NOW = 1_750_000_000.0  # 2025-06-15 UTC
 HEADER = header_for("/p/shop", "main")
 

@@ -277,7 +277,7 @@ def test_a_wrong_team_setting_is_one_line_naming_it(
 def test_the_hook_imports_nothing_of_the_team() -> None:
     probe = (
         "import sys, remem.capture.hook; "
-        "print([m for m in sys.modules if m.startswith(('remem.team', 'remem.config', "
+        "print([m for m in sys.modules if m.startswith(('remem.team', 'tomllib', "
         "'sqlalchemy', 'psycopg'))])"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
