@@ -354,14 +354,13 @@ def _nothing_but_comments(text: str) -> bool:
     return not any(character in text for character in _COMMENT_REFUSES)
 
 
-def _cache_path(config_file: str) -> str:
-    folder, name = os.path.split(config_file)
-    return os.path.join(folder, f".{name}.parsed.json")
+# What tomllib made of the config's text, kept in the home (never beside a REMEM_CONFIG that
+# lies outside it) and keyed by the whole text, for the next reader.
+CACHE_FILE = ".config.toml.parsed.json"
 
 
-def _read_file(path: str) -> tuple[dict[str, Any], str]:
-    """The parsed config file and its text; a missing file is no settings at all. What tomllib
-    made of a text is kept beside the file, keyed by the whole text, for the next reader."""
+def _read_file(path: str, cache: str) -> tuple[dict[str, Any], str]:
+    """The parsed config file and its text; a missing file is no settings at all."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -372,7 +371,6 @@ def _read_file(path: str) -> tuple[dict[str, Any], str]:
     text = raw.decode("utf-8", errors="replace")
     if _nothing_but_comments(text):
         return {}, text
-    cache = _cache_path(path)
     document = _cached(cache, text)
     if document is None:
         document = _parse(path, text)
@@ -450,7 +448,7 @@ def load_settings(environ: Mapping[str, str] | None = None, home: str | None = N
     if problem:
         raise HomeUnusable(home, problem)
     config_file = paths.config_path(home, env)
-    document, text = _read_file(config_file)
+    document, text = _read_file(config_file, os.path.join(home, CACHE_FILE))
     declared = {(each.section, each.key) for each in SETTINGS}
     for section, body in document.items():
         if not isinstance(body, dict):

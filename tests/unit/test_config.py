@@ -449,6 +449,21 @@ def test_the_cache_is_keyed_by_the_whole_text_not_the_files_times(tmp_path: Path
     assert load_settings({"REMEM_HOME": str(tmp_path)}).context_max_chars == 6000
 
 
+def test_the_cache_of_a_config_outside_the_home_stays_in_the_home(tmp_path: Path) -> None:
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    config = elsewhere / "remem.toml"
+    config.write_text("[worker]\nmax_attempts = 7\n", encoding="utf-8")
+    environ = {"REMEM_HOME": str(home), "REMEM_CONFIG": str(config)}
+    assert load_settings(environ).max_attempts == 7
+    assert [p.name for p in elsewhere.iterdir()] == ["remem.toml"]
+    assert (home / ".config.toml.parsed.json").exists()
+    missing = {"REMEM_HOME": str(tmp_path / "no-home"), "REMEM_CONFIG": str(config)}
+    assert load_settings(missing).max_attempts == 7
+    assert not (tmp_path / "no-home").exists()
+
+
 def test_a_cache_that_cannot_be_written_or_read_costs_only_time(tmp_path: Path) -> None:
     write_config(tmp_path, "[worker]\nmax_attempts = 7\n")
     (tmp_path / ".config.toml.parsed.json").mkdir()
