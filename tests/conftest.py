@@ -53,6 +53,16 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
         time.sleep(interval)
 
 
+# A pattern every text matches at its start and nowhere else: `remem forget --match EVERY
+# --dry-run` lists everything, each excerpt with one "[forgotten]" mark in front.
+EVERY = r"\A"
+
+
+def unmasked(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `forget --match EVERY` lists, without the mark of the empty match."""
+    return [{**item, "command": item["command"].removeprefix("[forgotten]")} for item in items]
+
+
 class Home:
     """A remem home in the test's temporary directory, and the environment that points at it."""
 
@@ -110,30 +120,35 @@ class Home:
         return json.loads(self.cli(*args, "--json").stdout)
 
     def status(self) -> dict[str, Any]:
-        return self.json("status")  # type: ignore[no-any-return]
+        return self.json("status")
 
-    def events(self, pattern: str = "") -> list[dict[str, Any]]:
-        """The captured events whose text `pattern` finds (all of them by default), newest first,
-        as `remem forget --dry-run` lists them: id, time and command."""
-        plan = self.json("forget", "--match", pattern, "--dry-run")
-        return plan["events"]  # type: ignore[no-any-return]
+    def command_hits(self, pattern: str = ".") -> list[dict[str, Any]]:
+        """The captured commands `remem recall` finds in every project: identical runs in one
+        project are one hit (the newest event's id, outcome and exit code; how many ran, how
+        many passed)."""
+        hits, page, pages = [], 1, 1
+        while page <= pages:
+            found = self.json("recall", pattern, "--all-projects", "--page", str(page))
+            hits += found["hits"]
+            page, pages = page + 1, found["pages"]
+        return [hit for hit in hits if hit["kind"] == "command"]
 
     def commands(self, pattern: str = ".") -> dict[str, dict[str, Any]]:
-        """The captured commands `remem recall` finds in every project, by their text: identical
-        runs are one hit (the newest event's id, outcome and exit code; how many ran)."""
-        found = self.json("recall", pattern, "--all-projects")
-        assert found["pages"] == 1, "more hits than one page: narrow the pattern"
-        return {hit["command"]: hit for hit in found["hits"] if hit["kind"] == "command"}
+        """command_hits by their command, for a home where each command ran in one project."""
+        hits = self.command_hits(pattern)
+        by_command = {hit["command"]: hit for hit in hits}
+        assert len(by_command) == len(hits), "a command ran in several projects"
+        return by_command
 
     def procedures(self, *args: str) -> list[dict[str, Any]]:
         """`remem procedures list --all --json ARGS`: every procedure, archived included."""
-        return self.json("procedures", "list", "--all", *args)  # type: ignore[no-any-return]
+        return self.json("procedures", "list", "--all", *args)
 
     def drops(self) -> list[dict[str, Any]]:
-        return self.json("drops")  # type: ignore[no-any-return]
+        return self.json("drops")
 
     def tasks(self, *args: str) -> list[dict[str, Any]]:
-        return self.json("tasks", *args)  # type: ignore[no-any-return]
+        return self.json("tasks", *args)
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         connection = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=10)
