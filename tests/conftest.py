@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 
 from tests.pg_server import DatabaseCopies, PostgresServer
 
@@ -50,6 +51,16 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+# A pattern every text matches at its start and nowhere else: `remem forget --match EVERY
+# --dry-run` lists everything, each excerpt with one "[forgotten]" mark in front.
+EVERY = r"\A"
+
+
+def unmasked(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `forget --match EVERY` lists, without the mark of the empty match."""
+    return [{**item, "command": item["command"].removeprefix("[forgotten]")} for item in items]
 
 
 class Home:
@@ -89,6 +100,56 @@ class Home:
             )
         return result
 
+    def cli(self, *args: str, check: bool = True) -> Result:
+        """`remem ARGS` run by click's runner in this process, with this home's environment
+        (and no other REMEM_ variable): the reads of the contract without a process start."""
+        from remem.cli.commands import cli
+
+        unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("REMEM_")}
+        result = CliRunner().invoke(
+            cli, list(args), env={**unset, **self.env}, catch_exceptions=False
+        )
+        if check and result.exit_code != 0:
+            raise AssertionError(
+                f"remem {' '.join(args)} exited {result.exit_code}: {result.output}"
+            )
+        return result
+
+    def json(self, *args: str) -> Any:
+        """What `remem ARGS --json` prints, parsed."""
+        return json.loads(self.cli(*args, "--json").stdout)
+
+    def status(self) -> dict[str, Any]:
+        return self.json("status")
+
+    def command_hits(self, pattern: str = ".") -> list[dict[str, Any]]:
+        """The captured commands `remem recall` finds in every project: identical runs in one
+        project are one hit (the newest event's id, outcome and exit code; how many ran, how
+        many passed)."""
+        hits, page, pages = [], 1, 1
+        while page <= pages:
+            found = self.json("recall", pattern, "--all-projects", "--page", str(page))
+            hits += found["hits"]
+            page, pages = page + 1, found["pages"]
+        return [hit for hit in hits if hit["kind"] == "command"]
+
+    def commands(self, pattern: str = ".") -> dict[str, dict[str, Any]]:
+        """command_hits by their command, for a home where each command ran in one project."""
+        hits = self.command_hits(pattern)
+        by_command = {hit["command"]: hit for hit in hits}
+        assert len(by_command) == len(hits), "a command ran in several projects"
+        return by_command
+
+    def procedures(self, *args: str) -> list[dict[str, Any]]:
+        """`remem procedures list --all --json ARGS`: every procedure, archived included."""
+        return self.json("procedures", "list", "--all", *args)
+
+    def drops(self) -> list[dict[str, Any]]:
+        return self.json("drops")
+
+    def tasks(self, *args: str) -> list[dict[str, Any]]:
+        return self.json("tasks", *args)
+
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         connection = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=10)
         try:
@@ -101,12 +162,12 @@ class Home:
 
     def wait_until_drained(self, timeout: float = 60) -> None:
         """Until every task has been completed (none pending, processing or failed)."""
-        wait_for(
-            lambda: (
-                self.scalar("SELECT count(*) FROM extraction_tasks WHERE status != 'done'") == 0
-            ),
-            timeout,
-        )
+        wait_for(lambda: set(self.undone_tasks().values()) <= {0}, timeout)
+
+    def undone_tasks(self) -> dict[str, int]:
+        """How many tasks `remem status` counts in each state but done."""
+        tasks = self.status()["tasks"]
+        return {state: n for state, n in tasks.items() if state != "done"}
 
     def wait_for_leases_to_expire(self, timeout: float = 30) -> None:
         """Until no task is held under a lease still running: a dead worker's task can only be

@@ -58,8 +58,10 @@ def _start_daemon(home: Home) -> subprocess.Popen[bytes]:
     )
 
 
-def _heartbeat_pids(home: Home) -> list[int]:
-    return [pid for (pid,) in home.query("SELECT pid FROM worker_heartbeats")]
+def _heartbeats(home: Home) -> tuple[int, int | None]:
+    """How many workers `remem status` sees beating, and the newest one's pid."""
+    worker = home.status()["worker"]
+    return worker["workers"], worker["pid"]
 
 
 def test_a_killed_daemon_is_dead_at_once_and_its_heartbeat_is_cleared_by_the_next_start(
@@ -67,7 +69,7 @@ def test_a_killed_daemon_is_dead_at_once_and_its_heartbeat_is_cleared_by_the_nex
 ) -> None:
     first = _start_daemon(home)
     try:
-        wait_for(lambda: first.pid in _heartbeat_pids(home), timeout=60)
+        wait_for(lambda: _heartbeats(home) == (1, first.pid), timeout=60)
     finally:
         first.kill()
         first.wait(timeout=30)
@@ -80,13 +82,13 @@ def test_a_killed_daemon_is_dead_at_once_and_its_heartbeat_is_cleared_by_the_nex
 
     second = _start_daemon(home)
     try:
-        wait_for(lambda: _heartbeat_pids(home) == [second.pid], timeout=60)
+        wait_for(lambda: _heartbeats(home) == (1, second.pid), timeout=60)
         worker = json.loads(home.remem("status", "--json").stdout)["worker"]
         assert (worker["state"], worker["pid"], worker["workers"]) == ("running", second.pid, 1)
     finally:
         second.send_signal(signal.SIGTERM)
         assert second.wait(timeout=60) == 0
-    assert _heartbeat_pids(home) == []
+    assert _heartbeats(home) == (0, None)
 
 
 def _feed_two_passing_runs(home: Home, project: Path) -> None:

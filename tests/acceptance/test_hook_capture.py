@@ -8,16 +8,21 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import REMEM_HOOK, Home, load_fixture
 
 
-def _bash_success(tool_use_id: str, session: str = "s-1") -> dict[str, object]:
+def _bash_success(
+    tool_use_id: str, session: str = "s-1", command: str | None = None
+) -> dict[str, Any]:
     payload = load_fixture("claude-code/post_tool_use_bash_success.json")
     payload["tool_use_id"] = tool_use_id
     payload["session_id"] = session
+    if command is not None:
+        payload["tool_input"]["command"] = command
     return payload
 
 
@@ -32,16 +37,20 @@ def test_sixteen_hooks_at_once_all_land(home: Home) -> None:
         )
         for _ in range(16)
     ]
-    payloads = [json.dumps(_bash_success(f"toolu_{i}", f"s-{i % 4}")).encode() for i in range(16)]
+    payloads = [
+        json.dumps(_bash_success(f"toolu_{i}", f"s-{i % 4}", f"make test-{i}")).encode()
+        for i in range(16)
+    ]
     # Start all processes first, then feed them, so their writes overlap.
     outputs = [p.communicate(data, timeout=60) for p, data in zip(processes, payloads, strict=True)]
     assert [p.returncode for p in processes] == [0] * 16
     assert all(err == b"" for _out, err in outputs)
-    ids = home.query("SELECT id, tool_use_id FROM captured_events")
-    assert len({row[0] for row in ids}) == 16
-    assert {row[1] for row in ids} == {f"toolu_{i}" for i in range(16)}
+    commands = home.commands()
+    assert set(commands) == {f"make test-{i}" for i in range(16)}
+    assert len({hit["id"] for hit in commands.values()}) == 16
+    assert home.status()["events"] == 16
     assert not list(home.spool.glob("*.jsonl"))
-    assert home.scalar("SELECT count(*) FROM extraction_tasks") == 4
+    assert len(home.tasks()) == 4  # one per session
 
 
 def _hold_write_lock(db: Path) -> sqlite3.Connection:
@@ -55,7 +64,10 @@ def test_locked_database_spools_within_two_seconds_then_ingests_once(home: Home)
     locker = _hold_write_lock(home.db)
     try:
         started = time.monotonic()
-        results = [home.hook(_bash_success(f"toolu_locked_{i}")) for i in range(3)]
+        results = [
+            home.hook(_bash_success(f"toolu_locked_{i}", command=f"make locked-{i}"))
+            for i in range(3)
+        ]
         elapsed_each = (time.monotonic() - started) / 3
     finally:
         locker.execute("ROLLBACK")
@@ -65,17 +77,15 @@ def test_locked_database_spools_within_two_seconds_then_ingests_once(home: Home)
     spooled = (home.spool / "events.jsonl").read_text().splitlines()
     assert len(spooled) == 3
     assert all(json.loads(line)["type"] == "event" for line in spooled)
-    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    assert home.status()["events"] == 0
 
     first = json.loads(home.remem("spool", "ingest", "--json").stdout)
     assert (first["events_stored"], first["events_already_stored"]) == (3, 0)
     second = json.loads(home.remem("spool", "ingest", "--json").stdout)
     assert (second["events_stored"], second["files"]) == (0, 0)
-    rows = home.query("SELECT tool_use_id FROM captured_events ORDER BY tool_use_id")
-    assert rows == [(f"toolu_locked_{i}",) for i in range(3)]
-    assert home.query("SELECT high_watermark_event_id, status FROM extraction_tasks") == [
-        (3, "pending")
-    ]
+    assert sorted(home.commands()) == [f"make locked-{i}" for i in range(3)]
+    tasks = [(task["high_watermark_event_id"], task["status"]) for task in home.tasks()]
+    assert tasks == [(3, "pending")]
 
 
 def test_spooled_event_already_in_database_is_not_stored_twice(home: Home) -> None:
@@ -89,7 +99,7 @@ def test_spooled_event_already_in_database_is_not_stored_twice(home: Home) -> No
     assert home.hook(payload).returncode == 0  # the same delivery, now stored directly
     report = json.loads(home.remem("spool", "ingest", "--json").stdout)
     assert (report["events_stored"], report["events_already_stored"]) == (0, 1)
-    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+    assert home.status()["events"] == 1
 
 
 @pytest.mark.parametrize(
@@ -135,8 +145,8 @@ def test_spooled_event_already_in_database_is_not_stored_twice(home: Home) -> No
 def test_bad_input_is_dropped_with_its_reason(home: Home, stdin: bytes, reason: str) -> None:
     result = home.hook(stdin)
     assert (result.returncode, result.stderr, result.stdout) == (0, b"", b"")
-    assert home.query("SELECT reason, size_bytes FROM dropped_payloads") == [(reason, len(stdin))]
-    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    assert [(drop["reason"], drop["size_bytes"]) for drop in home.drops()] == [(reason, len(stdin))]
+    assert home.status()["events"] == 0
 
 
 def test_hook_never_imports_sqlalchemy(home: Home) -> None:
@@ -152,7 +162,7 @@ def test_hook_never_imports_sqlalchemy(home: Home) -> None:
     )
     report = json.loads(result.stdout)
     assert report["code"] == 0
-    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+    assert home.status()["events"] == 1
     forbidden = {
         "sqlalchemy",
         "alembic",
@@ -173,8 +183,8 @@ def test_hook_never_migrates_a_database_behind_its_schema(home: Home) -> None:
     connection.execute("UPDATE alembic_version SET version_num = '0000'")
     connection.close()
     assert home.hook(_bash_success("toolu_old_schema")).returncode == 0
-    assert home.scalar("SELECT version_num FROM alembic_version") == "0000"
-    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    status = home.status()
+    assert (status["schema_revision"], status["events"]) == ("0000", 0)
     record = json.loads((home.spool / "events.jsonl").read_text())
     assert record["event"]["tool_use_id"] == "toolu_old_schema"
     assert "schema" in record["spool_reason"]

@@ -11,7 +11,8 @@ from tests.conftest import Home, fixtures_dir
 from tests.fixture_expectations import EXPECTED
 
 COLUMNS = (
-    "host, kind, outcome, exit_code, exit_code_source, command, tool_use_id, files, cwd, branch"
+    "e.host, e.kind, e.outcome, e.exit_code, e.exit_code_source, e.command, e.tool_use_id, "
+    "e.files, e.cwd, e.branch"
 )
 
 
@@ -30,12 +31,7 @@ def _in_repo(relative: str, repo: Path) -> bytes:
 
 
 def _snapshot(home: Home) -> tuple[object, ...]:
-    return (
-        home.query("SELECT * FROM captured_events ORDER BY id"),
-        home.query("SELECT * FROM extraction_tasks ORDER BY id"),
-        home.query("SELECT * FROM sessions ORDER BY id"),
-        home.query("SELECT * FROM dropped_payloads ORDER BY id"),
-    )
+    return (home.status()["events"], home.tasks(), home.drops())
 
 
 @pytest.mark.parametrize("relative", sorted(EXPECTED))
@@ -45,14 +41,16 @@ def test_fixture_is_captured_once(home: Home, tmp_path: Path, relative: str) -> 
     first = home.hook(payload)
     assert (first.returncode, first.stderr) == (0, b"")
 
-    rows = home.query(f"SELECT {COLUMNS} FROM captured_events")
+    # Each host's fields as the hook read them: no command shows them all, the row does.
+    rows = home.query(
+        f"SELECT {COLUMNS}, p.root FROM captured_events e JOIN projects p ON p.id = e.project_id"
+    )
     assert len(rows) == 1
-    *fields, files, cwd, branch = rows[0]
+    *fields, files, cwd, branch, root = rows[0]
     kind = fields[1]
     assert (*fields, json.loads(files) if files else None) == EXPECTED[relative]
-    assert (cwd, branch) == (str(repo), "feature/cart")
-    assert home.query("SELECT root FROM projects") == [(str(repo),)]
-    tasks = home.query("SELECT kind, status, high_watermark_event_id FROM extraction_tasks")
+    assert (cwd, branch, root) == (str(repo), "feature/cart", str(repo))
+    tasks = [(t["kind"], t["status"], t["high_watermark_event_id"]) for t in home.tasks()]
     assert tasks == ([] if kind == "session_start" else [("promote", "pending", 1)])
 
     before = _snapshot(home)
@@ -61,8 +59,7 @@ def test_fixture_is_captured_once(home: Home, tmp_path: Path, relative: str) -> 
     if _has_own_id(relative):  # a re-delivered payload with its host's id is stored once
         assert _snapshot(home) == before
     else:  # without one, the same payload again is the command run again (DESIGN.md §3)
-        keys = [row[0] for row in home.query("SELECT idempotency_key FROM captured_events")]
-        assert len(keys) == len(set(keys)) == 2
+        assert home.status()["events"] == 2
 
 
 def _has_own_id(relative: str) -> bool:
@@ -73,9 +70,8 @@ def _has_own_id(relative: str) -> bool:
 def test_fixture_outside_a_work_tree_uses_cwd_and_no_branch(home: Home) -> None:
     payload = (fixtures_dir() / "claude-code/post_tool_use_bash_success.json").read_bytes()
     assert home.hook(payload).returncode == 0
-    assert home.query(
-        "SELECT p.root, e.branch FROM captured_events e JOIN projects p ON p.id = e.project_id"
-    ) == [("/home/dev/shop", None)]
+    hits = home.commands().values()
+    assert [(hit["project"], hit["branch"]) for hit in hits] == [("/home/dev/shop", None)]
 
 
 def test_host_flag_overrides_detection(home: Home) -> None:
@@ -94,6 +90,7 @@ def test_events_of_one_session_share_one_task_whose_watermark_rises(home: Home) 
         "claude-code/post_tool_use_bash_success.json",
     ):
         assert home.hook((fixtures_dir() / relative).read_bytes()).returncode == 0
-    assert home.query(
-        "SELECT status, high_watermark_event_id, cursor_event_id FROM extraction_tasks"
-    ) == [("pending", 3, 0)]
+    tasks = home.tasks()
+    assert [(t["status"], t["high_watermark_event_id"], t["cursor_event_id"]) for t in tasks] == [
+        ("pending", 3, 0)
+    ]

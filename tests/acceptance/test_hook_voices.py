@@ -50,17 +50,17 @@ def test_oversized_run_keeps_its_command_and_outcome_with_the_cut_recorded(
     result = home.hook(data)
 
     assert (result.returncode, result.stderr) == (0, b"")
-    rows = home.query("SELECT command, outcome, exit_code, output_excerpt FROM captured_events")
-    assert len(rows) == 1
-    command, stored_outcome, stored_exit_code, excerpt = rows[0]
-    assert (command, stored_outcome, stored_exit_code) == (
+    [hit] = home.commands().values()
+    assert (hit["command"], hit["status"], hit["exit_code"], hit["runs"]) == (
         payload["tool_input"]["command"],
         outcome,
         exit_code,
+        1,
     )
-    assert excerpt.endswith("token=[REDACTED]\n3 passed in 0.4s")
-    assert "characters cut]" in excerpt
+    # The excerpt kept of the output is shown by no command: the stored row is what is checked.
     stored = home.query("SELECT output_excerpt, error_excerpt, payload FROM captured_events")
+    assert stored[0][0].endswith("token=[REDACTED]\n3 passed in 0.4s")
+    assert "characters cut]" in stored[0][0]
     assert GITHUB_TOKEN not in json.dumps(stored)
     [note] = _drops_json(home)
     assert (note["reason"], note["size_bytes"], note["hook_event"]) == (
@@ -80,10 +80,10 @@ def test_payload_past_the_read_bound_is_drained_and_dropped_as_too_large(home: H
     result = home.hook(data, timeout=120)
 
     assert (result.returncode, result.stderr) == (0, b"")
-    assert home.query("SELECT reason, size_bytes FROM dropped_payloads") == [
+    assert [(drop["reason"], drop["size_bytes"]) for drop in _drops_json(home)] == [
         ("too_large", len(data))
     ]
-    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    assert home.status()["events"] == 0
 
 
 @pytest.mark.parametrize(
@@ -99,8 +99,10 @@ def test_generic_exit_code_written_as_text_is_stored_as_a_number(
     result = home.hook(payload)
 
     assert (result.returncode, result.stderr) == (0, b"")
-    assert home.query("SELECT outcome, exit_code FROM captured_events") == [(outcome, stored)]
-    assert home.scalar("SELECT count(*) FROM dropped_payloads") == 0
+    assert [(hit["status"], hit["exit_code"]) for hit in home.commands().values()] == [
+        (outcome, stored)
+    ]
+    assert home.drops() == []
 
 
 def test_generic_exit_code_that_is_no_integer_is_dropped_for_it(home: Home) -> None:
@@ -109,7 +111,7 @@ def test_generic_exit_code_that_is_no_integer_is_dropped_for_it(home: Home) -> N
 
     assert home.hook(payload).returncode == 0
 
-    assert home.query("SELECT reason, detail FROM dropped_payloads") == [
+    assert [(drop["reason"], drop["detail"]) for drop in home.drops()] == [
         ("invalid_field", "exit_code is not an integer")
     ]
 
@@ -210,7 +212,7 @@ def test_doctor_is_quiet_about_drops_that_lose_nothing(home: Home) -> None:
 
     checks = json.loads(home.remem("doctor", "--json", check=False).stdout)
 
-    assert home.query("SELECT reason FROM dropped_payloads") == [("ignored_tool",)]
+    assert [drop["reason"] for drop in home.drops()] == ["ignored_tool"]
     assert [c["status"] for c in checks if c["name"] == "drops"] == ["ok"]
 
 

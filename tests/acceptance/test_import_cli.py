@@ -130,7 +130,7 @@ def test_importing_real_transcripts_learns_what_replaying_them_through_the_hook_
 
     first = [import_json(imported, host, str(path)) for host, path in copies]
     learnt = procedures(imported)
-    events = imported.query("SELECT idempotency_key, outcome, project_id FROM captured_events")
+    events = (imported.status()["events"], imported.command_hits())
     second = [import_json(imported, host, str(path)) for host, path in copies]
 
     assert learnt == procedures(replayed)
@@ -142,9 +142,7 @@ def test_importing_real_transcripts_learns_what_replaying_them_through_the_hook_
     assert sum(s["events_known"] for s in second) == calls
     assert [s["promoted"] for s in second] == [0] * len(copies)
     assert procedures(imported) == learnt
-    assert imported.query("SELECT idempotency_key, outcome, project_id FROM captured_events") == (
-        events
-    )
+    assert (imported.status()["events"], imported.command_hits()) == events
     # The agent in the worktree is told the same commands either way.
     fum = tmp_path / "work" / "s0" / "spotter-worktrees" / "spotter-fum"
     digests = [h.remem("context", "--cwd", str(fum)).stdout for h in (replayed, imported)]
@@ -163,13 +161,13 @@ def test_import_all_reads_the_agents_own_folders_and_prints_a_summary(home: Home
     with_env(home)
 
     dry = import_json(home, "all", "--dry-run")
-    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    assert home.status()["events"] == 0
     shown = home.remem("import", "all").stdout
     again = home.remem("import", "all", "--since", "1d", "--no-promote").stdout
 
     assert (dry["files"], dry["sessions"], dry["dry_run"]) == (2, 2, True)
     assert "procedures" not in dry
-    stored = home.scalar("SELECT count(*) FROM captured_events")
+    stored = home.status()["events"]
     assert stored == dry["events_new"] == dry["commands"] + dry["edits"] > 20
     assert shown.startswith(f"Imported 2 file(s), 2 session(s): {dry['commands']} command(s)")
     assert "Promoted" in shown

@@ -7,6 +7,7 @@ import itertools
 import json
 import re
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,9 @@ def replay_claude(home: Home, transcript: Path, user_root: str, workspace: Path)
 def assert_truthful(home: Home) -> None:
     """No procedure's evidence holds a masked run whose output counts failures, and no two
     procedures share a group."""
+    found = procedures(home)
+    evidence = {p["id"]: set(p["evidence_event_ids"]) for p in found}
+    # Whether a run was masked, and the output it printed, are shown by no command.
     rows = home.query(
         "SELECT p.id, v.event_id, v.masked, e.output_excerpt FROM procedures p "
         "JOIN verifications v ON v.project_id = p.project_id AND v.directory = p.directory "
@@ -112,16 +116,12 @@ def assert_truthful(home: Home) -> None:
         "JOIN captured_events e ON e.id = v.event_id"
     )
     for procedure_id, event_id, masked, output in rows:
-        evidence = json.loads(
-            home.scalar("SELECT evidence_event_ids FROM procedures WHERE id = ?", (procedure_id,))
-        )
-        if masked and event_id in evidence:
+        if masked and event_id in evidence[procedure_id]:
             assert not FAILURE_SUMMARY.search(output or ""), (procedure_id, event_id, output)
-    groups = home.query(
-        "SELECT project_id, scope, branch, directory, workflow_hash, count(*) FROM procedures "
-        "GROUP BY project_id, scope, branch, directory, workflow_hash HAVING count(*) > 1"
+    groups = Counter(
+        (p["project"], p["scope"], p["branch"], p["directory"], p["workflow_hash"]) for p in found
     )
-    assert groups == []
+    assert [group for group, count in groups.items() if count > 1] == []
 
 
 def test_a_real_elixir_session_in_a_worktree_learns_workflows_not_strings(
@@ -145,15 +145,16 @@ def test_a_real_elixir_session_in_a_worktree_learns_workflows_not_strings(
     workflows = {(p["directory"], p["workflow"]) for p in found}
     assert all("| tail" not in w and "2>&1" not in w for _d, w in workflows), workflows
     # One project: the worktree belongs to the repository it was added from.
-    assert home.scalar("SELECT count(DISTINCT project_id) FROM captured_events") == 1
-    assert home.scalar("SELECT root FROM projects") == str(repository.resolve())
+    assert {hit["project"] for hit in home.command_hits()} == {str(repository.resolve())}
+    assert {p["project"] for p in found} == {str(repository.resolve())}
     # Every `mix test 2>&1 …` spelling of the session is one workflow, not one per string.
     mix_test = [p for p in found if p["workflow"] == "mix test"]
     assert len(mix_test) == 1, found
     assert mix_test[0]["branch"] == "spotter-fum"
     assert {v["command"] for v in mix_test[0]["variants"]} >= {"mix test 2>&1"}
     # Lessons quote the error that mattered, never an exit status line.
-    errors = [row[0] for row in home.query("SELECT last_error FROM lessons") if row[0]]
+    known = home.json("procedures", "errors", "--project", str(repository))
+    errors = [sighting["error"] for sighting in known if sighting["error"]]
     assert errors and not any(e.startswith("Exit code") for e in errors), errors
     assert any("secret_key_base" in e or "lazy_html" in e for e in errors), errors
     # What the agent reads: issue-tracker queries are no procedures, files outside the project
@@ -184,13 +185,23 @@ def test_a_real_codex_rollout_resolves_outcomes_and_stays_truthful(home: Home) -
         hook(home, call.payload, "codex")
     home.remem("worker", "--burst")
 
-    outcomes = {
-        row[0]: row[1] for row in home.query("SELECT tool_use_id, outcome FROM captured_events")
-    }
+    # Each command's runs, how many passed, and the outcome of its newest run, as resolved
+    # from the rollout.
+    expected: dict[str, dict[str, Any]] = {}
     for call in calls:
         if call.payload["tool_name"] == "Bash":
-            expected = "success" if call.exit_code == 0 else "failure"
-            assert outcomes[call.payload["tool_use_id"]] == expected
+            outcome = "success" if call.exit_code == 0 else "failure"
+            seen = expected.setdefault(
+                call.payload["tool_input"]["command"], {"runs": 0, "evidence": 0}
+            )
+            seen["runs"] += 1
+            seen["evidence"] += outcome == "success"
+            seen["status"] = outcome
+    found = {
+        command: {"runs": hit["runs"], "evidence": hit["evidence"], "status": hit["status"]}
+        for command, hit in home.commands().items()
+    }
+    assert found == expected
     assert_truthful(home)
 
 

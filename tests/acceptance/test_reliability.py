@@ -66,7 +66,7 @@ def test_ingest_after_write_access_returns(home: Home, read_only_db: Path) -> No
         subprocess.run(["chattr", "-i", str(read_only_db)], check=True)
     read_only_db.chmod(0o600)
     home.remem("spool", "ingest")
-    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+    assert home.status()["events"] == 1
 
 
 def test_full_spool_drops_with_a_counted_visible_reason(home: Home) -> None:
@@ -126,7 +126,7 @@ def test_old_schema_stops_the_worker_and_upgrades_under_a_running_daemon(home: H
         text=True,
     )
     try:
-        wait_for(lambda: home.query("SELECT count(*) FROM captured_events")[0][0] == 1, 30)
+        wait_for(lambda: home.status()["events"] == 1, 30)
         upgrades = [
             subprocess.Popen(
                 [REMEM, "db", "upgrade"],
@@ -142,7 +142,7 @@ def test_old_schema_stops_the_worker_and_upgrades_under_a_running_daemon(home: H
         assert all(out.strip() == f"Schema at {migrate.head_revision()}" for out, _ in outputs)
         assert home.hook(_event(2)).returncode == 0
         home.wait_until_drained(timeout=30)
-        assert home.query("SELECT status FROM extraction_tasks") == [("done",)]
+        assert [task["status"] for task in home.tasks()] == ["done"]
         assert daemon.poll() is None
     finally:
         daemon.terminate()
@@ -161,7 +161,7 @@ def test_home_owned_by_another_user_is_refused(home: Home) -> None:
         assert len(hook.stderr.splitlines()) == 1 and b"another user" in hook.stderr
     finally:
         os.chown(home.path, 0, 0)
-    assert home.scalar("SELECT count(*) FROM captured_events") == 0
+    assert home.status()["events"] == 0
 
 
 def test_files_are_private_on_creation(home: Home, tmp_path: Path) -> None:

@@ -208,7 +208,7 @@ def test_no_secret_of_the_corpus_is_kept_anywhere(
     home.remem("worker", "--burst")
     pages = digest_pages(home, project, evidence)
 
-    assert home.scalar("SELECT count(*) FROM captured_events") == 4 * len(CORPUS) + 1
+    assert home.status()["events"] == 4 * len(CORPUS) + 1
     assert "[REDACTED" in pages[0].read_text(encoding="utf-8")
     kept = [dump_database(home, evidence), *pages, *text_files(home.path)]
     assert [path.name for path in kept if path.parent.name == "logs"] != []
@@ -239,14 +239,14 @@ def test_no_secret_reaches_the_spool(home: Home, tmp_path: Path, evidence: Path)
 
     home.remem("worker", "--burst")
 
-    assert home.scalar("SELECT count(*) FROM captured_events") == 2
+    assert home.status()["events"] == 2
     assert oracle_findings([dump_database(home, evidence), *text_files(home.path)]) == []
     assert leaked_secrets(home.path) == []
 
 
 def test_dropped_payload_keeps_no_secret(home: Home) -> None:
     assert home.hook(f"not json {ALL_TEXTS}").returncode == 0
-    assert home.scalar("SELECT reason FROM dropped_payloads") == "not_json"
+    assert [drop["reason"] for drop in home.drops()] == ["not_json"]
     assert leaked_secrets(home.path) == []
 
 
@@ -257,10 +257,10 @@ def test_a_redacted_command_keeps_everything_but_the_secret(home: Home) -> None:
         "@github.com/acme/shop && MYSQL_PWD=My5qlPwdValue mysql -u root shop"
     }
     assert home.hook(payload).returncode == 0
-    assert home.scalar("SELECT command FROM captured_events") == (
+    assert list(home.commands()) == [
         "git clone https://x-access-token:[REDACTED]@github.com/acme/shop"
         " && MYSQL_PWD=[REDACTED] mysql -u root shop"
-    )
+    ]
 
 
 @pytest.mark.parametrize(
@@ -281,5 +281,5 @@ def test_commands_without_secrets_survive_byte_for_byte(home: Home, command: str
     payload = load_fixture("claude-code/post_tool_use_bash_success.json")
     payload["tool_input"] = {"command": command}
     assert home.hook(payload).returncode == 0
-    assert home.scalar("SELECT command FROM captured_events") == command
+    assert list(home.commands()) == [command]
     assert len(command) >= 40

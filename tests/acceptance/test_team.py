@@ -21,7 +21,7 @@ from sqlalchemy import Engine, text
 
 from remem.capture import hook
 from remem.db.engine import make_engine
-from tests.conftest import REMEM, Home, load_fixture, wait_for
+from tests.conftest import EVERY, REMEM, Home, load_fixture, unmasked, wait_for
 from tests.pg_server import PostgresServer
 from workers.team import PROJECT_LOCK_SPACE
 
@@ -76,6 +76,18 @@ class Machine(Home):
     def burst(self, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.remem("worker", "--burst", "--json", check=check)
 
+    def pulled(self, cwd: str) -> list[dict[str, Any]]:
+        """The team's procedures pulled here for the project at cwd (`remem procedures team`)."""
+        return self.json("procedures", "team", "--project", cwd)["procedures"]
+
+    def on_team(self) -> dict[str, list[dict[str, Any]]]:
+        """The events and procedures the team database holds, every machine's, as
+        `remem forget --dry-run` lists what it would forget there."""
+        team = self.json("forget", "--match", EVERY, "--dry-run")["team"]
+        assert team["error"] is None, team
+        plan = team["plan"] or {"events": [], "procedures": []}
+        return {"events": unmasked(plan["events"]), "procedures": unmasked(plan["procedures"])}
+
 
 @pytest.fixture
 def machines(
@@ -109,25 +121,27 @@ def test_one_run_on_each_machine_is_a_team_procedure_in_the_other_machines_diges
     for machine in (alice, bob, alice, bob):  # ship; ship; promote on the team; pull
         assert machine.burst().returncode == 0
 
-    assert rows(team, "SELECT root, project_key FROM projects") == [
-        ("github.com/acme/shop", "github.com/acme/shop")
-    ]
-    assert sorted(rows(team, "SELECT machine FROM sessions")) == [("alice",), ("bob",)]
-    procedure = rows(
+    # What left each machine names the project by its key, never by a local path: only the
+    # team database's own rows show it.
+    shipped = rows(
         team,
-        "SELECT command, scope, branch, status, verified_runs, distinct_sessions FROM procedures",
+        "SELECT p.root, p.project_key, s.machine, e.cwd, e.transcript_path, e.payload "
+        "FROM captured_events e JOIN sessions s ON s.id = e.session_id "
+        "JOIN projects p ON p.id = e.project_id ORDER BY s.machine",
     )
-    assert procedure == [("make test", "branch", "main", "active", 2, 2)]
-    # What left each machine names the project by its key, never by a local path.
-    shipped = rows(team, "SELECT cwd, transcript_path, payload FROM captured_events")
-    assert shipped == [("github.com/acme/shop", None, "{}")] * 2
+    key = "github.com/acme/shop"
+    assert shipped == [(key, key, machine, key, None, "{}") for machine in ("alice", "bob")]
+    on_team = alice.on_team()["procedures"]
+    assert [(p["command"], p["status"]) for p in on_team] == [("make test", "active")]
 
-    for machine in (alice, bob):
-        assert machine.scalar("SELECT count(*) FROM procedures") == 0  # one run here alone
-        assert machine.query(
-            "SELECT command, verified_runs, machines, status FROM team_procedures"
-        ) == [("make test", 2, 2, "active")]
-        assert machine.scalar("SELECT project_key FROM projects") == "github.com/acme/shop"
+    for machine, cwd in ((alice, shop_a), (bob, shop_b)):
+        assert machine.procedures() == []  # one run here alone
+        shown = ("command", "scope", "branch", "status", "verified_runs", "distinct_sessions")
+        pulled = [
+            [p[name] for name in (*shown, "machines", "project")] for p in machine.pulled(cwd)
+        ]
+        assert pulled == [["make test", "branch", "main", "active", 2, 2, 2, cwd]]
+        assert machine.status()["team"]["projects"] == 1
     digest = bob.session_start(shop_b, "bob-2")
     assert "`make test`" in digest
     assert "verified by the team: 2 runs on 2 machines" in digest
@@ -144,7 +158,7 @@ def test_the_local_procedure_wins_over_the_teams(
         bob.run(shop_b, "make test", session)
     for machine in (alice, bob, alice, bob):
         machine.burst()
-    assert bob.query("SELECT verified_runs, machines FROM team_procedures") == [(3, 2)]
+    assert [(p["verified_runs"], p["machines"]) for p in bob.pulled(shop_b)] == [(3, 2)]
     digest = bob.session_start(shop_b, "bob-3")
     assert "`make test`" in digest
     assert "verified by the team" not in digest  # bob's own proof is shown
@@ -167,12 +181,15 @@ def test_an_unshared_project_never_reaches_the_team_database(
     alice.burst()
     alice.burst()
 
-    assert rows(team, "SELECT DISTINCT root FROM projects") == [("github.com/acme/shop",)]
-    assert rows(team, "SELECT count(*), count(DISTINCT cwd) FROM captured_events") == [(2, 1)]
-    assert rows(team, "SELECT count(*) FROM procedures") == [(1,)]
+    # Which projects and directories reached the team only its own rows show.
+    reached = "SELECT DISTINCT p.root, e.cwd FROM projects p LEFT JOIN captured_events e ON "
+    assert rows(team, reached + "e.project_id = p.id") == [("github.com/acme/shop",) * 2]
+    on_team = alice.on_team()
+    assert (len(on_team["events"]), len(on_team["procedures"])) == (2, 1)
     # Every project was promoted locally, shared or not.
-    assert alice.scalar("SELECT count(*) FROM procedures") == 5
-    assert alice.query("SELECT project_key FROM team_links") == [("github.com/acme/shop",)]
+    assert len(alice.procedures()) == 5
+    assert alice.status()["team"]["projects"] == 1
+    # A project's key is kept in no output: the row says which ones have one.
     keys = dict(alice.query("SELECT root, project_key FROM projects"))
     assert keys[other] == "github.com/someone-else/tool"
     assert keys[local_only] is None and keys[on_disk] is None
@@ -181,7 +198,7 @@ def test_an_unshared_project_never_reaches_the_team_database(
 def test_a_crash_between_shipping_and_the_cursor_ships_again_without_doubling(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
-    alice, _bob, team = machines
+    alice, _bob, _team = machines
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     for n in range(5):
         alice.run(shop, f"make test-{n % 2}", f"s{n}")
@@ -193,17 +210,15 @@ def test_a_crash_between_shipping_and_the_cursor_ships_again_without_doubling(
         timeout=120,
     )
     assert crashed.returncode == -9, crashed
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(5,)]
-    assert alice.scalar("SELECT shipped_event_id FROM team_links") == 0
+    assert len(alice.on_team()["events"]) == 5
+    assert alice.status()["team"]["waiting"] == 5  # the cursor never moved
 
     summary = json.loads(alice.burst().stdout)
     assert summary["shipped"] == 0  # all five were there already
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(5,)]
-    assert alice.scalar("SELECT max(id) FROM captured_events") == alice.scalar(
-        "SELECT shipped_event_id FROM team_links"
-    )
-    done = rows(team, "SELECT status, count(*) FROM extraction_tasks GROUP BY status")
-    assert done == [("done", 5)]
+    assert len(alice.on_team()["events"]) == 5
+    assert alice.status()["team"]["waiting"] == 0
+    assert summary["team_tasks_done"] == 5  # one a session, each once
+    assert json.loads(alice.burst().stdout)["team_tasks_done"] == 0  # none left
 
 
 def test_the_server_down_and_back_delays_shipping_and_loses_nothing(
@@ -227,7 +242,7 @@ def test_the_server_down_and_back_delays_shipping_and_loses_nothing(
             alice.run(shop, "make test", session)  # the hook never waits for the team
         down = json.loads(alice.burst().stdout)
         assert down["team_errors"] >= 1 and down["shipped"] == 0
-        assert alice.scalar("SELECT count(*) FROM procedures") == 1  # local work went on
+        assert len(alice.procedures()) == 1  # local work went on
         status = json.loads(alice.remem("status", "--json").stdout)
         assert status["team"]["waiting"] == 2
         assert status["team"]["error"]
@@ -235,14 +250,8 @@ def test_the_server_down_and_back_delays_shipping_and_loses_nothing(
         server.resume()
         up = json.loads(alice.burst().stdout)
         assert up["shipped"] == 2 and up["team_errors"] == 0
-        team = make_engine(url)
-        try:
-            assert rows(
-                team, "SELECT count(*), count(DISTINCT idempotency_key) FROM captured_events"
-            ) == [(3, 3)]
-            assert rows(team, "SELECT verified_runs FROM procedures") == [(3,)]
-        finally:
-            team.dispose()
+        assert len({event["id"] for event in alice.on_team()["events"]}) == 3
+        assert [p["verified_runs"] for p in alice.pulled(shop)] == [3]
         status = json.loads(alice.remem("status", "--json").stdout)
         assert status["team"]["waiting"] == 0 and status["team"]["error"] is None
     finally:
@@ -263,14 +272,19 @@ def _store_sessions(machine: Machine, cwd: str, sessions: int, now: float) -> No
 def test_four_team_workers_on_two_machines_complete_each_task_exactly_once(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
-    alice, bob, team = machines
+    alice, bob, _team = machines
     now = time.time() - 3600
+    shipped, clones = 0, {}
     for machine in (alice, bob):
-        cwd = clone(tmp_path / machine.name / "shop", "git@github.com:acme/shop.git")
+        cwd = clones[machine.name] = clone(
+            tmp_path / machine.name / "shop", "git@github.com:acme/shop.git"
+        )
         _store_sessions(machine, cwd, 1000, now)
         machine.env["REMEM_TEAM_PROMOTE"] = "false"
-        machine.burst()  # local promotion, and shipping
-    assert rows(team, "SELECT count(*) FROM extraction_tasks WHERE status = 'pending'") == [(2000,)]
+        summary = json.loads(machine.burst().stdout)  # local promotion, and shipping
+        assert summary["team_tasks_done"] == 0
+        shipped += summary["shipped"]
+    assert shipped == 2000  # one event a session: a team task each
     for machine in (alice, bob):
         machine.env["REMEM_TEAM_PROMOTE"] = "true"
     workers = [
@@ -289,23 +303,21 @@ def test_four_team_workers_on_two_machines_complete_each_task_exactly_once(
         assert worker.returncode == 0, err
         done += json.loads(out)["team_tasks_done"]
     assert done == 2000
-    assert rows(team, "SELECT status, count(*) FROM extraction_tasks GROUP BY status") == [
-        ("done", 2000)
-    ]
+    assert json.loads(alice.burst().stdout)["team_tasks_done"] == 0  # none left
     completions: Counter[str] = Counter()
     for machine in (alice, bob):
         log = (machine.path / "logs" / "worker.log").read_text()
         completions.update(re.findall(r"completed team task (\d+)", log))
     assert len(completions) == 2000 and set(completions.values()) == {1}
     # Seven workflows (n % 7 of 1,000 sessions on each machine), every run counted once.
-    runs = rows(team, "SELECT verified_runs FROM procedures ORDER BY verified_runs")
-    assert runs == [(284,)] + [(286,)] * 6
+    runs = sorted(p["verified_runs"] for p in alice.pulled(clones["alice"]))  # the last pull
+    assert runs == [284] + [286] * 6
 
 
 def test_two_daemons_ship_promote_and_pull_on_their_own(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
-    alice, bob, team = machines
+    alice, bob, _team = machines
     shop_a = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
     shop_b = clone(tmp_path / "bob" / "shop", "git@github.com:acme/shop.git")
     daemons = []
@@ -324,8 +336,8 @@ def test_two_daemons_ship_promote_and_pull_on_their_own(
         bob.run(shop_b, "npm test", "bob-1")
         wait_for(
             lambda: (
-                bob.query("SELECT machines FROM team_procedures") == [(2,)]
-                and alice.query("SELECT machines FROM team_procedures") == [(2,)]
+                [p["machines"] for p in bob.pulled(shop_b)] == [2]
+                and [p["machines"] for p in alice.pulled(shop_a)] == [2]
             ),
             timeout=60,
         )
@@ -336,9 +348,7 @@ def test_two_daemons_ship_promote_and_pull_on_their_own(
         for daemon in daemons:
             _out, err = daemon.communicate(timeout=60)
             assert daemon.returncode == 0, err
-    assert rows(team, "SELECT status, count(*) FROM extraction_tasks GROUP BY status") == [
-        ("done", 2)
-    ]
+    assert json.loads(alice.burst().stdout)["team_tasks_done"] == 0  # the daemons did both
 
 
 def test_a_team_database_at_another_schema_is_refused_and_status_says_what_to_do(
@@ -370,8 +380,9 @@ def test_a_clone_deleted_before_shipping_still_ships_under_its_key(
     shutil.rmtree(shop)
     summary = json.loads(alice.burst().stdout)
     assert summary["shipped"] == 1
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]
-    assert alice.query("SELECT project_key FROM team_links") == [("github.com/acme/shop",)]
+    assert len(alice.on_team()["events"]) == 2
+    assert rows(team, "SELECT root FROM projects") == [("github.com/acme/shop",)]
+    assert (alice.status()["team"]["projects"], alice.status()["team"]["waiting"]) == (1, 0)
 
 
 def test_the_server_stopped_under_a_shipping_daemon_and_restarted_loses_and_doubles_nothing(
@@ -389,7 +400,6 @@ def test_the_server_stopped_under_a_shipping_daemon_and_restarted_loses_and_doub
         alice.env.update(REMEM_TEAM_SYNC_INTERVAL="100ms", REMEM_WORKER_POLL_INTERVAL="100ms")
         alice.remem("db", "upgrade", "--team")
         shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
-        team = make_engine(url)
         daemon = subprocess.Popen(
             [REMEM, "worker"], env=alice.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -401,9 +411,8 @@ def test_the_server_stopped_under_a_shipping_daemon_and_restarted_loses_and_doub
                 alice.run(shop, f"make test-{n % 3}", f"s{n}")
 
         some_runs(10)
-        wait_for(lambda: rows(team, "SELECT count(*) FROM captured_events")[0][0] > 0, 60)
+        wait_for(lambda: alice.on_team()["events"], 60)
         some_runs(10)  # shipping goes on while the server stops
-        team.dispose()
         server.pause()
         some_runs(10)  # the hooks never wait for the team
         wait_for(
@@ -414,20 +423,10 @@ def test_the_server_stopped_under_a_shipping_daemon_and_restarted_loses_and_doub
             60,
         )
         server.resume()
-        captured = alice.scalar("SELECT count(*) FROM captured_events WHERE kind = 'command'")
-        assert captured == 30
-        wait_for(
-            lambda: (
-                rows(team, "SELECT count(*) FROM captured_events") == [(30,)]
-                and rows(team, "SELECT count(*) FROM extraction_tasks WHERE status != 'done'")
-                == [(0,)]
-            ),
-            120,
-        )
-        keys = rows(team, "SELECT count(DISTINCT idempotency_key) FROM captured_events")
-        assert keys == [(30,)]
-        assert rows(team, "SELECT sum(verified_runs) FROM procedures") == [(30,)]
-        team.dispose()
+        assert sum(hit["runs"] for hit in alice.commands().values()) == 30
+        # Every run shipped once and counted once: all 30 verify the team's procedures.
+        wait_for(lambda: sum(p["verified_runs"] for p in alice.pulled(shop)) == 30, 120)
+        assert len({event["id"] for event in alice.on_team()["events"]}) == 30
     finally:
         if daemon is not None:
             daemon.send_signal(signal.SIGTERM)
@@ -441,8 +440,9 @@ def test_a_team_worker_leaves_a_project_another_worker_holds(
 ) -> None:
     alice, _bob, team = machines
     alice.env["REMEM_TEAM_PROMOTE"] = "false"
+    clones = {}
     for name in ("shop", "api"):
-        cwd = clone(tmp_path / name, f"git@github.com:acme/{name}.git")
+        cwd = clones[name] = clone(tmp_path / name, f"git@github.com:acme/{name}.git")
         for session in ("s1", "s2"):
             alice.run(cwd, "make test", f"{name}-{session}")
     alice.burst()  # shipped, not promoted
@@ -455,42 +455,34 @@ def test_a_team_worker_leaves_a_project_another_worker_holds(
         )
         other_worker.commit()
         assert json.loads(alice.burst().stdout)["team_tasks_done"] == 2
-        by_project = rows(
-            team,
-            "SELECT p.root, t.status FROM extraction_tasks t JOIN sessions s "
-            "ON s.id = t.session_id JOIN projects p ON p.id = s.project_id ORDER BY p.root, t.id",
-        )
-        assert by_project == [
-            ("github.com/acme/api", "done"),
-            ("github.com/acme/api", "done"),
-            ("github.com/acme/shop", "pending"),
-            ("github.com/acme/shop", "pending"),
-        ]
+        promoted = [p["command"] for p in alice.on_team()["procedures"]]
+        assert promoted == ["make test"]  # the api's: the shop's tasks wait for its holder
+        assert [len(alice.pulled(clones[name])) for name in ("api", "shop")] == [1, 0]
         other_worker.execute(
             text("SELECT pg_advisory_unlock(:space, :project)"),
             {"space": PROJECT_LOCK_SPACE, "project": shop},
         )
         other_worker.commit()
     assert json.loads(alice.burst().stdout)["team_tasks_done"] == 2
-    assert rows(team, "SELECT count(*) FROM procedures WHERE status = 'active'") == [(2,)]
+    assert [p["status"] for p in alice.on_team()["procedures"]] == ["active"] * 2
 
 
 def test_forgetting_a_shared_projects_events_keeps_its_link(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
-    alice, _bob, team = machines
+    alice, _bob, _team = machines
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     for session in ("s1", "s2"):
         alice.run(shop, "make test", session)
     alice.run(shop, "npm run lint", "s2")
     alice.burst()
     alice.remem("forget", "--match", "make test|npm run lint", "--project", shop, "--yes")
-    assert alice.scalar("SELECT count(*) FROM captured_events WHERE kind = 'command'") == 0
-    assert alice.scalar("SELECT count(*) FROM procedures") == 0
+    assert alice.commands() == {}
+    assert alice.procedures() == []
     # The project stays, linked: its next events ship as before.
-    assert alice.query("SELECT project_key FROM team_links") == [("github.com/acme/shop",)]
-    assert alice.scalar("SELECT count(*) FROM team_procedures") == 0
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(0,)]
+    assert alice.status()["team"]["projects"] == 1
+    assert alice.pulled(shop) == []
+    assert alice.on_team()["events"] == []
     alice.run(shop, "make test", "s3")
     assert json.loads(alice.burst().stdout)["shipped"] == 1
 
@@ -498,18 +490,18 @@ def test_forgetting_a_shared_projects_events_keeps_its_link(
 def test_a_project_no_longer_shared_stops_shipping_and_its_pulled_memory_goes(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
-    alice, _bob, team = machines
+    alice, _bob, _team = machines
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     for session in ("s1", "s2"):
         alice.run(shop, "make test", session)
     alice.burst()
-    assert alice.scalar("SELECT count(*) FROM team_procedures") == 1
+    assert len(alice.pulled(shop)) == 1
     alice.env["REMEM_TEAM_SHARE"] = "github.com/someone-else/*"
     alice.run(shop, "make test", "s3")
     alice.burst()
-    assert alice.query("SELECT * FROM team_links") == []
-    assert alice.scalar("SELECT count(*) FROM team_procedures") == 0
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]  # not the third
+    assert alice.status()["team"]["projects"] == 0
+    assert alice.pulled(shop) == []
+    assert len(alice.on_team()["events"]) == 2  # not the third
     assert "verified by the team" not in alice.session_start(shop, "s4")
 
 
@@ -520,7 +512,7 @@ TOKEN = "zq8Kp2abcdefghijk"
 def test_forget_takes_a_secret_off_the_team_database_and_every_machine(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
-    alice, bob, team = machines
+    alice, bob, _team = machines
     shop_a = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
     shop_b = clone(tmp_path / "bob" / "shop", "git@github.com:acme/shop.git")
     bob.session_start(shop_b, "b0")  # bob knows the project: he pulls its memory
@@ -529,36 +521,36 @@ def test_forget_takes_a_secret_off_the_team_database_and_every_machine(
         alice.run(shop_a, "make test", session)
     for machine in (alice, bob):  # alice ships and promotes on the team; bob pulls
         machine.burst()
-    secret = "SELECT count(*) FROM captured_events WHERE command LIKE '%zq8Kp2%'"
-    assert rows(team, secret) == [(2,)]
-    assert rows(team, "SELECT count(*) FROM procedures WHERE command LIKE '%zq8Kp2%'") == [(1,)]
-    for machine in (alice, bob):
-        assert machine.scalar("SELECT count(*) FROM team_procedures") == 2
+    on_team = alice.on_team()
+    assert len([e for e in on_team["events"] if TOKEN in e["command"]]) == 2
+    assert len([p for p in on_team["procedures"] if TOKEN in p["command"]]) == 1
+    for machine, cwd in ((alice, shop_a), (bob, shop_b)):
+        assert len(machine.pulled(cwd)) == 2
     assert TOKEN in bob.session_start(shop_b, "b1")
 
     out = alice.remem("forget", "--match", "zq8Kp2", "--yes").stdout
     assert "On the team database: forgot 2 event(s)" in out
     assert TOKEN not in out
-    assert alice.scalar("SELECT count(*) FROM captured_events WHERE command LIKE '%zq8Kp2%'") == 0
-    assert rows(team, secret) == [(0,)]
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(2,)]  # make test stays
-    assert rows(team, "SELECT count(*) FROM procedures WHERE command LIKE '%zq8Kp2%'") == [(0,)]
+    assert list(alice.commands()) == ["make test"]
+    on_team = alice.on_team()
+    assert [e["command"] for e in on_team["events"]] == ["make test"] * 2  # make test stays
+    assert not [p for p in on_team["procedures"] if TOKEN in p["command"]]
     # Pulled again at once: nothing of the token, whatever the team re-derives later.
-    assert alice.scalar("SELECT count(*) FROM team_procedures WHERE command LIKE '%zq8Kp2%'") == 0
-    assert alice.scalar("SELECT count(*) FROM team_links") == 1
+    assert not [p for p in alice.pulled(shop_a) if TOKEN in p["command"]]
+    assert alice.status()["team"]["projects"] == 1
 
     bob.burst()
-    assert bob.scalar("SELECT count(*) FROM team_procedures WHERE command LIKE '%zq8Kp2%'") == 0
+    assert not [p for p in bob.pulled(shop_b) if TOKEN in p["command"]]
     assert TOKEN not in bob.session_start(shop_b, "b2")
     alice.burst()  # re-derives the team's procedures from what remains
     bob.burst()
-    assert bob.query("SELECT command FROM team_procedures") == [("make test",)]
+    assert [p["command"] for p in bob.pulled(shop_b)] == ["make test"]
 
 
 def test_forgetting_one_shipped_event_forgets_its_team_copy_alone(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
-    alice, bob, team = machines
+    alice, bob, _team = machines
     shop_a = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
     shop_b = clone(tmp_path / "bob" / "shop", "git@github.com:acme/shop.git")
     for command in ("make build", "make test", "make lint"):
@@ -566,26 +558,27 @@ def test_forgetting_one_shipped_event_forgets_its_team_copy_alone(
     bob.run(shop_b, "make test", "b1")
     alice.burst()
     bob.burst()
-    (gone,) = alice.query("SELECT id FROM captured_events WHERE command = 'make test'")[0]
+    (gone,) = [hit["id"] for command, hit in alice.commands().items() if command == "make test"]
     summary = json.loads(alice.remem("forget", "--event", str(gone), "--yes", "--json").stdout)
     assert summary["team"]["forgotten"] is True
     assert summary["team"]["plan"]["events_deleted"] == 1
-    commands = rows(
-        team,
-        "SELECT s.machine, e.command FROM captured_events e JOIN sessions s "
-        "ON s.id = e.session_id ORDER BY s.machine, e.command",
-    )
-    assert commands == [("alice", "make build"), ("alice", "make lint"), ("bob", "make test")]
+    assert sorted(e["command"] for e in alice.on_team()["events"]) == [
+        "make build",
+        "make lint",
+        "make test",  # bob's copy
+    ]
+    assert list(bob.commands()) == ["make test"]
 
 
 def test_forget_with_the_team_database_down_forgets_here_and_says_the_team_keeps_it(
     machines: tuple[Machine, Machine, Engine], tmp_path: Path
 ) -> None:
-    alice, _bob, team = machines
+    alice, _bob, _team = machines
     shop = clone(tmp_path / "shop", "git@github.com:acme/shop.git")
     alice.run(shop, f"./deploy.sh --mode {TOKEN}", "s1")
     alice.burst()
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(1,)]
+    assert len(alice.on_team()["events"]) == 1
+    reachable = alice.env["REMEM_TEAM_DATABASE_URL"]
     with socket.socket() as closed:  # a port that was free a moment ago: nothing listens
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
@@ -594,8 +587,10 @@ def test_forget_with_the_team_database_down_forgets_here_and_says_the_team_keeps
     assert result.returncode == 1, result
     assert "The team's copies were NOT forgotten" in result.stdout
     assert "run the same command again" in result.stdout
-    assert alice.scalar("SELECT count(*) FROM captured_events WHERE kind = 'command'") == 0
-    assert rows(team, "SELECT count(*) FROM captured_events") == [(1,)]
+    assert alice.commands() == {}
+    down, alice.env["REMEM_TEAM_DATABASE_URL"] = alice.env["REMEM_TEAM_DATABASE_URL"], reachable
+    assert len(alice.on_team()["events"]) == 1  # the team's copy stays
+    alice.env["REMEM_TEAM_DATABASE_URL"] = down
     summary = json.loads(
         alice.remem("forget", "--match", "zq8Kp2", "--yes", "--json", check=False).stdout
     )

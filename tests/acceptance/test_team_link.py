@@ -123,9 +123,8 @@ def test_status_with_a_team_never_contacted(home: Home) -> None:
 
 def test_status_reports_what_the_daemon_recorded(home: Home, tmp_path: Path) -> None:
     project_id = _capture(home, tmp_path / "shop", ["make build", "make test", "make lint"])
-    first, last = home.query(
-        "SELECT min(id), max(id) FROM captured_events WHERE project_id = ?", (project_id,)
-    )[0]
+    ids = [hit["id"] for hit in home.commands().values()]  # one event each
+    first, last = min(ids), max(ids)
     now = time.time()
     # As the daemon records a link: the first event shipped, the team answered 3 h ago at 0008,
     # the last ship ended 2 days ago and the last pull 5 minutes ago.

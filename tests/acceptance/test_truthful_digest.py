@@ -202,7 +202,14 @@ def test_a_rebuild_rewrites_rows_stored_the_old_way(home: Home, project: Path) -
     home.remem("procedures", "rebuild")
     assert context(home, project).stdout == new_form
     assert block_of(new_form, BUILD)[1:] == []
-    assert home.scalar("SELECT count(*) FROM lessons WHERE last_error = ''") == 0
+    lessons = [
+        lesson
+        for listed in home.procedures()
+        for lesson in home.json("procedures", "show", str(listed["id"]))["lessons"]
+    ]
+    assert lessons != []
+    assert all(lesson["last_error"] != "" for lesson in lessons), lessons
+    assert not any('last error ""' in lesson["pitfall"] for lesson in lessons), lessons
 
 
 def test_a_fix_made_in_the_failing_session_is_named_when_another_session_passes(
