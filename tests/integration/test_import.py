@@ -116,7 +116,7 @@ def test_importing_the_real_transcripts_twice_stores_nothing_new(
     again = run_import(engine, "claude-code", TRANSCRIPTS / "claude")
     again_codex = run_import(engine, "codex", TRANSCRIPTS / "codex")
 
-    assert (first.files, first.sessions, first_codex.files) == (4, 4, 1)
+    assert (first.files, first.sessions, first_codex.files) == (4, 4, 2)
     assert first.events_new == first.commands + first.edits > 100
     assert first.skipped_lines == 0 and first.events_known == 0
     assert (again.events_new, again.events_known) == (0, first.events_new)

@@ -24,12 +24,13 @@ CLAUDE_FILES = ["01.jsonl", "02.jsonl", "03.jsonl", "spotter-fum.jsonl"]
 # The copies' SHA-256, taken when they were copied from ../shared: checked whether or not the
 # shared originals sit beside the repository (a fresh clone has only the copies).
 COPIED = {
-    "PROVENANCE.md": "3c98f536799744e67273d464697bb1d95b0e3d4f0e9b3798bfabd362b650dba1",
+    "PROVENANCE.md": "71e9ad01ec066853aa83ff2341b83f6a5898b1e49f879a8a38eb0c92f9f64486",
     "claude/01.jsonl": "70ca651be5d42379c11e7b457b0498cd2c1dd29d459f147e28f0d6deaa05dce2",
     "claude/02.jsonl": "41d3dd5e30d21c58d1d5c3512835c71bbec89bf18a1e708ab054b655d4cd0f41",
     "claude/03.jsonl": "952d5baf992c1a0f80352ceffc0a98ad74e44ba1830cc063422bcae3da1ea479",
     "claude/spotter-fum.jsonl": "1d923022ceceb62510b443358d0d7caa93bd668ef778500908aac990c7d25bc9",
     "codex/01.jsonl": "a97e75729381d6d3e43b5286ca3b82e2388a17b03ea4a51ca4f9be072aac59be",
+    "codex/02.jsonl": "e680a3ae1be0f5c243c73b577e3c13b7bc2e641f248144d830905b8ff782187b",
 }
 EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
