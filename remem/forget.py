@@ -31,6 +31,7 @@ from remem.errors import NotFound, RememError
 from remem.procedures import rebuild
 from remem.procedures.groups import Group
 from remem.procedures.store import iso
+from remem.queue import store as queue
 
 EXCERPT_CHARS = 100
 MASK = "[forgotten]"
@@ -330,10 +331,8 @@ _STREAK_EVENTS = text(
 
 def _matching_task_errors(connection: Connection, pattern: re.Pattern[str]) -> tuple[int, ...]:
     """Tasks whose last error quotes the match: the task stays, its error text goes."""
-    rows = connection.execute(
-        text("SELECT id, last_error FROM extraction_tasks WHERE last_error IS NOT NULL")
-    )
-    return tuple(row[0] for row in rows if _hit(pattern, row[1:]))
+    rows = queue.tasks_with_errors(connection)
+    return tuple(task_id for task_id, error in rows if _hit(pattern, (error,)))
 
 
 def _procedure_events(connection: Connection, procedure_ids: set[int]) -> set[int]:
@@ -473,8 +472,7 @@ def _delete(engine: Engine, found: Plan, now: float) -> dict[str, int]:
             # Should we stop before the rebuild that follows, the next worker runs it.
             connection.execute(_OWE_REBUILD, {"name": rebuild.REBUILD_JOB, "now": now})
         for chunk in _chunks(found.task_errors):
-            statement = _in("UPDATE extraction_tasks SET last_error = NULL WHERE id IN :ids")
-            connection.execute(statement, {"ids": chunk})
+            queue.clear_errors(connection, chunk)
     return deleted
 
 
@@ -512,9 +510,7 @@ def _delete_orphans(engine: Engine, found: Plan) -> tuple[int, int]:
         for chunk in _chunks(found.session_ids):
             empty = list(connection.execute(_in(_ORPHAN_SESSIONS), {"ids": chunk}).scalars())
             if empty:
-                connection.execute(
-                    _in("DELETE FROM extraction_tasks WHERE session_id IN :ids"), {"ids": empty}
-                )
+                queue.delete_session_tasks(connection, empty)
                 sessions += connection.execute(
                     _in("DELETE FROM sessions WHERE id IN :ids"), {"ids": empty}
                 ).rowcount
