@@ -19,6 +19,7 @@ from sqlalchemy import (
     text,
 )
 
+from remem.db import columns
 from remem.db.vocabulary import PROCEDURE_STATUSES, TASK_STATUSES
 
 metadata = MetaData()
@@ -57,39 +58,37 @@ sessions = Table(
     UniqueConstraint("host", "session_key", name="uq_sessions_host_key"),
 )
 
+# What a column of an event holds (remem/db/columns.py), as a column type.
+_TYPES = {
+    columns.TEXT: Text,
+    columns.INTEGER: Integer,
+    columns.REAL: Float,
+    columns.JSON_LIST: Text,
+}
+_EVENT_COLUMN_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "session_id": (ForeignKey("sessions.id"),),
+    "project_id": (ForeignKey("projects.id"),),
+}
+
+
+def _event_columns() -> list[Column[Any]]:
+    return [
+        Column(
+            name,
+            _TYPES[kind],
+            *_EVENT_COLUMN_OPTIONS.get(name, ()),
+            nullable=not required,
+            unique=True if name == "idempotency_key" else None,
+        )
+        for name, (kind, required) in columns.EVENT_COLUMN_KINDS.items()
+    ]
+
+
 captured_events = Table(
     "captured_events",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("idempotency_key", Text, nullable=False, unique=True),
-    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
-    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
-    Column("host", Text, nullable=False),
-    Column("hook_event", Text, nullable=False),
-    Column("kind", Text, nullable=False),
-    Column("tool_name", Text),
-    Column("tool_use_id", Text),
-    Column("command", Text),
-    Column("outcome", Text),
-    Column("exit_code", Integer),
-    Column("exit_code_source", Text),
-    Column("error_excerpt", Text),
-    # The run's output, redacted: its head and tail when long (summaries are at the end).
-    Column("output_excerpt", Text),
-    Column("branch", Text),
-    Column("cwd", Text, nullable=False),
-    # cwd relative to its work tree's root ('.' at the root); NULL on events captured before
-    # it was recorded, until `remem procedures rebuild` fills it in.
-    Column("directory", Text),
-    Column("files", Text),
-    Column("change_hash", Text),
-    Column("transcript_path", Text),
-    Column("payload", Text, nullable=False),
-    Column("event_at", Float, nullable=False),
-    Column("captured_at", Float, nullable=False),
-    # The time the payload claimed, when it was not usable (not finite, negative, or in the
-    # future) and event_at was clamped to the capture time instead.
-    Column("event_at_reported", Text),
+    *_event_columns(),
     CheckConstraint(_one_of("kind", EVENT_KINDS), name="ck_captured_events_kind"),
     CheckConstraint(
         "outcome IS NULL OR " + _one_of("outcome", OUTCOMES), name="ck_captured_events_outcome"
