@@ -167,6 +167,14 @@ worker_heartbeats = Table(
 
 SCOPES = ("branch", "project")
 
+# Tables whose every row is derived from the captured events: a rebuild clears them and the
+# worker derives them again; forgetting an event deletes their rows that point at it.
+# Procedures and their evidence are derived too, but an archived procedure is the user's
+# verdict and keeps its rows: those two tables are cleared by rule, not wholesale.
+DERIVED = {"derived": True}
+# The runs of a workflow (verified, failed, unverified): what a group's procedure is made of.
+RUNS = {**DERIVED, "runs": True}
+
 
 # A command's steps (DESIGN.md §5), one row per (event, step): verified runs are the evidence
 # procedures are built from, failed runs become attempts, and runs whose status is hidden (a
@@ -205,6 +213,7 @@ verifications = Table(
     *_run_columns(),
     Column("verified_at", Float, nullable=False),
     *_run_indexes("verifications", "verified_at"),
+    info=RUNS,
 )
 
 # Failed runs of a workflow: they lower confidence, break procedures, and become lessons.
@@ -224,6 +233,7 @@ attempts = Table(
     Column("duplicate_of", Integer),
     Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id")),
     *_run_indexes("attempts", "failed_at"),
+    info=RUNS,
 )
 
 unverified_runs = Table(
@@ -232,6 +242,7 @@ unverified_runs = Table(
     *_run_columns(),
     Column("ran_at", Float, nullable=False),
     *_run_indexes("unverified_runs", "ran_at"),
+    info=RUNS,
 )
 
 lessons = Table(
@@ -266,6 +277,7 @@ lessons = Table(
     Index("ix_lessons_group", "project_id", "branch", "directory", "workflow_hash", "resolved_at"),
     Index("ix_lessons_workflow", "project_id", "directory", "workflow_hash", "resolved_at"),
     Index("ix_lessons_error", "project_id", "error_key", "resolved_at"),
+    info=DERIVED,
 )
 
 # A branch procedure is a workflow proven on one branch; a project procedure (branch '') the
@@ -381,6 +393,7 @@ group_states = Table(
     ),
     Index("ix_group_states_aging", "oldest_fresh_at", "id"),
     Index("ix_group_states_workflow", "project_id", "workflow_hash"),
+    info=DERIVED,
 )
 
 # Each session's latest verified run of a group, beside its tally: how many sessions are fresh
@@ -393,6 +406,7 @@ group_sessions = Table(
     Column("last_verified_at", Float, nullable=False),
     PrimaryKeyConstraint("group_id", "session_id", name="pk_group_sessions"),
     Index("ix_group_sessions_time", "group_id", "last_verified_at"),
+    info=DERIVED,
 )
 
 # A procedure's evidence: every verified run of its group; the newest `verified_runs` of them
@@ -411,6 +425,21 @@ procedure_evidence = Table(
 
 
 # ---- The team (DESIGN.md §9): local tables of a machine that shares projects ---------------------
+
+
+def _same_as(table: Table, *names: str) -> list[Column[Any]]:
+    """New columns defined as `table`'s of the same names: a pulled copy of the team's rows
+    holds what the local rows hold, typed alike."""
+    return [
+        Column(
+            column.name,
+            column.type,
+            *(ForeignKey(key.target_fullname) for key in column.foreign_keys),
+            nullable=column.nullable,
+        )
+        for column in (table.c[name] for name in names)
+    ]
+
 
 # Each shared project's link to the team database: the newest local event shipped (a crash
 # between shipping and moving this cursor ships the same events again, which the team ignores).
@@ -441,27 +470,34 @@ team_procedures = Table(
     "team_procedures",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    *_same_as(procedures, "project_id"),
     Column("team_procedure_id", Integer, nullable=False),
-    Column("scope", Text, nullable=False),
-    Column("branch", Text, nullable=False),
-    Column("directory", Text, nullable=False),
-    Column("workflow", Text, nullable=False),
-    Column("workflow_hash", Text, nullable=False),
-    Column("command", Text, nullable=False),
-    Column("status", Text, nullable=False),
-    Column("confidence", Float, nullable=False),
-    Column("verified_runs", Integer, nullable=False),
-    Column("distinct_sessions", Integer, nullable=False),
+    *_same_as(
+        procedures,
+        "scope",
+        "branch",
+        "directory",
+        "workflow",
+        "workflow_hash",
+        "command",
+        "status",
+        "confidence",
+        "verified_runs",
+        "distinct_sessions",
+    ),
     Column("machines", Integer, nullable=False),
-    Column("branches", Text, nullable=False),
-    Column("files", Text, nullable=False),
-    Column("files_more", Integer, nullable=False),
-    Column("first_verified_at", Float, nullable=False),
-    Column("last_verified_at", Float, nullable=False),
-    Column("body", Text, nullable=False),
+    *_same_as(
+        procedures,
+        "branches",
+        "files",
+        "files_more",
+        "first_verified_at",
+        "last_verified_at",
+        "body",
+    ),
     Column("pulled_at", Float, nullable=False),
     UniqueConstraint("project_id", "team_procedure_id", name="uq_team_procedures_team_id"),
+    info={"pulled": True},
 )
 
 # The team's lessons of the shared projects, pulled beside their procedures (their pitfalls).
@@ -469,18 +505,22 @@ team_lessons = Table(
     "team_lessons",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    *_same_as(lessons, "project_id"),
     Column("team_lesson_id", Integer, nullable=False),
-    Column("branch", Text, nullable=False),
-    Column("directory", Text, nullable=False),
-    Column("workflow_hash", Text, nullable=False),
-    Column("failed_attempts", Integer, nullable=False),
-    Column("last_error", Text),
-    Column("error_key", Text),
-    Column("repeats", Text, nullable=False),
-    Column("fix_files", Text, nullable=False),
-    Column("resolved_at", Float, nullable=False),
+    *_same_as(
+        lessons,
+        "branch",
+        "directory",
+        "workflow_hash",
+        "failed_attempts",
+        "last_error",
+        "error_key",
+        "repeats",
+        "fix_files",
+        "resolved_at",
+    ),
     Column("pulled_at", Float, nullable=False),
     UniqueConstraint("project_id", "team_lesson_id", name="uq_team_lessons_team_id"),
     Index("ix_team_lessons_workflow", "project_id", "directory", "workflow_hash"),
+    info={"pulled": True},
 )

@@ -21,17 +21,14 @@ from sqlalchemy import Connection, Engine, text
 from remem.capture.identity import directory_under, locate
 from remem.commands.analysis import analyse, resolve_directory
 from remem.db.engine import READ_ONLY
+from remem.db.schema import metadata
 from remem.procedures.steps import workflow_hash
 from remem.queue.store import rewind_promote_tasks
 
 REBUILD_JOB = "rebuild_procedures"
-DERIVED_TABLES = (
-    "group_sessions",
-    "group_states",
-    "lessons",
-    "attempts",
-    "verifications",
-    "unverified_runs",
+# Those a rebuild clears whole (remem/db/schema.py marks them), rows that point at others first.
+DERIVED_TABLES = tuple(
+    table.name for table in reversed(metadata.sorted_tables) if table.info.get("derived")
 )
 
 
