@@ -524,3 +524,8 @@ team_lessons = Table(
     Index("ix_team_lessons_workflow", "project_id", "directory", "workflow_hash"),
     info={"pulled": True},
 )
+
+
+def tables_marked(mark: str) -> tuple[Table, ...]:
+    """The tables whose info carries `mark` ("derived", "runs", "pulled"), in declaration order."""
+    return tuple(table for table in metadata.tables.values() if table.info.get(mark))

@@ -15,7 +15,7 @@ from remem import files
 from remem.capture import spool
 from remem.config import Settings
 from remem.db.engine import begin_secure_delete
-from remem.db.schema import metadata
+from remem.db.schema import metadata, tables_marked
 from remem.forgetting.plan import plan
 from remem.forgetting.selection import Plan, Selection, chunks, with_ids
 from remem.procedures import rebuild
@@ -121,7 +121,7 @@ _OWE_REBUILD = text(
 
 # The team's memory pulled here (remem/db/schema.py marks those tables): deleted, never
 # re-derived; the next pull brings back what the team still holds.
-PULLED_TABLES = tuple(table.name for table in metadata.tables.values() if table.info.get("pulled"))
+PULLED_TABLES = tuple(table.name for table in tables_marked("pulled"))
 
 
 def _delete(engine: Engine, found: Plan, now: float) -> dict[str, int]:

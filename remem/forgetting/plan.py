@@ -13,7 +13,7 @@ from remem import files
 from remem.capture import spool
 from remem.config import Settings
 from remem.db.engine import READ_ONLY
-from remem.db.schema import metadata
+from remem.db.schema import tables_marked
 from remem.errors import NotFound
 from remem.forgetting.selection import (
     Item,
@@ -81,7 +81,7 @@ PULLED = {
     "coalesce(last_error, error_key, workflow_hash) AS shown FROM team_lessons",
 }
 # The runs of a workflow group (remem/db/schema.py marks them).
-RUN_TABLES = tuple(table.name for table in metadata.tables.values() if table.info.get("runs"))
+RUN_TABLES = tuple(table.name for table in tables_marked("runs"))
 
 
 def plan(

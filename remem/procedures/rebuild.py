@@ -26,7 +26,7 @@ from remem.procedures.steps import workflow_hash
 from remem.queue.store import rewind_promote_tasks
 
 REBUILD_JOB = "rebuild_procedures"
-# Those a rebuild clears whole (remem/db/schema.py marks them), rows that point at others first.
+# The tables a rebuild clears whole (remem/db/schema.py marks them), referring rows first.
 DERIVED_TABLES = tuple(
     table.name for table in reversed(metadata.sorted_tables) if table.info.get("derived")
 )

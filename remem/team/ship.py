@@ -24,6 +24,7 @@ from remem.capture.store import raise_task
 from remem.config import Settings
 from remem.db.columns import EVENT_COLUMNS, names
 from remem.db.engine import READ_ONLY, executor
+from remem.db.schema import tables_marked
 from remem.faults import crash_point
 from remem.team.keys import is_shared, project_key
 
@@ -39,8 +40,10 @@ INSERT_LINK = text(
 UPDATE_LINK_KEY = text("UPDATE team_links SET project_key = :key WHERE project_id = :project_id")
 # A project no longer shared loses its link and the team's memory pulled for it.
 UNLINK = (
-    text("DELETE FROM team_procedures WHERE project_id = :project_id"),
-    text("DELETE FROM team_lessons WHERE project_id = :project_id"),
+    *(
+        text(f"DELETE FROM {table.name} WHERE project_id = :project_id")
+        for table in tables_marked("pulled")
+    ),
     text("DELETE FROM team_links WHERE project_id = :project_id"),
 )
 MOVE_CURSOR = text(
