@@ -167,13 +167,12 @@ worker_heartbeats = Table(
 
 SCOPES = ("branch", "project")
 
-# Tables whose every row is derived from the captured events: a rebuild clears them and the
-# worker derives them again; forgetting an event deletes their rows that point at it.
-# Procedures and their evidence are derived too, but an archived procedure is the user's
-# verdict and keeps its rows: those two tables are cleared by rule, not wholesale.
-DERIVED = {"derived": True}
-# The runs of a workflow (verified, failed, unverified): what a group's procedure is made of.
-RUNS = {**DERIVED, "runs": True}
+# Marks in a table's info (tables_marked() finds them):
+#   derived: every row is derived from the captured events; a rebuild clears the table and the
+#     worker derives it again. Procedures and their evidence are derived too, but an archived
+#     procedure is the user's verdict and keeps its rows: they are cleared by rule, not whole.
+#   runs: the runs of a workflow (verified, failed, unverified) a group's procedure is made of.
+#   pulled: the team's memory pulled into a local database; never derived here.
 
 
 # A command's steps (DESIGN.md §5), one row per (event, step): verified runs are the evidence
@@ -213,7 +212,7 @@ verifications = Table(
     *_run_columns(),
     Column("verified_at", Float, nullable=False),
     *_run_indexes("verifications", "verified_at"),
-    info=RUNS,
+    info={"derived": True, "runs": True},
 )
 
 # Failed runs of a workflow: they lower confidence, break procedures, and become lessons.
@@ -233,7 +232,7 @@ attempts = Table(
     Column("duplicate_of", Integer),
     Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id")),
     *_run_indexes("attempts", "failed_at"),
-    info=RUNS,
+    info={"derived": True, "runs": True},
 )
 
 unverified_runs = Table(
@@ -242,7 +241,7 @@ unverified_runs = Table(
     *_run_columns(),
     Column("ran_at", Float, nullable=False),
     *_run_indexes("unverified_runs", "ran_at"),
-    info=RUNS,
+    info={"derived": True, "runs": True},
 )
 
 lessons = Table(
@@ -277,7 +276,7 @@ lessons = Table(
     Index("ix_lessons_group", "project_id", "branch", "directory", "workflow_hash", "resolved_at"),
     Index("ix_lessons_workflow", "project_id", "directory", "workflow_hash", "resolved_at"),
     Index("ix_lessons_error", "project_id", "error_key", "resolved_at"),
-    info=DERIVED,
+    info={"derived": True},
 )
 
 # A branch procedure is a workflow proven on one branch; a project procedure (branch '') the
@@ -393,7 +392,7 @@ group_states = Table(
     ),
     Index("ix_group_states_aging", "oldest_fresh_at", "id"),
     Index("ix_group_states_workflow", "project_id", "workflow_hash"),
-    info=DERIVED,
+    info={"derived": True},
 )
 
 # Each session's latest verified run of a group, beside its tally: how many sessions are fresh
@@ -406,7 +405,7 @@ group_sessions = Table(
     Column("last_verified_at", Float, nullable=False),
     PrimaryKeyConstraint("group_id", "session_id", name="pk_group_sessions"),
     Index("ix_group_sessions_time", "group_id", "last_verified_at"),
-    info=DERIVED,
+    info={"derived": True},
 )
 
 # A procedure's evidence: every verified run of its group; the newest `verified_runs` of them
