@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sqlalchemy import Engine
@@ -42,12 +42,7 @@ class TeamForget:
     pulled: dict[str, int] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "forgotten": self.forgotten,
-            "error": self.error,
-            "plan": self.plan,
-            "pulled": self.pulled,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

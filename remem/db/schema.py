@@ -426,9 +426,9 @@ procedure_evidence = Table(
 # ---- The team (DESIGN.md §9): local tables of a machine that shares projects ---------------------
 
 
-def _same_as(table: Table, *names: str) -> list[Column[Any]]:
-    """New columns defined as `table`'s of the same names: a pulled copy of the team's rows
-    holds what the local rows hold, typed alike."""
+def _same_as(table: Table, names: str) -> list[Column[Any]]:
+    """New columns defined as `table`'s of the same (space-separated) names: a pulled copy of
+    the team's rows holds what the local rows hold, typed alike."""
     return [
         Column(
             column.name,
@@ -436,7 +436,7 @@ def _same_as(table: Table, *names: str) -> list[Column[Any]]:
             *(ForeignKey(key.target_fullname) for key in column.foreign_keys),
             nullable=column.nullable,
         )
-        for column in (table.c[name] for name in names)
+        for column in (table.c[name] for name in names.split())
     ]
 
 
@@ -471,29 +471,10 @@ team_procedures = Table(
     Column("id", Integer, primary_key=True),
     *_same_as(procedures, "project_id"),
     Column("team_procedure_id", Integer, nullable=False),
-    *_same_as(
-        procedures,
-        "scope",
-        "branch",
-        "directory",
-        "workflow",
-        "workflow_hash",
-        "command",
-        "status",
-        "confidence",
-        "verified_runs",
-        "distinct_sessions",
-    ),
+    *_same_as(procedures, "scope branch directory workflow workflow_hash command status"),
+    *_same_as(procedures, "confidence verified_runs distinct_sessions"),
     Column("machines", Integer, nullable=False),
-    *_same_as(
-        procedures,
-        "branches",
-        "files",
-        "files_more",
-        "first_verified_at",
-        "last_verified_at",
-        "body",
-    ),
+    *_same_as(procedures, "branches files files_more first_verified_at last_verified_at body"),
     Column("pulled_at", Float, nullable=False),
     UniqueConstraint("project_id", "team_procedure_id", name="uq_team_procedures_team_id"),
     info={"pulled": True},
@@ -506,18 +487,8 @@ team_lessons = Table(
     Column("id", Integer, primary_key=True),
     *_same_as(lessons, "project_id"),
     Column("team_lesson_id", Integer, nullable=False),
-    *_same_as(
-        lessons,
-        "branch",
-        "directory",
-        "workflow_hash",
-        "failed_attempts",
-        "last_error",
-        "error_key",
-        "repeats",
-        "fix_files",
-        "resolved_at",
-    ),
+    *_same_as(lessons, "branch directory workflow_hash failed_attempts last_error error_key"),
+    *_same_as(lessons, "repeats fix_files resolved_at"),
     Column("pulled_at", Float, nullable=False),
     UniqueConstraint("project_id", "team_lesson_id", name="uq_team_lessons_team_id"),
     Index("ix_team_lessons_workflow", "project_id", "directory", "workflow_hash"),
