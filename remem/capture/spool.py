@@ -16,7 +16,6 @@ import time
 from remem import files
 from remem.capture.redact import redact_text
 from remem.db import columns
-from remem.db.columns import EVENT_FIELDS
 
 # Event fields newer than the first spool format; a record without them is still an event.
 ADDED_EVENT_FIELDS = ("directory", "output_excerpt", "event_at_reported")
@@ -184,7 +183,7 @@ def _parse(line: bytes) -> tuple[dict[str, Any] | None, str]:
         return (record, "") if set(body) == DROP_FIELDS else (None, "drop with wrong fields")
     for name in ADDED_EVENT_FIELDS:  # spooled by an older remem
         body.setdefault(name, None)
-    if set(body) != set(EVENT_FIELDS):
+    if set(body) != set(columns.EVENT_FIELDS):
         return None, "event with wrong fields"
     if not _has_field_types(body):
         return None, "event with wrong field types"
