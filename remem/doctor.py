@@ -16,9 +16,10 @@ from sqlalchemy import Engine, text
 from remem.capture import spool
 from remem.config import Settings, load_settings
 from remem.db import migrate
-from remem.db.engine import READ_ONLY, integrity_check, make_engine
+from remem.db.engine import READ_ONLY, executor, integrity_check, make_engine
 from remem.errors import ConfigError, HomeUnusable, RememError
 from remem.paths import foreign_owner
+from remem.queue import counts as task_counts
 from remem.queue.heartbeats import list_heartbeats, lock_is_free, lock_path
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -133,21 +134,22 @@ def _scalar(engine: Engine, sql: str) -> Any:
         return connection.execute(text(sql)).scalar()
 
 
+def _task_counts(engine: Engine) -> dict[str, int]:
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        return task_counts.count_by_status(executor(connection))
+
+
 def _failed_tasks(engine: Engine) -> Check:
-    failed = _scalar(engine, "SELECT count(*) FROM extraction_tasks WHERE status = 'failed'")
-    if failed:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            latest = connection.execute(
-                text(
-                    "SELECT id, last_error FROM extraction_tasks WHERE status = 'failed' "
-                    "ORDER BY updated_at DESC, id DESC LIMIT 1"
-                )
-            ).one()
-        reason = (latest.last_error or "no error recorded")[:200]
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        execute = executor(connection)
+        failed = task_counts.count_by_status(execute)["failed"]
+        latest = task_counts.latest_failed(execute) if failed else None
+    if latest is not None:
+        reason = (latest[1] or "no error recorded")[:200]
         return Check(
             "tasks",
             FAIL,
-            f"{failed} task(s) failed for good; latest, task {latest.id}: {reason}",
+            f"{failed} task(s) failed for good; latest, task {latest[0]}: {reason}",
             "see `remem tasks --status failed`, then `remem tasks retry ID`",
         )
     return Check("tasks", OK, "no failed task")
@@ -157,7 +159,7 @@ def _worker(settings: Settings, engine: Engine) -> Check:
     now = time.time()
     beats = list_heartbeats(engine)
     if not beats:
-        pending = _scalar(engine, "SELECT count(*) FROM extraction_tasks WHERE status='pending'")
+        pending = _task_counts(engine)["pending"]
         status = WARN if pending else OK
         return Check(
             "worker",

@@ -20,6 +20,7 @@ from remem.db.snapshot import Execute
 from remem.db.sqlite import SCHEMA_HEAD
 from remem.db.vocabulary import PROCEDURE_STATUSES as PROCEDURE_STATUS_NAMES
 from remem.db.vocabulary import TASK_STATUSES as TASK_STATUS_NAMES
+from remem.queue import counts as task_counts
 from remem.queue import heartbeats
 from remem.team.state import Link, read_link
 
@@ -95,8 +96,6 @@ UNRESOLVED_CODEX = (
     "SELECT count(*) FROM captured_events WHERE host = 'codex' AND kind = 'command' "
     "AND outcome = 'unknown' AND captured_at < :before"
 )
-TASK_STATUSES = "SELECT status, count(*) FROM extraction_tasks GROUP BY status"
-OLDEST_PENDING = "SELECT min(updated_at) FROM extraction_tasks WHERE status = 'pending'"
 PROCEDURE_STATUSES = "SELECT status, count(*) FROM procedures GROUP BY status"
 DROP_REASONS = "SELECT reason, count(*) FROM dropped_payloads GROUP BY reason"
 
@@ -113,9 +112,9 @@ def collect_status(settings: Settings, now: float | None = None) -> dict[str, An
         revision = snapshot.revision(execute)
         events = scalar("SELECT count(*) FROM captured_events")
         drops = {str(reason): int(count) for reason, count in execute(DROP_REASONS, {})}
-        tasks = {status: int(count) for status, count in execute(TASK_STATUSES, {})}
+        tasks = task_counts.count_by_status(execute)
         unresolved = scalar(UNRESOLVED_CODEX, {"before": now - 86_400})
-        oldest_pending = scalar(OLDEST_PENDING)
+        oldest_pending = task_counts.oldest_pending_at(execute)
         procedures = {status: int(count) for status, count in execute(PROCEDURE_STATUSES, {})}
         worker = _worker_health(execute, settings, now)
         link = _read_team_link(execute, settings, revision)

@@ -35,11 +35,6 @@ MAINTENANCE_LOCK_KEY = 0x72656D656D01
 # Projects with due tasks looked at per round, oldest task first.
 PROJECTS_LOOKED_AT = 32
 
-DUE_PROJECTS = text(
-    "SELECT s.project_id FROM extraction_tasks t JOIN sessions s ON s.id = t.session_id "
-    "WHERE t.status = 'pending' AND t.run_after <= :now GROUP BY s.project_id "
-    "ORDER BY min(t.id) LIMIT :limit"
-)
 TRY_LOCK = text("SELECT pg_try_advisory_lock(:space, :project_id)")
 UNLOCK = text("SELECT pg_advisory_unlock(:space, :project_id)")
 
@@ -76,8 +71,7 @@ class TeamPromoter:
     def _lock_a_project(self, locks: Connection) -> int | None:
         """A project with due tasks that no other team worker holds, now locked; None when
         there is none."""
-        params = {"now": self.worker.clock(), "limit": PROJECTS_LOOKED_AT}
-        for (project,) in locks.execute(DUE_PROJECTS, params).all():
+        for project in queue.due_projects(locks, self.worker.clock(), PROJECTS_LOOKED_AT):
             lock = {"space": PROJECT_LOCK_SPACE, "project_id": project}
             if locks.execute(TRY_LOCK, lock).scalar():
                 return int(project)

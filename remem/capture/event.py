@@ -2,36 +2,11 @@
 
 from __future__ import annotations
 
+from remem.db.columns import EVENT_FIELDS
+
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from typing import Any
-
-EVENT_FIELDS = (
-    "idempotency_key",
-    "host",
-    "session_key",
-    "hook_event",
-    "kind",
-    "tool_name",
-    "tool_use_id",
-    "command",
-    "outcome",
-    "exit_code",
-    "exit_code_source",
-    "error_excerpt",
-    "output_excerpt",
-    "project_root",
-    "branch",
-    "cwd",
-    "directory",
-    "files",
-    "change_hash",
-    "transcript_path",
-    "payload",
-    "event_at",
-    "captured_at",
-    "event_at_reported",
-)
 
 
 class CapturedEvent:

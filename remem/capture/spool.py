@@ -14,8 +14,8 @@ import os
 import time
 
 from remem import files
-from remem.capture.event import EVENT_FIELDS
 from remem.capture.redact import redact_text
+from remem.db import columns
 
 # Event fields newer than the first spool format; a record without them is still an event.
 ADDED_EVENT_FIELDS = ("directory", "output_excerpt", "event_at_reported")
@@ -46,30 +46,14 @@ DROP_FIELDS = frozenset(
         "excerpt",
     }
 )
-_REQUIRED_STRINGS = (
-    "idempotency_key",
-    "host",
-    "session_key",
-    "hook_event",
-    "kind",
-    "cwd",
-    "project_root",
-    "payload",
-)
-_OPTIONAL_STRINGS = (
-    "tool_name",
-    "tool_use_id",
-    "command",
-    "outcome",
-    "exit_code_source",
-    "error_excerpt",
-    "output_excerpt",
-    "branch",
-    "directory",
-    "change_hash",
-    "transcript_path",
-    "event_at_reported",
-)
+# An event's fields by what they hold: its session and project are named by key and root.
+_KINDS = {
+    columns.BY_NAME.get(name, name): (columns.TEXT, True) if name in columns.BY_NAME else kind
+    for name, kind in columns.EVENT_COLUMN_KINDS.items()
+}
+_REQUIRED_STRINGS = tuple(name for name, kind in _KINDS.items() if kind == (columns.TEXT, True))
+_OPTIONAL_STRINGS = tuple(name for name, kind in _KINDS.items() if kind == (columns.TEXT, False))
+_NUMBERS = tuple(name for name, (kind, _required) in _KINDS.items() if kind == columns.REAL)
 # A batch of records is stored in one transaction; a batch the database refuses is stored again
 # one record at a time, so that only the records it refuses are set aside.
 BATCH_RECORDS = 500
@@ -199,7 +183,7 @@ def _parse(line: bytes) -> tuple[dict[str, Any] | None, str]:
         return (record, "") if set(body) == DROP_FIELDS else (None, "drop with wrong fields")
     for name in ADDED_EVENT_FIELDS:  # spooled by an older remem
         body.setdefault(name, None)
-    if set(body) != set(EVENT_FIELDS):
+    if set(body) != set(columns.EVENT_FIELDS):
         return None, "event with wrong fields"
     if not _has_field_types(body):
         return None, "event with wrong field types"
@@ -211,7 +195,7 @@ def _has_field_types(body: dict[str, Any]) -> bool:
     return (
         all(isinstance(body[name], str) for name in _REQUIRED_STRINGS)
         and all(body[name] is None or isinstance(body[name], str) for name in _OPTIONAL_STRINGS)
-        and all(isinstance(body[name], int | float) for name in ("event_at", "captured_at"))
+        and all(isinstance(body[name], int | float) for name in _NUMBERS)
         and (exit_code is None or (isinstance(exit_code, int) and abs(exit_code) < _INTEGER_BOUND))
         and (files is None or (isinstance(files, list) and all(isinstance(f, str) for f in files)))
     )

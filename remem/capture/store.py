@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from remem.capture.event import CapturedEvent
+from remem.db import columns
 from remem.queue import statements as queue_sql
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -37,21 +38,10 @@ TOUCH_SESSION = """
 UPDATE sessions SET last_event_at = :event_at WHERE id = :session_id AND last_event_at < :event_at
 """
 
-INSERT_EVENT = """
-INSERT INTO captured_events (
-    idempotency_key, session_id, project_id, host, hook_event, kind, tool_name, tool_use_id,
-    command, outcome, exit_code, exit_code_source, error_excerpt, output_excerpt, branch, cwd,
-    directory, files, change_hash, transcript_path, payload, event_at, captured_at,
-    event_at_reported
-) VALUES (
-    :idempotency_key, :session_id, :project_id, :host, :hook_event, :kind, :tool_name,
-    :tool_use_id, :command, :outcome, :exit_code, :exit_code_source, :error_excerpt,
-    :output_excerpt, :branch, :cwd, :directory, :files, :change_hash, :transcript_path, :payload,
-    :event_at, :captured_at, :event_at_reported
+INSERT_EVENT = (
+    columns.insert("captured_events", columns.EVENT_COLUMNS)
+    + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id"
 )
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id
-"""
 
 INSERT_DROP = """
 INSERT INTO dropped_payloads (

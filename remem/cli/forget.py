@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,7 +14,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from remem.config import Settings
-    from remem.forget import Plan, Selection
+    from remem.forgetting.selection import Plan
 
 SHOWN = 20  # items listed in text; --json lists them all
 
@@ -71,85 +70,37 @@ def forget_command(
       remem forget --event 412 --event 413 --yes
       remem forget --procedure 7 --json
     """
-    from remem import forget
-    from remem.db.engine import compact
+    from remem.forget import forget_everywhere
+    from remem.forgetting.selection import Selection, compile_pattern
 
     if not (event_ids or procedure_ids or pattern is not None):
         raise click.UsageError("Say what to forget: --event ID, --procedure ID or --match REGEX.")
     if project is not None and pattern is None:
         raise click.UsageError("--project narrows --match: give a --match too.")
     if pattern is not None:
-        forget.compile_pattern(pattern)  # a bad one is refused before the home is opened
-    root = project_root(project)
-    selection = forget.Selection(event_ids, procedure_ids, pattern, root)
+        compile_pattern(pattern)  # a bad one is refused before the home is opened
+    selection = Selection(event_ids, procedure_ids, pattern, project_root(project))
     settings, engine = open_home()
     try:
-        found = forget.plan(engine, settings, selection)
-        # A pattern goes to the team even when nothing here matches: the command run again
-        # after the team database was down finds the team's copies only.
-        to_team = bool(settings.team_database_url) and bool(found.events or pattern is not None)
-        if dry_run or (found.empty() and not to_team):
-            team = _on_team(engine, settings, selection, found, None) if to_team else None
-            _print_plan(found, as_json, team=team)
-            return
-        _confirm(found, yes)
-        if found.empty():
-            summary: dict[str, Any] = {**found.as_json(), "dry_run": False, "nothing": True}
-        else:
-            done = forget.forget(engine, settings, selection, time.time())
-            summary = {**done.as_json(), "dry_run": False}
-            summary["rederived"] = _rederive(engine, settings) if done.rebuild else None
-            compacted = compact(engine) if done.plan.touches_database() else None
-            summary["compacted"] = compacted.as_json() if compacted else None
-            summary["daemon_pids"] = _daemons(engine) if done.plan.log_lines else []
-            found = done.plan
-        summary["team"] = (
-            _on_team(engine, settings, selection, found, time.time()) if to_team else None
+        report = forget_everywhere(
+            engine,
+            settings,
+            selection,
+            dry_run=dry_run,
+            confirm=lambda found: _confirm(found, yes),
+            rederive=_rederive,
         )
     finally:
         engine.dispose()
+    summary = report.as_json()
     if as_json:
         print_json(summary)
+    elif not report.applied:
+        _print_plan(report.plan, team=summary["team"])
     else:
         _print_done(summary)
-    if summary["team"] and not summary["team"]["forgotten"]:
+    if not report.complete():
         sys.exit(1)
-
-
-def _on_team(
-    engine: Engine, settings: Settings, selection: Selection, found: Plan, now: float | None
-) -> dict[str, Any]:
-    """The same forgetting on the team database (planned only, without `now`), then a pull so
-    that this machine's copies of the team's memory follow at once. Whatever fails there, the
-    local forget stands."""
-    from remem import forget
-    from remem.team.forget import team_selection
-    from remem.team.keys import project_key
-    from remem.team.link import error_line, open_team
-    from remem.team.pull import pull
-
-    key = project_key(selection.project) if selection.project else None
-    result: dict[str, Any] = {"forgotten": False, "error": None, "plan": None, "pulled": None}
-    try:
-        team = open_team(settings.team_database_url)
-    except Exception as error:  # the server, the network or the schema
-        return {**result, "error": error_line(error)}
-    try:
-        chosen = team_selection(team, settings.team_machine, found, selection, key)
-        if now is None:
-            if chosen is not None:
-                result["plan"] = forget.plan(team, settings, chosen, machine_files=False).as_json()
-            return {**result, "forgotten": None}
-        if chosen is not None:
-            done = forget.forget(team, settings, chosen, now, machine_files=False)
-            result["plan"] = done.as_json()
-        result["pulled"] = pull(engine, team, now).as_dict()
-        result["forgotten"] = True
-    except Exception as error:
-        result["error"] = error_line(error)
-    finally:
-        team.dispose()
-    return result
 
 
 def _confirm(found: Plan, yes: bool) -> None:
@@ -160,7 +111,7 @@ def _confirm(found: Plan, yes: bool) -> None:
             "forget deletes for good and asks first: run it on a terminal or pass --yes "
             "(--dry-run shows what would go)."
         )
-    _print_plan(found, as_json=False, verb="Will forget")
+    _print_plan(found, verb="Will forget")
     click.confirm("Forget all of this for good?", abort=True)
 
 
@@ -171,22 +122,9 @@ def _rederive(engine: Engine, settings: Settings) -> dict[str, int]:
     return {"promoted": int(stats.get("promoted", 0)), "events": int(stats.get("events", 0))}
 
 
-def _daemons(engine: Engine) -> list[int]:
-    from remem.queue.heartbeats import list_heartbeats
-
-    now = time.time()
-    return [beat.pid for beat in list_heartbeats(engine) if beat.health(now) == "running"]
-
-
 def _print_plan(
-    found: Plan,
-    as_json: bool,
-    verb: str = "Would forget (dry run)",
-    team: dict[str, Any] | None = None,
+    found: Plan, verb: str = "Would forget (dry run)", team: dict[str, Any] | None = None
 ) -> None:
-    if as_json:
-        print_json({**found.as_json(), "dry_run": True, "team": team})
-        return
     if found.empty():
         click.echo("Nothing to forget here: no event, procedure, spool line or log line matches.")
     else:

@@ -19,6 +19,7 @@ from sqlalchemy import (
     text,
 )
 
+from remem.db import columns
 from remem.db.vocabulary import PROCEDURE_STATUSES, TASK_STATUSES
 
 metadata = MetaData()
@@ -57,39 +58,37 @@ sessions = Table(
     UniqueConstraint("host", "session_key", name="uq_sessions_host_key"),
 )
 
+# What a column of an event holds (remem/db/columns.py), as a column type.
+_TYPES = {
+    columns.TEXT: Text,
+    columns.INTEGER: Integer,
+    columns.REAL: Float,
+    columns.JSON_LIST: Text,
+}
+_EVENT_COLUMN_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "session_id": (ForeignKey("sessions.id"),),
+    "project_id": (ForeignKey("projects.id"),),
+}
+
+
+def _event_columns() -> list[Column[Any]]:
+    return [
+        Column(
+            name,
+            _TYPES[kind],
+            *_EVENT_COLUMN_OPTIONS.get(name, ()),
+            nullable=not required,
+            unique=True if name == "idempotency_key" else None,
+        )
+        for name, (kind, required) in columns.EVENT_COLUMN_KINDS.items()
+    ]
+
+
 captured_events = Table(
     "captured_events",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("idempotency_key", Text, nullable=False, unique=True),
-    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
-    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
-    Column("host", Text, nullable=False),
-    Column("hook_event", Text, nullable=False),
-    Column("kind", Text, nullable=False),
-    Column("tool_name", Text),
-    Column("tool_use_id", Text),
-    Column("command", Text),
-    Column("outcome", Text),
-    Column("exit_code", Integer),
-    Column("exit_code_source", Text),
-    Column("error_excerpt", Text),
-    # The run's output, redacted: its head and tail when long (summaries are at the end).
-    Column("output_excerpt", Text),
-    Column("branch", Text),
-    Column("cwd", Text, nullable=False),
-    # cwd relative to its work tree's root ('.' at the root); NULL on events captured before
-    # it was recorded, until `remem procedures rebuild` fills it in.
-    Column("directory", Text),
-    Column("files", Text),
-    Column("change_hash", Text),
-    Column("transcript_path", Text),
-    Column("payload", Text, nullable=False),
-    Column("event_at", Float, nullable=False),
-    Column("captured_at", Float, nullable=False),
-    # The time the payload claimed, when it was not usable (not finite, negative, or in the
-    # future) and event_at was clamped to the capture time instead.
-    Column("event_at_reported", Text),
+    *_event_columns(),
     CheckConstraint(_one_of("kind", EVENT_KINDS), name="ck_captured_events_kind"),
     CheckConstraint(
         "outcome IS NULL OR " + _one_of("outcome", OUTCOMES), name="ck_captured_events_outcome"
@@ -168,6 +167,13 @@ worker_heartbeats = Table(
 
 SCOPES = ("branch", "project")
 
+# Marks in a table's info (tables_marked() finds them):
+#   derived: every row is derived from the captured events; a rebuild clears the table and the
+#     worker derives it again. Procedures and their evidence are derived too, but an archived
+#     procedure is the user's verdict and keeps its rows: they are cleared by rule, not whole.
+#   runs: the runs of a workflow (verified, failed, unverified) a group's procedure is made of.
+#   pulled: the team's memory pulled into a local database; never derived here.
+
 
 # A command's steps (DESIGN.md §5), one row per (event, step): verified runs are the evidence
 # procedures are built from, failed runs become attempts, and runs whose status is hidden (a
@@ -206,6 +212,7 @@ verifications = Table(
     *_run_columns(),
     Column("verified_at", Float, nullable=False),
     *_run_indexes("verifications", "verified_at"),
+    info={"derived": True, "runs": True},
 )
 
 # Failed runs of a workflow: they lower confidence, break procedures, and become lessons.
@@ -225,6 +232,7 @@ attempts = Table(
     Column("duplicate_of", Integer),
     Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id")),
     *_run_indexes("attempts", "failed_at"),
+    info={"derived": True, "runs": True},
 )
 
 unverified_runs = Table(
@@ -233,6 +241,7 @@ unverified_runs = Table(
     *_run_columns(),
     Column("ran_at", Float, nullable=False),
     *_run_indexes("unverified_runs", "ran_at"),
+    info={"derived": True, "runs": True},
 )
 
 lessons = Table(
@@ -267,6 +276,7 @@ lessons = Table(
     Index("ix_lessons_group", "project_id", "branch", "directory", "workflow_hash", "resolved_at"),
     Index("ix_lessons_workflow", "project_id", "directory", "workflow_hash", "resolved_at"),
     Index("ix_lessons_error", "project_id", "error_key", "resolved_at"),
+    info={"derived": True},
 )
 
 # A branch procedure is a workflow proven on one branch; a project procedure (branch '') the
@@ -382,6 +392,7 @@ group_states = Table(
     ),
     Index("ix_group_states_aging", "oldest_fresh_at", "id"),
     Index("ix_group_states_workflow", "project_id", "workflow_hash"),
+    info={"derived": True},
 )
 
 # Each session's latest verified run of a group, beside its tally: how many sessions are fresh
@@ -394,6 +405,7 @@ group_sessions = Table(
     Column("last_verified_at", Float, nullable=False),
     PrimaryKeyConstraint("group_id", "session_id", name="pk_group_sessions"),
     Index("ix_group_sessions_time", "group_id", "last_verified_at"),
+    info={"derived": True},
 )
 
 # A procedure's evidence: every verified run of its group; the newest `verified_runs` of them
@@ -412,6 +424,21 @@ procedure_evidence = Table(
 
 
 # ---- The team (DESIGN.md §9): local tables of a machine that shares projects ---------------------
+
+
+def _same_as(table: Table, names: str) -> list[Column[Any]]:
+    """New columns defined as `table`'s of the same (space-separated) names: a pulled copy of
+    the team's rows holds what the local rows hold, typed alike."""
+    return [
+        Column(
+            column.name,
+            column.type,
+            *(ForeignKey(key.target_fullname) for key in column.foreign_keys),
+            nullable=column.nullable,
+        )
+        for column in (table.c[name] for name in names.split())
+    ]
+
 
 # Each shared project's link to the team database: the newest local event shipped (a crash
 # between shipping and moving this cursor ships the same events again, which the team ignores).
@@ -442,27 +469,15 @@ team_procedures = Table(
     "team_procedures",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    *_same_as(procedures, "project_id"),
     Column("team_procedure_id", Integer, nullable=False),
-    Column("scope", Text, nullable=False),
-    Column("branch", Text, nullable=False),
-    Column("directory", Text, nullable=False),
-    Column("workflow", Text, nullable=False),
-    Column("workflow_hash", Text, nullable=False),
-    Column("command", Text, nullable=False),
-    Column("status", Text, nullable=False),
-    Column("confidence", Float, nullable=False),
-    Column("verified_runs", Integer, nullable=False),
-    Column("distinct_sessions", Integer, nullable=False),
+    *_same_as(procedures, "scope branch directory workflow workflow_hash command status"),
+    *_same_as(procedures, "confidence verified_runs distinct_sessions"),
     Column("machines", Integer, nullable=False),
-    Column("branches", Text, nullable=False),
-    Column("files", Text, nullable=False),
-    Column("files_more", Integer, nullable=False),
-    Column("first_verified_at", Float, nullable=False),
-    Column("last_verified_at", Float, nullable=False),
-    Column("body", Text, nullable=False),
+    *_same_as(procedures, "branches files files_more first_verified_at last_verified_at body"),
     Column("pulled_at", Float, nullable=False),
     UniqueConstraint("project_id", "team_procedure_id", name="uq_team_procedures_team_id"),
+    info={"pulled": True},
 )
 
 # The team's lessons of the shared projects, pulled beside their procedures (their pitfalls).
@@ -470,18 +485,17 @@ team_lessons = Table(
     "team_lessons",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    *_same_as(lessons, "project_id"),
     Column("team_lesson_id", Integer, nullable=False),
-    Column("branch", Text, nullable=False),
-    Column("directory", Text, nullable=False),
-    Column("workflow_hash", Text, nullable=False),
-    Column("failed_attempts", Integer, nullable=False),
-    Column("last_error", Text),
-    Column("error_key", Text),
-    Column("repeats", Text, nullable=False),
-    Column("fix_files", Text, nullable=False),
-    Column("resolved_at", Float, nullable=False),
+    *_same_as(lessons, "branch directory workflow_hash failed_attempts last_error error_key"),
+    *_same_as(lessons, "repeats fix_files resolved_at"),
     Column("pulled_at", Float, nullable=False),
     UniqueConstraint("project_id", "team_lesson_id", name="uq_team_lessons_team_id"),
     Index("ix_team_lessons_workflow", "project_id", "directory", "workflow_hash"),
+    info={"pulled": True},
 )
+
+
+def tables_marked(mark: str) -> tuple[Table, ...]:
+    """The tables whose info carries `mark` ("derived", "runs", "pulled"), in declaration order."""
+    return tuple(table for table in metadata.tables.values() if table.info.get(mark))

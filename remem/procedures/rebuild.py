@@ -21,16 +21,14 @@ from sqlalchemy import Connection, Engine, text
 from remem.capture.identity import directory_under, locate
 from remem.commands.analysis import analyse, resolve_directory
 from remem.db.engine import READ_ONLY
+from remem.db.schema import metadata
 from remem.procedures.steps import workflow_hash
+from remem.queue.store import rewind_promote_tasks
 
 REBUILD_JOB = "rebuild_procedures"
-DERIVED_TABLES = (
-    "group_sessions",
-    "group_states",
-    "lessons",
-    "attempts",
-    "verifications",
-    "unverified_runs",
+# The tables a rebuild clears whole (remem/db/schema.py marks them), referring rows first.
+DERIVED_TABLES = tuple(
+    table.name for table in reversed(metadata.sorted_tables) if table.info.get("derived")
 )
 
 
@@ -68,14 +66,7 @@ def rebuild(engine: Engine, now: float, ignore_commands: tuple[str, ...] = ()) -
             text("DELETE FROM procedures WHERE status != 'archived'")
         ).rowcount
         connection.execute(_CLEAR_EVIDENCE)
-        rewound = connection.execute(
-            text(
-                "UPDATE extraction_tasks SET cursor_event_id = 0, status = 'pending', "
-                "attempts = 0, run_after = :now, lease_owner = NULL, lease_expires_at = NULL, "
-                "last_error = NULL, updated_at = :now WHERE kind = 'promote'"
-            ),
-            {"now": now},
-        ).rowcount
+        rewound = rewind_promote_tasks(connection, now)
         connection.execute(
             text("DELETE FROM pending_jobs WHERE name = :name"), {"name": REBUILD_JOB}
         )

@@ -138,3 +138,38 @@ UPDATE extraction_tasks SET
 WHERE id = :id AND status IN ('failed', 'pending')
 RETURNING id
 """
+
+# ---- Reads for status and doctor, and what rebuild, forget and the team worker do to tasks ----
+
+COUNT_BY_STATUS = "SELECT status, count(*) FROM extraction_tasks GROUP BY status"
+
+OLDEST_PENDING_AT = "SELECT min(updated_at) FROM extraction_tasks WHERE status = 'pending'"
+
+LATEST_FAILED = """
+SELECT id, last_error FROM extraction_tasks WHERE status = 'failed'
+ORDER BY updated_at DESC, id DESC LIMIT 1
+"""
+
+# Projects with due tasks, oldest task first: where team workers look for a project to drain.
+DUE_PROJECTS = """
+SELECT s.project_id FROM extraction_tasks t JOIN sessions s ON s.id = t.session_id
+WHERE t.status = 'pending' AND t.run_after <= :now GROUP BY s.project_id
+ORDER BY min(t.id) LIMIT :limit
+"""
+
+# Every promote task back to its session's first event, with a fresh retry budget: a rebuild
+# has cleared what the windows derived. A task some worker holds loses its lease, and that
+# worker's completion then finds the task no longer its own.
+REWIND_PROMOTE_TASKS = """
+UPDATE extraction_tasks SET
+    cursor_event_id = 0, status = 'pending', attempts = 0, run_after = :now,
+    lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = :now
+WHERE kind = 'promote'
+"""
+
+TASKS_WITH_ERRORS = "SELECT id, last_error FROM extraction_tasks WHERE last_error IS NOT NULL"
+
+# :ids is a list (an expanding parameter).
+CLEAR_ERRORS = "UPDATE extraction_tasks SET last_error = NULL WHERE id IN :ids"
+
+DELETE_SESSION_TASKS = "DELETE FROM extraction_tasks WHERE session_id IN :ids"

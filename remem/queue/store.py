@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Engine, TextClause, select, text
+from sqlalchemy import Connection, Engine, TextClause, bindparam, select, text
 
 from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
@@ -250,3 +250,57 @@ def list_tasks(engine: Engine, status: str | None = None, limit: int = 100) -> l
         query = query.where(extraction_tasks.c.status == status)
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         return [TaskRow(*row) for row in connection.execute(query)]
+
+
+def due_projects(connection: Connection, now: float, limit: int) -> list[int]:
+    """Projects with due tasks, oldest task first (for team workers, who drain one project at
+    a time); on the caller's connection, which holds the projects' locks."""
+    rows = connection.execute(text(sql.DUE_PROJECTS), {"now": now, "limit": limit})
+    return [int(project_id) for project_id in rows.scalars()]
+
+
+def rewind_promote_tasks(connection: Connection, now: float) -> int:
+    """Inside the caller's transaction (a rebuild's): every promote task back to its session's
+    first event. Returns how many were rewound."""
+    rewound = int(connection.execute(text(sql.REWIND_PROMOTE_TASKS), {"now": now}).rowcount)
+    log.info("rewound %s promote task(s)", rewound, extra={"action": "rewind_promote_tasks"})
+    return rewound
+
+
+def tasks_with_errors(connection: Connection) -> list[tuple[int, str]]:
+    """(id, last error) of every task that keeps one."""
+    rows = connection.execute(text(sql.TASKS_WITH_ERRORS))
+    return [(int(task_id), str(error)) for task_id, error in rows]
+
+
+def _with_ids(statement: str) -> TextClause:
+    return text(statement).bindparams(bindparam("ids", expanding=True))
+
+
+def clear_errors(connection: Connection, task_ids: list[int]) -> int:
+    """Inside the caller's transaction: the tasks stay, their last errors go (forget)."""
+    if not task_ids:
+        return 0
+    cleared = int(connection.execute(_with_ids(sql.CLEAR_ERRORS), {"ids": task_ids}).rowcount)
+    log.info(
+        "cleared the last error of %s task(s)",
+        cleared,
+        extra={"action": "clear_errors", "task_ids": task_ids},
+    )
+    return cleared
+
+
+def delete_session_tasks(connection: Connection, session_ids: list[int]) -> int:
+    """Inside the caller's transaction: the tasks of sessions about to be deleted (forget)."""
+    if not session_ids:
+        return 0
+    deleted = int(
+        connection.execute(_with_ids(sql.DELETE_SESSION_TASKS), {"ids": session_ids}).rowcount
+    )
+    log.info(
+        "deleted %s task(s) of %s session(s)",
+        deleted,
+        len(session_ids),
+        extra={"action": "delete_session_tasks", "session_ids": session_ids},
+    )
+    return deleted

@@ -1,12 +1,12 @@
 """`remem forget` on the team database: what of a forgetting done here is to be forgotten
-there too. The CLI connects to the team database and runs remem/forget.py there."""
+there too. remem/forget.py connects to the team database and runs remem/forgetting/ there."""
 
 from __future__ import annotations
 
 from sqlalchemy import Engine, bindparam, text
 
 from remem.db.engine import READ_ONLY
-from remem.forget import CHUNK, Plan, Selection
+from remem.forgetting.selection import CHUNK, Plan, Selection
 
 # This machine's shipped copy of an event is its local key under the machine's name (team.ship).
 _TEAM_EVENTS = text("SELECT id FROM captured_events WHERE idempotency_key IN :keys").bindparams(

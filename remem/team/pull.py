@@ -10,22 +10,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, text
+from sqlalchemy import Engine, Table, bindparam, text
 
+from remem.db import schema
+from remem.db.columns import names
 from remem.db.engine import READ_ONLY
-from remem.db.schema import team_lessons, team_procedures
 
 SELECT_LINKS = text("SELECT project_id, project_key FROM team_links ORDER BY project_id")
-UNLINKED = (
-    text("DELETE FROM team_procedures WHERE project_id NOT IN (SELECT project_id FROM team_links)"),
-    text("DELETE FROM team_lessons WHERE project_id NOT IN (SELECT project_id FROM team_links)"),
+UNLINKED = tuple(
+    text(f"DELETE FROM {table.name} WHERE project_id NOT IN (SELECT project_id FROM team_links)")
+    for table in schema.tables_marked("pulled")
 )
 TEAM_PROJECT = text("SELECT id FROM projects WHERE root = :key")
+
+
+def _shared(copy: Table, source: Table) -> str:
+    """The columns a pulled copy has of the team's table (remem/db/schema.py builds them from
+    it), but its own id and project."""
+    return names(
+        tuple(
+            column.name
+            for column in copy.columns
+            if column.name in source.c and column.name not in ("id", "project_id")
+        )
+    )
+
+
 TEAM_PROCEDURES = text(
-    "SELECT id, scope, branch, directory, workflow, workflow_hash, command, status, confidence, "
-    "verified_runs, distinct_sessions, branches, files, files_more, first_verified_at, "
-    "last_verified_at, body FROM procedures WHERE project_id = :project_id "
-    "AND status != 'archived' ORDER BY id"
+    f"SELECT id, {_shared(schema.team_procedures, schema.procedures)} FROM procedures "
+    "WHERE project_id = :project_id AND status != 'archived' ORDER BY id"
 )
 # The machines a procedure's evidence ran on: its sessions' machines.
 TEAM_MACHINES = text(
@@ -36,13 +49,12 @@ TEAM_MACHINES = text(
 # Enough for every pitfall and known error the digest shows, newest first.
 LESSONS_PULLED = 500
 TEAM_LESSONS = text(
-    "SELECT id, branch, directory, workflow_hash, failed_attempts, last_error, error_key, "
-    "repeats, fix_files, resolved_at FROM lessons WHERE project_id = :project_id "
-    "ORDER BY resolved_at DESC, id DESC LIMIT :limit"
+    f"SELECT id, {_shared(schema.team_lessons, schema.lessons)} FROM lessons "
+    "WHERE project_id = :project_id ORDER BY resolved_at DESC, id DESC LIMIT :limit"
 )
-CLEAR = (
-    text("DELETE FROM team_procedures WHERE project_id = :project_id"),
-    text("DELETE FROM team_lessons WHERE project_id = :project_id"),
+CLEAR = tuple(
+    text(f"DELETE FROM {table.name} WHERE project_id = :project_id")
+    for table in schema.tables_marked("pulled")
 )
 MARK_PULLED = text("UPDATE team_links SET pulled_at = :now WHERE project_id = :project_id")
 
@@ -68,10 +80,10 @@ def pull(local: Engine, team: Engine, now: float) -> PullReport:
                 connection.execute(statement, {"project_id": project_id})
             if procedures:
                 rows = [{**row, "project_id": project_id, "pulled_at": now} for row in procedures]
-                connection.execute(team_procedures.insert(), rows)
+                connection.execute(schema.team_procedures.insert(), rows)
             if lessons:
                 rows = [{**row, "project_id": project_id, "pulled_at": now} for row in lessons]
-                connection.execute(team_lessons.insert(), rows)
+                connection.execute(schema.team_lessons.insert(), rows)
             connection.execute(MARK_PULLED, {"project_id": project_id, "now": now})
         report.projects += 1
         report.procedures += len(procedures)

@@ -22,8 +22,9 @@ from remem.capture.hosts import output_excerpt, output_text
 from remem.capture.identity import directory_under
 from remem.capture.store import raise_task
 from remem.config import Settings
+from remem.db.columns import EVENT_COLUMNS, names
 from remem.db.engine import READ_ONLY, executor
-from remem.db.schema import captured_events
+from remem.db.schema import tables_marked
 from remem.faults import crash_point
 from remem.team.keys import is_shared, project_key
 
@@ -39,8 +40,10 @@ INSERT_LINK = text(
 UPDATE_LINK_KEY = text("UPDATE team_links SET project_key = :key WHERE project_id = :project_id")
 # A project no longer shared loses its link and the team's memory pulled for it.
 UNLINK = (
-    text("DELETE FROM team_procedures WHERE project_id = :project_id"),
-    text("DELETE FROM team_lessons WHERE project_id = :project_id"),
+    *(
+        text(f"DELETE FROM {table.name} WHERE project_id = :project_id")
+        for table in tables_marked("pulled")
+    ),
     text("DELETE FROM team_links WHERE project_id = :project_id"),
 )
 MOVE_CURSOR = text(
@@ -48,33 +51,18 @@ MOVE_CURSOR = text(
     "WHERE project_id = :project_id AND shipped_event_id < :event_id"
 )
 
+# What leaves the machine of an event: the team gives it the team's session and project, and
+# neither the transcript's path nor the raw payload goes.
 _SHIPPED = (
     "id",
-    "idempotency_key",
-    "host",
-    "hook_event",
-    "kind",
-    "tool_name",
-    "tool_use_id",
-    "command",
-    "outcome",
-    "exit_code",
-    "exit_code_source",
-    "error_excerpt",
-    "output_excerpt",
-    "branch",
-    "cwd",
-    "directory",
-    "files",
-    "change_hash",
-    "event_at",
-    "captured_at",
-    "event_at_reported",
+    *(
+        name
+        for name in EVENT_COLUMNS
+        if name not in ("session_id", "project_id", "transcript_path", "payload")
+    ),
 )
 SELECT_BATCH = text(
-    "SELECT "
-    + ", ".join(f"e.{name}" for name in _SHIPPED)
-    + ", s.host, s.session_key, s.started_at, "
+    "SELECT " + names(_SHIPPED, "e.") + ", s.host, s.session_key, s.started_at, "
     "CASE WHEN e.output_excerpt IS NULL AND e.kind = 'command' THEN e.payload END "
     "FROM captured_events e JOIN sessions s ON s.id = e.session_id "
     "WHERE e.project_id = :project_id AND e.id > :cursor ORDER BY e.id LIMIT :limit"
@@ -233,17 +221,16 @@ def _store(
 # The team database takes a batch by COPY into a scratch table, then one INSERT … SELECT that
 # skips the events it holds: a statement with a parameter per field of a thousand rows would
 # cost more to build and parse than to run.
-_COLUMNS = [column.name for column in captured_events.columns if column.name != "id"]
 _SCRATCH = (
     "CREATE TEMPORARY TABLE ship_batch ON COMMIT DROP AS SELECT 0::bigint AS ord, "
-    + ", ".join(_COLUMNS)
+    + names(EVENT_COLUMNS)
     + " FROM captured_events WITH NO DATA"
 )
-_COPY = f"COPY ship_batch (ord, {', '.join(_COLUMNS)}) FROM STDIN"
+_COPY = f"COPY ship_batch (ord, {names(EVENT_COLUMNS)}) FROM STDIN"
 # Ids are given in the order the events were captured here: a session's windows follow them.
 _INSERT_NEW = (
-    f"INSERT INTO captured_events ({', '.join(_COLUMNS)}) "
-    f"SELECT {', '.join(_COLUMNS)} FROM ship_batch ORDER BY ord "
+    f"INSERT INTO captured_events ({names(EVENT_COLUMNS)}) "
+    f"SELECT {names(EVENT_COLUMNS)} FROM ship_batch ORDER BY ord "
     "ON CONFLICT (idempotency_key) DO NOTHING RETURNING id, session_id"
 )
 
@@ -255,7 +242,7 @@ def _insert_new(connection: Connection, values: list[dict[str, Any]]) -> list[tu
     assert raw is not None
     with raw.cursor() as cursor, cursor.copy(_COPY) as copy:
         for order, event in enumerate(values):
-            copy.write_row([order, *(event[name] for name in _COLUMNS)])
+            copy.write_row([order, *(event[name] for name in EVENT_COLUMNS)])
     return [(int(i), int(s)) for i, s in connection.exec_driver_sql(_INSERT_NEW).all()]
 
 

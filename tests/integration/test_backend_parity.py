@@ -11,8 +11,9 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from remem import forget
 from remem.config import Settings
+from remem.forgetting import erase
+from remem.forgetting.selection import CHUNK, Selection
 from remem.procedures import rebuild, tallies
 from remem.procedures.groups import Group
 from remem.procedures.promote import rules_of
@@ -195,18 +196,16 @@ def test_an_exit_code_no_integer_column_holds_leaves_its_call_unresolved(
 def test_forgetting_more_events_than_one_batch_of_ids(world: World) -> None:
     """test_forget_store's batch test without what only a SQLite file has (its compaction)."""
     secret = "zq8Kp2Vx7Lm4Rt9Wb3Nc6Yh1Jd5Fg0Qs8Ue2Ia7Ox"
-    for number in range(forget.CHUNK + 1):
+    for number in range(CHUNK + 1):
         world.post(f"deploy --mode {secret} --run {number}", session=f"s{number % 3}")
     world.post("make build", session="keep")
     world.post("make build", session="keep")
     world.burst()
 
-    done = forget.forget(
-        world.engine, world.settings, forget.Selection(pattern=r"zq8K\w+"), world.now
-    )
+    done = erase.forget(world.engine, world.settings, Selection(pattern=r"zq8K\w+"), world.now)
     world.burst()
 
-    assert done.events_deleted == forget.CHUNK + 1 and done.sessions_deleted == 3
+    assert done.events_deleted == CHUNK + 1 and done.sessions_deleted == 3
     assert world.scalar("SELECT count(*) FROM captured_events WHERE command LIKE '%zq8K%'") == 0
     assert world.procedures("command", "verified_runs") == [("make build", 2)]
 

@@ -1,4 +1,4 @@
-"""Forgetting (remem/forget.py) on a real database: what goes with an event, what stays,
+"""Forgetting (remem/forgetting/) on a real database: what goes with an event, what stays,
 the spool and log lines, and the bytes left in the file."""
 
 from __future__ import annotations
@@ -11,18 +11,22 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from remem import files, forget
+from remem import files
 from remem.capture import spool
 from remem.capture.hosts import build_event
 from remem.db.engine import Compacted, compact
 from remem.errors import NotFound
+from remem.forget import forget_everywhere
+from remem.forgetting import erase
+from remem.forgetting.plan import plan
+from remem.forgetting.selection import MASK, Plan, Selection
 from tests.integration.conftest import World
 
 SECRET = "zq8Kp2Vx7Lm4Rt9Wb3Nc6Yh1Jd5Fg0Qs8Ue2Ia7Ox"
 
 
-def run_forget(world: World, **selection: Any) -> forget.Forgotten:
-    done = forget.forget(world.engine, world.settings, forget.Selection(**selection), world.now)
+def run_forget(world: World, **selection: Any) -> erase.Forgotten:
+    done = erase.forget(world.engine, world.settings, Selection(**selection), world.now)
     world.burst()
     return done
 
@@ -89,7 +93,7 @@ def test_an_unknown_project_or_id_is_refused_before_anything_changes(world: Worl
     ]
     for selection in selections:
         with pytest.raises(NotFound):
-            forget.forget(world.engine, world.settings, forget.Selection(**selection), world.now)
+            erase.forget(world.engine, world.settings, Selection(**selection), world.now)
     assert count(world, "SELECT count(*) FROM captured_events") == 1
 
 
@@ -119,7 +123,7 @@ def test_spool_and_log_files_keep_other_lines_byte_for_byte(world: World) -> Non
     for path in (active, dead, log):
         os.chmod(path, 0o644)
 
-    done = forget.forget(world.engine, world.settings, forget.Selection(pattern=SECRET), world.now)
+    done = erase.forget(world.engine, world.settings, Selection(pattern=SECRET), world.now)
 
     assert done.plan.spool_lines == {"dead-letter.jsonl": 1, "events.jsonl": 1}
     assert done.plan.log_lines == {"worker.log": 1}
@@ -172,9 +176,9 @@ def test_a_plan_changes_nothing_and_masks_the_match(world: World) -> None:
     world.burst()
     before = world.home.db.read_bytes()
 
-    found = forget.plan(world.engine, world.settings, forget.Selection(pattern="zq8Kp2"))
+    found = plan(world.engine, world.settings, Selection(pattern="zq8Kp2"))
 
-    shown = f"./deploy.sh --mode {forget.MASK}{SECRET[6:]}"
+    shown = f"./deploy.sh --mode {MASK}{SECRET[6:]}"
     assert [event.command for event in found.events] == [shown, shown]
     assert "zq8Kp2" not in json.dumps(found.as_json())
     assert world.home.db.read_bytes() == before
@@ -192,10 +196,62 @@ def test_a_forget_stopped_before_its_rebuild_leaves_the_rebuild_owed(
     def stopped(*_args: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(forget.rebuild, "rebuild", stopped)
+    monkeypatch.setattr(erase.rebuild, "rebuild", stopped)
     with pytest.raises(KeyboardInterrupt):
-        forget.forget(world.engine, world.settings, forget.Selection(event_ids=(1,)), world.now)
+        erase.forget(world.engine, world.settings, Selection(event_ids=(1,)), world.now)
     monkeypatch.undo()
     world.burst()
 
     assert world.one("id", "verified_runs", "evidence_event_ids") == (1, 2, "[2, 3]")
+
+
+def test_forgetting_everywhere_plans_asks_then_forgets_and_rederives(world: World) -> None:
+    world.post(f"./deploy.sh --mode {SECRET}")
+    for _ in range(2):
+        world.post("make build")
+    world.burst()
+    selection = Selection(pattern=SECRET)
+
+    planned = forget_everywhere(world.engine, world.settings, selection, dry_run=True)
+    assert not planned.applied and planned.forgotten is None and planned.team is None
+    assert [event.id for event in planned.plan.events] == [1]
+    assert planned.as_json()["dry_run"] is True
+
+    class Refused(Exception):
+        pass
+
+    def refuse(found: Plan) -> None:
+        assert [event.id for event in found.events] == [1]
+        raise Refused
+
+    with pytest.raises(Refused):
+        forget_everywhere(world.engine, world.settings, selection, confirm=refuse)
+    assert count(world, "SELECT count(*) FROM captured_events") == 3
+
+    rederived: list[int] = []
+
+    def rederive(engine: Any, _settings: Any) -> dict[str, int]:
+        rederived.append(int(world.burst().get("promoted", 0)))
+        return {"promoted": rederived[-1], "events": 0}
+
+    done = forget_everywhere(world.engine, world.settings, selection, rederive=rederive)
+
+    assert done.applied and done.complete() and done.forgotten is not None
+    assert done.forgotten.events_deleted == 1
+    assert rederived == [1]  # make build, promoted again from what remains
+    assert done.compacted is not None
+    assert done.compacted.vacuumed == (world.engine.dialect.name == "sqlite")
+    summary = done.as_json()
+    assert summary["dry_run"] is False and summary["rederived"] == {"promoted": 1, "events": 0}
+    assert SECRET not in json.dumps(summary)
+    assert count(world, "SELECT count(*) FROM captured_events") == 2
+
+
+def test_forgetting_everywhere_what_is_not_there_changes_nothing(world: World) -> None:
+    world.post("make build")
+    world.burst()
+
+    report = forget_everywhere(world.engine, world.settings, Selection(pattern=SECRET))
+
+    assert not report.applied and report.plan.empty() and report.complete()
+    assert count(world, "SELECT count(*) FROM captured_events") == 1

@@ -1,0 +1,190 @@
+"""Forgetting in one database: deleting what a plan names, re-deriving what remains, and
+rewriting the spool and log lines that carry it (the spool reads and rewrites its own files).
+The caller then runs `db.engine.compact`, so that the bytes leave the database file too."""
+
+from __future__ import annotations
+
+import os
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, Table, text
+
+from remem import files
+from remem.capture import spool
+from remem.config import Settings
+from remem.db.engine import begin_secure_delete
+from remem.db.schema import metadata, tables_marked
+from remem.forgetting.plan import plan
+from remem.forgetting.selection import Plan, Selection, chunks, with_ids
+from remem.procedures import rebuild
+from remem.queue import store as queue
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    plan: Plan
+    events_deleted: int
+    procedures_deleted: int
+    derived_rows_deleted: dict[str, int]
+    pulled_rows_deleted: dict[str, int]  # the team's memory pulled here
+    sessions_deleted: int
+    projects_deleted: int
+    rebuild: rebuild.RebuildReport | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **self.plan.as_json(),
+            "events_deleted": self.events_deleted,
+            "procedures_deleted": self.procedures_deleted,
+            "derived_rows_deleted": self.derived_rows_deleted,
+            "pulled_rows_deleted": self.pulled_rows_deleted,
+            "sessions_deleted": self.sessions_deleted,
+            "projects_deleted": self.projects_deleted,
+            "rebuild": self.rebuild.as_dict() if self.rebuild else None,
+        }
+
+
+def forget(
+    engine: Engine,
+    settings: Settings,
+    selection: Selection,
+    now: float,
+    machine_files: bool = True,
+) -> Forgotten:
+    """Delete what the selection names, re-derive what remains, rewrite the spool and the logs.
+    The plan is made again under the spool's ingestion lock (a worker may have ingested a
+    spooled line since the caller's dry run), which also keeps a worker from ingesting a line
+    between our deleting its event and our rewriting its file. Without machine_files (the team
+    database) the spool and the logs, forgotten by the local run, are left alone."""
+    lock = spool.IngestLock(settings.spool_dir) if machine_files else nullcontext()
+    with lock:
+        found = plan(engine, settings, selection, machine_files)
+        deleted = _delete(engine, found, now) if found.touches_database() else {}
+        for name in found.spool_lines:
+            spool.rewrite_without(os.path.join(settings.spool_dir, name), found.lines.spool_line)
+    report, sessions, projects = None, 0, 0
+    if found.events or found.procedures:
+        report = rebuild.rebuild(engine, now, settings.ignore_commands)
+        sessions, projects = _delete_orphans(engine, found)
+    for name in found.log_lines:
+        # A log writer takes no lock: what it appends meanwhile is kept, filtered.
+        files.rewrite_without(os.path.join(settings.log_dir, name), found.lines.log_line)
+    return Forgotten(
+        plan=found,
+        events_deleted=deleted.pop("captured_events", 0),
+        procedures_deleted=deleted.pop("procedures", 0),
+        pulled_rows_deleted={table: deleted.pop(table, 0) for table in PULLED_TABLES},
+        derived_rows_deleted=deleted,
+        sessions_deleted=sessions,
+        projects_deleted=projects,
+        rebuild=report,
+    )
+
+
+def _event_columns(table: Table) -> list[str]:
+    """The columns of `table` that name a captured event (evidence names its events without a
+    foreign key)."""
+    return [
+        column.name
+        for column in table.columns
+        if column.name == "event_id"
+        or any(key.target_fullname == "captured_events.id" for key in column.foreign_keys)
+    ]
+
+
+# (table, statement) in deletion order: lessons whose streak included a forgotten attempt go
+# before the attempts that show it, then every row that points at an event, then the event.
+DELETIONS = (
+    (
+        "lessons",
+        "DELETE FROM lessons WHERE resolved_by_event_id IN :ids OR EXISTS (SELECT 1 FROM "
+        "attempts a WHERE a.event_id IN :ids AND a.resolved_by_event_id = "
+        "lessons.resolved_by_event_id AND a.project_id = lessons.project_id AND a.branch = "
+        "lessons.branch AND a.directory = lessons.directory AND a.workflow_hash = "
+        "lessons.workflow_hash)",
+    ),
+    *(
+        (table.name, f"DELETE FROM {table.name} WHERE " + " OR ".join(f"{c} IN :ids" for c in refs))
+        for table in metadata.tables.values()
+        if table.name != "lessons" and (refs := _event_columns(table))
+    ),
+    ("captured_events", "DELETE FROM captured_events WHERE id IN :ids"),
+)
+
+
+_OWE_REBUILD = text(
+    "INSERT INTO pending_jobs (name, reason, created_at) VALUES (:name, 'forget', :now) "
+    "ON CONFLICT (name) DO NOTHING"
+)
+
+# The team's memory pulled here (remem/db/schema.py marks those tables): deleted, never
+# re-derived; the next pull brings back what the team still holds.
+PULLED_TABLES = tuple(table.name for table in tables_marked("pulled"))
+
+
+def _delete(engine: Engine, found: Plan, now: float) -> dict[str, int]:
+    tables = (*(table for table, _sql in DELETIONS), "procedures", *PULLED_TABLES)
+    deleted = dict.fromkeys(tables, 0)
+    event_ids = {event.id for event in found.events}
+    # Deleted cells are zeroed, not left in free space, should the VACUUM not run.
+    with begin_secure_delete(engine) as connection:
+        for chunk in chunks(event_ids):
+            for table, sql in DELETIONS:
+                deleted[table] += connection.execute(with_ids(sql), {"ids": chunk}).rowcount
+        for chunk in chunks(procedure.id for procedure in found.procedures):
+            statement = with_ids("DELETE FROM procedures WHERE id IN :ids")
+            deleted["procedures"] += connection.execute(statement, {"ids": chunk}).rowcount
+        for table in PULLED_TABLES:
+            for chunk in chunks(item.id for item in getattr(found, table)):
+                statement = with_ids(f"DELETE FROM {table} WHERE id IN :ids")
+                deleted[table] += connection.execute(statement, {"ids": chunk}).rowcount
+        if found.events or found.procedures:
+            # Should we stop before the rebuild that follows, the next worker runs it.
+            connection.execute(_OWE_REBUILD, {"name": rebuild.REBUILD_JOB, "now": now})
+        for chunk in chunks(found.task_errors):
+            queue.clear_errors(connection, chunk)
+    return deleted
+
+
+_ORPHAN_SESSIONS = (
+    "SELECT id FROM sessions WHERE id IN :ids AND NOT EXISTS "
+    "(SELECT 1 FROM captured_events e WHERE e.session_id = sessions.id)"
+)
+# A project is left empty when no row names it but the ids kept for its cleared procedures,
+# which go with it. A shared project keeps its link and what it pulled from the team that did
+# not match: the team's copies are forgotten on the team database, then pulled again.
+_ORPHAN_PROJECTS = "SELECT id FROM projects WHERE id IN :ids" + "".join(
+    f" AND NOT EXISTS (SELECT 1 FROM {table.name} t WHERE t.project_id = projects.id)"
+    for table in metadata.tables.values()
+    if "project_id" in table.c and table.name != "procedure_identities"
+)
+
+
+def _delete_orphans(engine: Engine, found: Plan) -> tuple[int, int]:
+    """Sessions and projects the forgotten events leave empty (after the rebuild, which
+    cleared what was derived from them), and the ids kept for the deleted procedures."""
+    sessions = projects = 0
+    with engine.begin() as connection:
+        for chunk in chunks(procedure.id for procedure in found.procedures):
+            statement = "DELETE FROM procedure_identities WHERE procedure_id IN :ids"
+            connection.execute(with_ids(statement), {"ids": chunk})
+        for chunk in chunks(found.session_ids):
+            empty = list(connection.execute(with_ids(_ORPHAN_SESSIONS), {"ids": chunk}).scalars())
+            if empty:
+                queue.delete_session_tasks(connection, empty)
+                sessions += connection.execute(
+                    with_ids("DELETE FROM sessions WHERE id IN :ids"), {"ids": empty}
+                ).rowcount
+        for chunk in chunks(found.project_ids):
+            empty = list(connection.execute(with_ids(_ORPHAN_PROJECTS), {"ids": chunk}).scalars())
+            if empty:
+                connection.execute(
+                    with_ids("DELETE FROM procedure_identities WHERE project_id IN :ids"),
+                    {"ids": empty},
+                )
+                projects += connection.execute(
+                    with_ids("DELETE FROM projects WHERE id IN :ids"), {"ids": empty}
+                ).rowcount
+    return sessions, projects

@@ -1,0 +1,140 @@
+"""What `remem forget` is asked to forget, and what it found: the selection, the plan, and which
+spool and log lines carry it. Shared by the local forgetting and the team database's
+(remem/team/forget.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import TextClause, bindparam, text
+
+from remem.capture import spool
+from remem.capture.redact import redact_text
+from remem.errors import RememError
+
+EXCERPT_CHARS = 100
+MASK = "[forgotten]"
+CHUNK = 500  # ids per IN (...): far below SQLite's bound-parameter limit
+
+
+class BadPattern(RememError):
+    def __init__(self, pattern: str, problem: str) -> None:
+        super().__init__(f"--match {pattern!r} is not a Python regular expression: {problem}.")
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise BadPattern(pattern, str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Selection:
+    event_ids: tuple[int, ...] = ()
+    procedure_ids: tuple[int, ...] = ()
+    pattern: str | None = None
+    project: str | None = None  # a project root: --match only looks there
+
+
+@dataclass(frozen=True)
+class Item:
+    """An event or a procedure that goes, with a redacted excerpt of its command."""
+
+    id: int
+    label: str  # the event's time, the procedure's status
+    command: str
+
+    def as_json(self, label: str) -> dict[str, Any]:
+        return {"id": self.id, label: self.label, "command": self.command}
+
+
+@dataclass(frozen=True)
+class Plan:
+    events: tuple[Item, ...]
+    procedures: tuple[Item, ...]  # deleted, whatever their status
+    # Pulled from the team, named after their tables (forgetting.erase deletes them by name).
+    team_procedures: tuple[Item, ...]
+    team_lessons: tuple[Item, ...]
+    rederived_procedure_ids: tuple[int, ...]  # lose evidence and are re-derived
+    task_errors: tuple[int, ...]  # tasks whose last error quotes the match
+    spool_lines: dict[str, int]  # matching lines by file name
+    log_lines: dict[str, int]
+    lines: Lines = field(repr=False)
+    session_ids: tuple[int, ...] = field(repr=False)
+    project_ids: tuple[int, ...] = field(repr=False)
+
+    def empty(self) -> bool:
+        return not (self.touches_database() or self.spool_lines or self.log_lines)
+
+    def touches_database(self) -> bool:
+        return bool(
+            self.events
+            or self.procedures
+            or self.team_procedures
+            or self.team_lessons
+            or self.task_errors
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "events": [event.as_json("at") for event in self.events],
+            "procedures": [procedure.as_json("status") for procedure in self.procedures],
+            "team_procedures": [item.as_json("status") for item in self.team_procedures],
+            "team_lessons": [item.as_json("branch") for item in self.team_lessons],
+            "rederived_procedures": list(self.rederived_procedure_ids),
+            "task_errors_cleared": len(self.task_errors),
+            "spool_lines": self.spool_lines,
+            "log_lines": self.log_lines,
+        }
+
+
+def chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), CHUNK):
+        yield ordered[start : start + CHUNK]
+
+
+def with_ids(sql: str) -> TextClause:
+    """The statement with :ids as a list (an expanding parameter)."""
+    return text(sql).bindparams(bindparam("ids", expanding=True))
+
+
+def hit(pattern: re.Pattern[str], values: Iterable[Any]) -> bool:
+    return any(isinstance(value, str) and pattern.search(value) for value in values)
+
+
+def excerpt(command: str, pattern: re.Pattern[str] | None) -> str:
+    """Redacted, and without the match itself: what is printed must not repeat it."""
+    shown = redact_text(command)
+    if pattern is not None:
+        shown = pattern.sub(MASK, shown)
+    shown = " ".join(shown.split())
+    return shown if len(shown) <= EXCERPT_CHARS else shown[: EXCERPT_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Which spool and log lines carry what is forgotten."""
+
+    pattern: re.Pattern[str] | None
+    project: str | None
+    keys: frozenset[str]  # idempotency keys of the forgotten events
+
+    def spool_line(self, line: bytes) -> bool:
+        events, strings = spool.search_line(line)
+        if any(event.get("idempotency_key") in self.keys for event in events):
+            return True
+        if self.pattern is None:
+            return False
+        if self.project is not None and events and events[-1].get("project_root") != self.project:
+            return False  # another project's event: --project keeps it
+        return hit(self.pattern, strings)
+
+    def log_line(self, line: bytes) -> bool:
+        return self.pattern is not None and hit(
+            self.pattern, [line.decode("utf-8", "surrogateescape")]
+        )
