@@ -43,7 +43,8 @@ from remem.db.engine import make_engine
 from remem.procedures import promote
 from remem.procedures.steps import workflow_hash
 from remem.procedures.tally import VERIFIED, GroupRun, derive, session_lasts
-from workers.runner import Worker, run_burst
+from workers.loop import work
+from workers.runner import Worker
 
 VENV_BIN = Path(sys.executable).parent
 SEED = 20261209
@@ -117,7 +118,7 @@ class GroupHome:
         self.engine = make_engine(self.settings.database_url)
         self.worker = Worker(self.engine, self.settings, clock=time.time)
         started = time.perf_counter()
-        stats = run_burst(self.worker)
+        stats = work(self.worker, burst=True)
         self.drain_s = time.perf_counter() - started
         self.drain_events = stats["events"]
 
@@ -190,7 +191,7 @@ def measure_hooks(group: GroupHome, sessions: int) -> dict[str, Any]:
     group.worker.stats.clear()  # the worker's counts so far are the drains before
     thread.start()
     started = time.perf_counter()
-    stats = run_burst(group.worker)
+    stats = work(group.worker, burst=True)
     burst_s = time.perf_counter() - started
     running.clear()
     thread.join()

@@ -1,10 +1,11 @@
-"""`remem worker`: the long-running daemon, an APScheduler loop over Worker.run_once().
+"""`remem worker`: the daemon, the loop of workers/loop.py on a timer.
 
-Jobs (in-memory job store, max_instances=1, coalesce=True): drain the queue every poll_interval
-(a drain that finds work keeps going until the queue is empty), heartbeat and lease renewal,
-reap expired leases, ingest the spool, maintenance; with a team database, ship, team promote
-(where enabled) and pull (workers/team.py). Signal handlers only set a flag; a watcher
-job turns it into a scheduler shutdown, and the task in hand is finished or its lease released.
+APScheduler is the timer: one job, the loop's tick, every poll interval, on an executor of ONE
+thread, so the duties and the drain never run side by side and what the loop keeps is its own.
+Beside it the heartbeat beats on a thread of its own, from what the worker publishes whole
+(`Worker.in_hand`, a frozen record): a long task keeps its lease and `remem status` sees the
+daemon alive. The main thread waits for the stop flag, which the signal handlers only set;
+then the task in hand is finished within the shutdown timeout, or interrupted and released.
 """
 
 from __future__ import annotations
@@ -21,22 +22,20 @@ from datetime import datetime
 from types import FrameType
 
 from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import Engine
 
 from remem.errors import RememError
 from remem.queue import heartbeats
 from remem.queue import store as queue
-from workers.runner import Worker
-from workers.team import TeamJobs
+from workers.loop import Loop
+from workers.runner import InHand
 
 log = logging.getLogger("remem.worker")
 
-REAP_INTERVAL_S = 30.0
-INGEST_INTERVAL_S = 10.0
-MAINTENANCE_INTERVAL_S = 600.0
-STOP_CHECK_INTERVAL_S = 0.5
-SHUTDOWN_TIMEOUT_S = 10.0
+STOP_CHECK_INTERVAL_S = 0.2
 INTERRUPT_GRACE_S = 2.0
+HEARTBEAT_JOIN_S = 5.0
 
 
 class WorkerAlreadyRunning(RememError):
@@ -78,45 +77,43 @@ def acquire_lock(path: str) -> int:
     return descriptor
 
 
-class Daemon:
+class Heartbeat:
+    """The daemon's heartbeat row, and the lease of the task in hand renewed, every interval on
+    a thread of its own. It reads nothing but `in_hand()`, a frozen record, and constants."""
+
     def __init__(
         self,
-        worker: Worker,
-        stop: StopFlag,
-        lock_path: str,
-        shutdown_timeout_s: float = SHUTDOWN_TIMEOUT_S,
-        team: TeamJobs | None = None,
+        engine: Engine,
+        worker_id: str,
+        lease_s: float,
+        in_hand: Callable[[], InHand | None],
     ) -> None:
-        self.worker = worker
-        self.team = team
-        self.stop = stop
-        worker.stopping = stop.is_set
-        self.lock_path = lock_path
-        self.shutdown_timeout_s = shutdown_timeout_s
-        self.idle = threading.Event()
-        self.idle.set()
+        self.engine = engine
+        self.worker_id = worker_id
+        self.lease_s = lease_s
+        self.in_hand = in_hand
         self.started_at = time.time()
-        self.scheduler = BlockingScheduler(
-            executors={"default": ThreadPoolExecutor(7)},
-            job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None},
-        )
+        # Often enough that a short lease is renewed well before it runs out.
+        self.interval_s = min(heartbeats.HEARTBEAT_INTERVAL_S, lease_s / 3)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="remem-heartbeat", daemon=True)
 
-    def drain(self) -> None:
-        if self.stop.is_set():
-            return
-        self.idle.clear()
-        try:
-            while not self.stop.is_set() and self.worker.run_once():
-                pass
-        finally:
-            self.idle.set()
+    def start(self) -> None:
+        self.beat()
+        self._thread.start()
 
-    def heartbeat(self) -> None:
-        task = self.worker.current_task
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread.is_alive():
+            self._thread.join(HEARTBEAT_JOIN_S)
+
+    def beat(self) -> None:
+        in_hand = self.in_hand()
+        task = in_hand.task if in_hand is not None else None
         now = time.time()
         heartbeats.beat(
-            self.worker.engine,
-            self.worker.worker_id,
+            self.engine,
+            self.worker_id,
             os.getpid(),
             socket.gethostname(),
             self.started_at,
@@ -124,54 +121,39 @@ class Daemon:
             task.id if task else None,
         )
         if task is not None:
-            queue.renew_lease(self.worker.engine, task, now, self.worker.settings.lease_s)
+            queue.renew_lease(self.engine, task, now, self.lease_s)
 
-    def _guarded(self, name: str, job: Callable[[], object]) -> Callable[[], None]:
-        def run() -> None:
+    def _run(self) -> None:
+        while not self._stopped.wait(self.interval_s):
             try:
-                job()
-            except Exception:  # a failing job is logged and retried at its next run
-                log.exception("%s failed", name, extra={"action": name})
+                self.beat()
+            except Exception:  # the next beat tries again; `remem status` shows the age
+                log.exception("heartbeat failed", extra={"action": "heartbeat"})
 
-        return run
 
-    def _watch_stop(self) -> None:
-        if self.stop.is_set() and self.scheduler.running:
-            log.info(
-                "stopping: finishing the task in hand (a second Ctrl-C stops at once)",
-                extra={"action": "worker_stopping"},
-            )
-            self.scheduler.shutdown(wait=False)
-
-    def _schedule(self) -> None:
-        poll = self.worker.settings.poll_interval_s
-        jobs: list[tuple[str, Callable[[], object], float]] = [
-            ("drain", self.drain, poll),
-            # Often enough that a short lease is renewed well before it runs out.
-            (
-                "heartbeat",
-                self.heartbeat,
-                min(heartbeats.HEARTBEAT_INTERVAL_S, self.worker.settings.lease_s / 3),
-            ),
-            ("reap_expired_leases", self.worker.reap, REAP_INTERVAL_S),
-            ("ingest_spool", self.worker.ingest, INGEST_INTERVAL_S),
-            ("maintenance", self.worker.maintain, MAINTENANCE_INTERVAL_S),
-        ]
-        if self.team is not None:
-            sync = self.worker.settings.team_sync_interval_s
-            jobs.append(("team_ship", self.team.ship, sync))
-            if self.worker.settings.team_promote:
-                jobs.append(("team_promote", self.team.promote, poll))
-            jobs.append(("team_pull", self.team.pull, sync))
-        for name, job, seconds in jobs:
-            # Maintenance waits one interval; the others run at once, then on their schedule.
-            first = {} if name == "maintenance" else {"next_run_time": datetime.now().astimezone()}
-            self.scheduler.add_job(
-                self._guarded(name, job), "interval", seconds=seconds, id=name, name=name, **first
-            )
-        self.scheduler.add_job(
-            self._watch_stop, "interval", seconds=STOP_CHECK_INTERVAL_S, id="watch_stop"
+class Daemon:
+    def __init__(self, loop: Loop, stop: StopFlag) -> None:
+        self.loop = loop
+        self.worker = worker = loop.worker
+        self.stop = stop
+        worker.stopping = stop.is_set
+        settings = worker.settings
+        self.lock_path = heartbeats.lock_path(settings.sqlite_file, settings.home)
+        self.shutdown_timeout_s = settings.shutdown_timeout_s
+        self.heartbeat = Heartbeat(
+            worker.engine, worker.worker_id, settings.lease_s, lambda: worker.in_hand
         )
+        # Held by a tick while it runs: the main thread takes it to know the tick is over.
+        self.ticking = threading.Lock()
+        self.scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(1)},
+            job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None},
+        )
+
+    def tick(self) -> None:
+        with self.ticking:
+            if not self.stop.is_set():
+                self.loop.tick()
 
     def run(self, on_started: Callable[[], None] | None = None) -> int:
         descriptor = acquire_lock(self.lock_path)
@@ -192,15 +174,27 @@ class Daemon:
                 socket.gethostname(),
                 lock_is_ours=self.worker.settings.sqlite_file is not None,
             )
-            self.heartbeat()
-            # Recover before the first claim: leases of a crashed worker, events spooled while
-            # the database was unavailable, memory a migration asked to re-derive.
-            self.worker.reap()
-            self.worker.ingest()
-            self.worker.run_pending_jobs()
+            self.heartbeat.start()
             if not self.stop.is_set():
-                self._schedule()
-                self.scheduler.start()  # blocks until _watch_stop shuts it down
+                # The first tick runs at once and recovers before the first claim: it reaps the
+                # leases of a crashed worker, ingests the spool, re-derives what a migration
+                # asked for.
+                self.scheduler.add_job(
+                    self.tick,
+                    "interval",
+                    seconds=self.worker.settings.poll_interval_s,
+                    id="tick",
+                    name="tick",
+                    next_run_time=datetime.now().astimezone(),
+                )
+                self.scheduler.start()
+                while not self.stop.is_set():
+                    time.sleep(STOP_CHECK_INTERVAL_S)
+                log.info(
+                    "stopping: finishing the task in hand (a second Ctrl-C stops at once)",
+                    extra={"action": "worker_stopping"},
+                )
+                self.scheduler.shutdown(wait=False)
             return self._finish()
         finally:
             os.close(descriptor)
@@ -214,32 +208,37 @@ class Daemon:
             log.exception("could not %s while stopping", action, extra={"action": action})
 
     def _finish(self) -> int:
-        finished = self.idle.wait(self.shutdown_timeout_s)
+        finished = self.ticking.acquire(timeout=self.shutdown_timeout_s)
         if not finished:
             # A statement outlasting the timeout is interrupted: its transaction rolls back and
-            # the runner releases the task (see Worker._process).
-            connection = self.worker.current_connection
-            if connection is not None:
-                connection.interrupt()
-            finished = self.idle.wait(INTERRUPT_GRACE_S)
-        task = self.worker.current_task
-        if not finished and task is not None:
+            # the worker releases the task (see Worker._process).
+            in_hand = self.worker.in_hand
+            if in_hand is not None and in_hand.connection is not None:
+                in_hand.connection.interrupt()
+            finished = self.ticking.acquire(timeout=INTERRUPT_GRACE_S)
+        # Stopped before the task is released: a beat after it would renew its lease.
+        self.heartbeat.stop()
+        in_hand = self.worker.in_hand
+        if not finished and in_hand is not None:
+            task = in_hand.task
             self._best_effort(
                 "release", lambda: queue.release(self.worker.engine, task, time.time())
             )
         self._best_effort(
             "heartbeat", lambda: heartbeats.remove(self.worker.engine, self.worker.worker_id)
         )
-        if self.team is not None:
-            self._best_effort("close the team link", self.team.close)
+        if self.loop.team is not None:
+            self._best_effort("close the team link", self.loop.team.close)
         log.info(
             "worker %s stopped (%s)",
             self.worker.worker_id,
             "task finished" if finished else "task abandoned to its lease",
             extra={"action": "worker_stop"},
         )
-        logging.shutdown()
         if not finished:
-            # The handler thread cannot be joined; ending the process rolls its transaction back.
+            logging.shutdown()
+            # The tick's thread cannot be joined; ending the process rolls its transaction back.
             os._exit(0)
+        # A tick the timer queued before it stopped finds the flag set and returns.
+        self.ticking.release()
         return 0

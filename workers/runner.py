@@ -1,5 +1,6 @@
-"""run_once() is the unit of work; run_burst() (cron mode) and the daemon are loops over it (a
-burst over a backlog claims and runs tasks itself, their windows prepared ahead)."""
+"""The worker: run_once() is the unit of work (claim one task, process it); reap, ingest and
+maintain are the duties around it. workers/loop.py is the one loop over them, for a burst and
+for the daemon alike."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import socket
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,13 +27,10 @@ from remem.procedures.promote import mark_stale, resolve_late
 from remem.queue import heartbeats
 from remem.queue import store as queue
 from workers.checkpoints import Checkpointer
-from workers.handlers import BUILT_IN, Handler, default_handlers
-from workers.preparer import AHEAD, Preparer
+from workers.handlers import Handler, default_handlers
 
 log = logging.getLogger("remem.worker")
 WRITE_LOCKS_KEPT = 10_000
-# A burst with this many tasks due prepares windows ahead in a second process (workers/preparer).
-PREPARE_AHEAD_FROM = 64
 
 
 @contextmanager
@@ -69,6 +67,15 @@ class Interruptible:
         stop()
 
 
+@dataclass(frozen=True)
+class InHand:
+    """The task being processed and, once its apply transaction has begun, that transaction's
+    connection."""
+
+    task: queue.ClaimedTask
+    connection: Interruptible | None = None
+
+
 @dataclass
 class Worker:
     engine: Engine
@@ -77,10 +84,9 @@ class Worker:
     handlers: dict[str, Handler] = field(default_factory=default_handlers)
     clock: Callable[[], float] = time.time
     stats: Counter[str] = field(default_factory=Counter)
-    current_task: queue.ClaimedTask | None = None
-    # The apply transaction in progress (an Interruptible), so a stopping daemon can interrupt
-    # a statement that would outlast its shutdown timeout.
-    current_connection: Any = None
+    # What the worker holds, published whole for the daemon's other threads to read: the
+    # heartbeat renews its lease, a stopping daemon interrupts its statement or releases it.
+    in_hand: InHand | None = None
     stopping: Callable[[], bool] = lambda: False
     # Seconds each window's apply held the write lock, from BEGIN IMMEDIATE to COMMIT (the
     # newest ones; the benchmark reads them).
@@ -91,8 +97,6 @@ class Worker:
     project_id: int | None = None
     # Whether the last claim found a task: the next one goes straight for the write lock.
     draining: bool = False
-    # Due tasks from which a burst prepares windows ahead in a second process (None: never).
-    prepare_ahead_from: int | None = PREPARE_AHEAD_FROM
     # Moves the WAL into an SQLite file off the write path (None on another database).
     checkpointer: Checkpointer | None = field(init=False)
 
@@ -123,38 +127,25 @@ class Worker:
         self.draining = task is not None
         return task
 
-    def run_task(
-        self, task: queue.ClaimedTask, prepared: Any = None, since: Sequence[Any] | None = None
-    ) -> None:
-        """Process a claimed task; `prepared` is its window when it was prepared ahead, and
-        `since` what the tasks processed after that had prepared (None: not known)."""
-        self.current_task = task
+    def run_task(self, task: queue.ClaimedTask) -> None:
+        self.in_hand = InHand(task)
         try:
-            self._process(task, prepared, since)
+            self._process(task)
         finally:
-            self.current_task = None
-            self.current_connection = None
+            self.in_hand = None
 
-    def _process(self, task: queue.ClaimedTask, prepared: Any, since: Sequence[Any] | None) -> None:
+    def _process(self, task: queue.ClaimedTask) -> None:
         try:
             handler = self.handlers.get(task.kind)
             if handler is None:
                 raise PermanentTaskError(f"no handler for task kind {task.kind!r}")
             crash_point("prepare")
-            if prepared is None:
-                prepared = handler.prepare(self.engine, task, self.settings)
-            else:
-                # Prepared ahead, by the handler of this kind the child has (_start_preparer).
-                caught_up = BUILT_IN[task.kind].catch_up(
-                    self.engine, task, prepared, self.settings, (None,) if since is None else since
-                )
-                if caught_up is not prepared:
-                    self.stats["windows_caught_up"] += 1
-                prepared = caught_up
+            prepared = handler.prepare(self.engine, task, self.settings)
             with collection_put_off(), self.engine.begin() as connection:
                 # BEGIN IMMEDIATE has returned: the write lock is held from here to COMMIT.
                 locked_at = time.perf_counter()
-                self.current_connection = Interruptible(connection.connection.dbapi_connection)
+                dbapi_connection = connection.connection.dbapi_connection
+                self.in_hand = InHand(task, Interruptible(dbapi_connection))
                 now = self.clock()
                 result = handler.apply(connection, task, prepared, self.settings, now)
                 crash_point("apply")
@@ -240,77 +231,8 @@ class Worker:
 def run_burst(
     worker: Worker, max_seconds: float | None = None, on_task: Callable[[], None] | None = None
 ) -> Counter[str]:
-    """Cron mode: ingest the spool, reap expired leases, drain the queue, maintain, return."""
-    started = time.monotonic()
-    worker.ingest()
-    worker.run_pending_jobs()
-    worker.reap()
-    preparer = _start_preparer(worker)
-    try:
-        while max_seconds is None or time.monotonic() - started < max_seconds:
-            if not _next_task(worker, preparer):
-                break
-            if on_task is not None:
-                on_task()
-    finally:
-        if preparer is not None:
-            _stop_preparer(worker, preparer)
-    worker.maintain()
-    worker.flush_checkpoints()
-    return worker.stats
+    """`work(burst=True)` of workers/loop.py, without team duties: what the commands that queue
+    work themselves (import, rebuild, forget) run before they report."""
+    from workers.loop import work  # which imports this module
 
-
-def _start_preparer(worker: Worker) -> Preparer | None:
-    """A process preparing windows ahead, for a backlog long enough to repay starting it."""
-    threshold = worker.prepare_ahead_from
-    if threshold is None or worker.stopping():
-        return None
-    if queue.count_due(worker.engine, worker.clock(), threshold) < threshold:
-        return None
-    # Only the kinds whose handler here is the one the child has: a handler registered or
-    # replaced in this process prepares its own windows.
-    kinds = frozenset(
-        kind for kind, handler in worker.handlers.items() if handler is BUILT_IN.get(kind)
-    )
-    url = worker.engine.url.render_as_string(hide_password=False)
-    preparer = Preparer.start(url, worker.settings, kinds)
-    if preparer is not None:
-        worker.stats["prepared_ahead_bursts"] += 1
-    return preparer
-
-
-def _stop_preparer(worker: Worker, preparer: Preparer) -> None:
-    """Tasks handed over and never processed (the burst ran out of time, or failed) go back
-    to pending, their attempt unspent."""
-    for task in preparer.close():
-        try:
-            queue.release(worker.engine, task, worker.clock())
-        except Exception:  # its lease runs out instead; the error that stopped the burst stands
-            log.exception(
-                "could not release task %s",
-                task.id,
-                extra={"action": "release", "task_id": task.id},
-            )
-
-
-def _next_task(worker: Worker, preparer: Preparer | None) -> bool:
-    """Process the next task: with a preparer, the oldest one handed to it, once it has handed
-    it the next ones to prepare meanwhile. False when the queue is drained."""
-    if preparer is None or not (preparer.handing or preparer.sent):
-        return worker.run_once()
-    while preparer.handing and len(preparer.sent) < AHEAD:
-        if not preparer.sent and not preparer.is_ready():
-            return worker.run_once()  # until the child has started, windows are prepared here
-        task = worker.claim()
-        if task is None:
-            break
-        preparer.hand(task)
-    if not preparer.sent:
-        return False
-    task, prepared, since = preparer.take()
-    if prepared is not None:
-        worker.stats["windows_prepared_ahead"] += 1
-    caught_up = worker.stats["windows_caught_up"]
-    worker.run_task(task, prepared, since)
-    preparer.applied(prepared, worker.stats["windows_caught_up"] > caught_up)
-    return True
+    return work(worker, burst=True, max_seconds=max_seconds, on_task=on_task)

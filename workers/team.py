@@ -1,6 +1,6 @@
 """The team jobs of a machine's daemon (DESIGN.md §9): ship the shared projects' events, work
-the team queue where `promote = true`, pull the team's memory back. Each runs on its own
-schedule; `once()` runs them in that order for `remem worker --burst`. None of them may stop
+the team queue where `promote = true`, pull the team's memory back: duties of the worker loop
+(workers/loop.py), each on its own interval, run in that order. None of them may stop
 the daemon: a failure is recorded for `remem status`, logged, and the link backs off."""
 
 from __future__ import annotations
@@ -186,13 +186,6 @@ class TeamJobs:
             return report.procedures + report.lessons, report.as_dict()
 
         return self._attempt(state.PULL, job)
-
-    def once(self) -> Counter[str]:
-        """Ship, promote on the team (where enabled), pull: what a burst does."""
-        self.ship()
-        self.promote()
-        self.pull()
-        return self.stats
 
     def close(self) -> None:
         self.link.close()

@@ -51,22 +51,18 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
         team = TeamJobs(engine, settings, stopping=stop.is_set)
     try:
         if burst:
-            _burst(runner, team, max_seconds, as_json)
+            _burst(runner, team, stop, max_seconds, as_json)
         else:
-            from remem.queue.heartbeats import lock_path
-            from workers.daemon import Daemon
+            from workers.loop import work
 
-            daemon = Daemon(
+            work(
                 runner,
-                stop,
-                lock_path(settings.sqlite_file, settings.home),
-                settings.shutdown_timeout_s,
                 team,
-            )
-            daemon.run(
-                lambda: click.echo(
+                burst=False,
+                stop=stop,
+                on_started=lambda: click.echo(
                     f"remem worker running (pid {os.getpid()}); logs in {settings.log_dir}"
-                )
+                ),
             )
     finally:
         if team is not None:
@@ -74,20 +70,25 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
         engine.dispose()
 
 
-def _burst(runner: Any, team: Any, max_seconds: float | None, as_json: bool) -> None:
+def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json: bool) -> None:
     from remem.queue.heartbeats import list_heartbeats
-    from workers.runner import run_burst
+    from workers.loop import work
 
     if sys.stdout.isatty() and not as_json:
         from rich.progress import Progress
 
         with Progress(transient=True) as progress:
             bar = progress.add_task("processing tasks", total=None)
-            stats = run_burst(runner, max_seconds, lambda: progress.advance(bar))
+            stats = work(
+                runner,
+                team,
+                burst=True,
+                stop=stop,
+                max_seconds=max_seconds,
+                on_task=lambda: progress.advance(bar),
+            )
     else:
-        stats = run_burst(runner, max_seconds)
-    if team is not None:
-        stats.update(team.once())
+        stats = work(runner, team, burst=True, stop=stop, max_seconds=max_seconds)
     keys = (
         "tasks_done",
         "tasks_retried",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -60,26 +59,6 @@ def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
             params["since"] = max(event.captured_at for event in events) - LATE_RESOLUTION_S
             late = tuple(event_of(row) for row in connection.execute(SELECT_UNRESOLVED, params))
         window = build_window(events, late, settings)
-        return replace(window, reads=read_window(connection, window, settings))
-
-
-def catch_up(
-    engine: Engine, window: Window, settings: Settings, since: Sequence[Window | None]
-) -> Window:
-    """A window prepared ahead, before the windows applied `since` (None for one whose groups
-    are not known here): when one of them moved its groups, its reads are taken again here,
-    outside the write transaction, so that apply reads again under the lock only what a
-    writer elsewhere moved meanwhile."""
-    if window.reads is None:
-        return window
-    groups = window.reads.stored.keys()
-    written = [other.reads.runs if other and other.reads else None for other in since]
-    if all(runs is not None and groups.isdisjoint(runs) for runs in written):
-        return window  # none of them wrote its groups: apply's own check is enough
-    with engine.connect().execution_options(**{READ_ONLY: True}) as sa_connection:
-        connection = Driver(sa_connection)
-        if tallies.unchanged(connection, window.reads.stored):
-            return window
         return replace(window, reads=read_window(connection, window, settings))
 
 

@@ -28,11 +28,10 @@ from remem.procedures.window import Window, WindowEvent
 class Reads:
     """A window's runs as rows to insert and as runs of their groups, the groups' stored
     tallies, and for a group that has not qualified the stored verified runs near the new
-    ones. A window prepared ahead is caught up before the lock (catch_up); apply checks under
-    it that no other writer moved these groups since and reads the window again if one did
-    (another worker, maintenance). Each tally is written back guarded by the version read:
-    one moved after that check (PostgreSQL's writers overlap) is derived again from every run,
-    under the group's lock."""
+    ones. Apply checks under the write lock that no other writer moved these groups since and
+    reads the window again if one did (another worker, maintenance). Each tally is written back
+    guarded by the version read: one moved after that check (PostgreSQL's writers overlap) is
+    derived again from every run, under the group's lock."""
 
     rows: dict[str, list[dict[str, Any]]]  # verdict -> the rows of its table (INSERT_RUN)
     runs: dict[Group, list[GroupRun]]  # branch groups, then project groups

@@ -228,7 +228,7 @@ def test_a_stopping_daemon_interrupts_the_statement_in_hand(world: World) -> Non
     world.worker.stopping = lambda: True  # as the daemon's flag, once it is stopping
     thread = threading.Thread(target=world.worker.run_once)
     thread.start()
-    connection = wait_for(lambda: world.worker.current_connection)
+    connection = wait_for(lambda: world.worker.in_hand and world.worker.in_hand.connection)
 
     def interrupted() -> bool:
         # Again until it lands: an interrupt that comes before the statement is lost.

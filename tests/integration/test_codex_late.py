@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from remem.procedures.promote import resolve_late
+from remem.queue import store as queue
 from remem.status import collect_status
 from tests.conftest import load_fixture
 from tests.integration.conftest import DAY, World
@@ -120,7 +121,9 @@ def _apply_while_lint_resolves(world: World, rollout: Path) -> int:
     prepared = PromoteHandler().prepare(world.engine, task, world.settings)
     end(rollout, "call_lint", 0)
     resolved = resolve_late(world.engine, world.settings, world.now)["resolved_late"]
-    world.worker.run_task(task, prepared)
+    with world.engine.begin() as connection:
+        PromoteHandler().apply(connection, task, prepared, world.settings, world.now)
+        queue.complete(connection, task, world.now)
     return resolved
 
 

@@ -3,7 +3,12 @@ the transaction of the connection beneath it."""
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pytest
+import sqlalchemy
+from packaging.requirements import Requirement
 from sqlalchemy import bindparam, text
 
 from remem.db.driver import Driver
@@ -103,3 +108,78 @@ def test_duplicate_and_unnamed_columns_stay_reachable_by_position(world: World) 
         ).first()
     assert tuple(row) == (1, 1, 1)
     assert row.id == 1
+
+
+# What driver.py takes from SQLAlchemy beyond its public API. When an upgrade changes one of
+# them, these tests say which, instead of statements failing deep inside the worker.
+INTERNALS = (
+    "remem/db/driver.py relies on SQLAlchemy internals that changed in SQLAlchemy {version}: "
+    "{what}. Keep the SQLAlchemy pin of pyproject.toml, or adapt driver.py to the new internals."
+)
+
+
+def _require(condition: bool, what: str) -> None:
+    if not condition:
+        pytest.fail(INTERNALS.format(version=sqlalchemy.__version__, what=what), pytrace=False)
+
+
+def test_the_installed_sqlalchemy_is_the_range_pyproject_pins() -> None:
+    """The pin names the minor version whose internals the driver was written against."""
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    pins = [
+        Requirement(spec)
+        for spec in pyproject["project"]["dependencies"]
+        if Requirement(spec).name.lower() == "sqlalchemy"
+    ]
+    assert len(pins) == 1
+    specifier = pins[0].specifier
+    assert any(spec.operator == "<" for spec in specifier), "SQLAlchemy needs an upper bound"
+    _require(
+        specifier.contains(sqlalchemy.__version__),
+        f"it is outside the pinned range {specifier}",
+    )
+
+
+def test_the_sqlalchemy_internals_the_driver_uses_are_there(world: World) -> None:
+    """On each backend's real dialect: a text() statement's bind parameters, the compiled
+    string and parameter order, the marker of a list parameter, the DBAPI's parameter style."""
+    dialect = world.engine.dialect
+    _require(
+        isinstance(getattr(EXPANDING, "_bindparams", None), dict),
+        "TextClause._bindparams is no longer a dict of the statement's parameters",
+    )
+    parameter = EXPANDING._bindparams.get("ids")
+    _require(
+        parameter is not None and getattr(parameter, "expanding", None) is True,
+        "a bindparam(expanding=True) no longer says so in TextClause._bindparams",
+    )
+    plain = SELECT.compile(dialect=dialect)
+    _require(hasattr(plain, "positiontup"), "SQLCompiler.positiontup is gone")
+    _require(isinstance(plain.string, str), "SQLCompiler.string is no longer the SQL text")
+    # The driver writes placeholders in the DBAPI's own style: `?` in order, or `%(name)s`.
+    _require(
+        dialect.paramstyle in ("qmark", "pyformat"),
+        f"the {dialect.name} dialect's paramstyle is now {dialect.paramstyle!r}",
+    )
+    if dialect.paramstyle == "qmark":
+        _require(
+            list(plain.positiontup or ()) == ["since", "id", "since_name"]
+            and plain.string.count("?") == 3,
+            "positiontup no longer lists a qmark statement's parameters in order",
+        )
+    else:
+        _require(
+            plain.positiontup is None and "%(since)s" in plain.string,
+            "a pyformat statement no longer compiles to %(name)s with no positiontup",
+        )
+    listed = EXPANDING.compile(dialect=dialect)
+    _require(
+        "__[POSTCOMPILE_ids]" in listed.string,
+        "a list parameter no longer compiles to the __[POSTCOMPILE_name] marker",
+    )
+    with world.engine.connect() as connection:
+        dbapi_connection = connection.connection.dbapi_connection
+        _require(
+            dbapi_connection is not None and callable(getattr(dbapi_connection, "cursor", None)),
+            "Connection.connection.dbapi_connection no longer gives the DBAPI connection",
+        )
