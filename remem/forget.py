@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, text
 
 from remem import files
+from remem.agent.json_contract import rfc3339
 from remem.capture import spool
 from remem.capture.redact import redact_text
 from remem.config import Settings
@@ -30,7 +31,6 @@ from remem.db.engine import READ_ONLY, begin_secure_delete
 from remem.errors import NotFound, RememError
 from remem.procedures import rebuild
 from remem.procedures.groups import Group
-from remem.procedures.store import iso
 
 EXCERPT_CHARS = 100
 MASK = "[forgotten]"
@@ -370,7 +370,7 @@ def _events(
             items.append(
                 Item(
                     row.id,
-                    iso(row.event_at) or "",
+                    rfc3339(row.event_at) or "",
                     _excerpt(row.command or f"({row.kind})", pattern),
                 )
             )

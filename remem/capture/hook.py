@@ -28,7 +28,6 @@ from remem.capture.identity import locate
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
 from remem.db import sqlite as sqlite_settings
 from remem.hot_settings import HotSettings
-from remem.procedures import digest
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -305,32 +304,25 @@ def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
 def _read_digest(settings: HotSettings, event: CapturedEvent) -> str | None:
     """The SessionStart digest, read-only, in the host's output shape. None when the database
     cannot be read within half a second, or holds nothing for this project."""
+    from remem.agent import read  # SessionStart only
+    from remem.db import snapshot
+
     path = paths.sqlite_path(settings.database_url)
     if path is None:
         return None
     try:
-        connection = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, timeout=DIGEST_WAIT_S, isolation_level=None
-        )
+        connection = snapshot.open_read_only(path, DIGEST_WAIT_S)
         try:
-
-            def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
-                return connection.execute(sql, params).fetchall()
-
-            connection.execute("BEGIN")  # one snapshot for every statement of the digest
-            entries = digest.read_entries(
-                execute, event.project_root, event.branch, settings.inherit_from, event.directory
+            context = read.read_context(
+                snapshot.sqlite_executor(connection),
+                event.project_root,
+                event.branch,
+                event.directory,
+                settings.inherit_from,
             )
-            known_errors = digest.read_known_errors(execute, event.project_root)
         finally:
             connection.close()
-        pages = digest.paginate(
-            entries,
-            digest.header_for(event.project_root, event.branch, bool(entries)),
-            settings.max_chars,
-            settings.max_lines,
-            known_errors,
-        )
+        pages = context.pages(settings.max_chars, settings.max_lines)
     except Exception:  # the digest is a courtesy: no failure of it may cost the event
         return None
     if not pages:

@@ -11,7 +11,6 @@ click commands call the same functions below, so there is one implementation of 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -88,17 +87,13 @@ def _parse(
     return options
 
 
-def json_text(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
-
-
 def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     """What `remem context` prints: a page of the digest, or every entry as JSON."""
     from remem import paths
+    from remem.agent import json_contract, read
     from remem.capture.identity import locate
     from remem.db.snapshot import read_snapshot
     from remem.hot_settings import HotSettings
-    from remem.procedures import digest
 
     page = 1 if page is None else page
     if page < 1:
@@ -108,25 +103,10 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
         os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
     )
     with read_snapshot(settings) as execute:
-        entries = digest.read_entries(execute, root, branch, settings.inherit_from, directory)
-        known_errors = digest.read_known_errors(execute, root)
+        context = read.read_context(execute, root, branch, directory, settings.inherit_from)
     if as_json:
-        return json_text(
-            {
-                "project": root,
-                "branch": branch,
-                "directory": directory,
-                "procedures": [entry.as_json() for entry in entries],
-                "known_errors": [error.as_json() for error in known_errors],
-            }
-        )
-    pages = digest.paginate(
-        entries,
-        digest.header_for(root, branch, bool(entries)),
-        settings.max_chars,
-        settings.max_lines,
-        known_errors,
-    )
+        return json_contract.dumps(context.as_json())
+    pages = context.pages(settings.max_chars, settings.max_lines)
     if not pages:
         return ""
     if page > len(pages):
@@ -135,11 +115,12 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
 
 
 def status_text(as_json: bool) -> str:
+    from remem.agent import json_contract
     from remem.config import load_settings
     from remem.status import collect_status, render
 
     report = collect_status(load_settings())
-    return json_text(report) if as_json else render(report)
+    return json_contract.dumps(report) if as_json else render(report)
 
 
 def _page_number(value: str) -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from remem.cli.app import open_home, print_json, print_table, project_root
+from remem.cli.app import json_option, open_home, print_json, print_table, project_root
 from remem.cli.memory import _command_cell, _where, procedures
 from remem.errors import NotFound, RememError
 
@@ -43,7 +43,7 @@ NO_TEAM = (
     show_default=True,
     help=f"Page of the list ({TEAM_PAGE} a page).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the list, or the one, as JSON.")
+@json_option("the list, or the one,")
 def procedures_team(row_id: int | None, project: str | None, page: int, as_json: bool) -> None:
     """List the team's procedures pulled for this project, or show one whole (ID is the id
     this list shows). The digest shows one where this machine has no procedure of its own for

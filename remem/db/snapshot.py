@@ -1,9 +1,10 @@
-"""One read-only snapshot of a home's database, for the commands that only read.
+"""One read-only snapshot of a home's database, for whatever only reads (remem.agent.read).
 
 A SQLite file is read with the stdlib, as the hook reads its digest, so that `remem context` and
 `remem status` answer in the time of an interpreter start. Any other database goes through an
-SQLAlchemy engine, imported only then. Either way the caller gets `execute(sql, params) -> rows`
-(named parameters) inside one transaction: every statement sees the same state.
+SQLAlchemy engine, imported only then; a command that already holds an engine reads through
+`engine_reader`. Either way the caller gets `execute(sql, params) -> rows` (named parameters)
+inside one transaction: every statement sees the same state.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ TYPE_CHECKING = False  # `typing` is not imported on the fast read path
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
+    from sqlalchemy import Engine
+
     class Settings(Protocol):
         """What a snapshot needs of the settings: remem.config.Settings, or the hot paths'
         remem.hot_settings.HotSettings."""
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
         def sqlite_file(self) -> str | None: ...
 
 
+# What every reader and writer that may run on the hook's side takes: one SQL text with named
+# parameters in, its rows out. Declared here only.
 Execute = Callable[[str, "dict[str, Any]"], "Sequence[Sequence[Any]]"]
 BUSY_TIMEOUT_S = 2.0
 
@@ -72,6 +77,26 @@ def revision(execute: Execute) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
+def open_read_only(path: str, timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """A read-only connection to a SQLite file, inside one transaction."""
+    connection = sqlite3.connect(
+        f"file:{path}?mode=ro", uri=True, timeout=timeout_s, isolation_level=None
+    )
+    try:
+        connection.execute("BEGIN")
+    except sqlite3.Error:
+        connection.close()
+        raise
+    return connection
+
+
+def sqlite_executor(connection: sqlite3.Connection) -> Execute:
+    def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+        return connection.execute(sql, params).fetchall()
+
+    return execute
+
+
 @contextlib.contextmanager
 def read_snapshot(settings: Settings, require_current_schema: bool = True) -> Iterator[Execute]:
     require_home(settings.home)
@@ -82,19 +107,25 @@ def read_snapshot(settings: Settings, require_current_schema: bool = True) -> It
         return
     if not os.path.isfile(path):
         raise DatabaseUnavailable(path, "the file does not exist: run `remem init`")
-    connection = sqlite3.connect(
-        f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
-    )
+    connection = open_read_only(path)
     try:
-
-        def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
-            return connection.execute(sql, params).fetchall()
-
-        connection.execute("BEGIN")
+        execute = sqlite_executor(connection)
         _check_schema(execute, require_current_schema)
         yield execute
     finally:
         connection.close()
+
+
+@contextlib.contextmanager
+def reading(settings: Settings) -> Iterator[Execute]:
+    """A snapshot for an agent's question (recall, MCP, export): a database that cannot be read
+    (locked past the wait, damaged) is one line for the user, not a traceback."""
+    try:
+        with read_snapshot(settings) as execute:
+            yield execute
+    except sqlite3.Error as exc:
+        where = settings.sqlite_file or "the database"
+        raise DatabaseUnavailable(where, f"{exc}: see `remem doctor`") from None
 
 
 def _check_schema(execute: Execute, required: bool) -> None:
@@ -105,13 +136,21 @@ def _check_schema(execute: Execute, required: bool) -> None:
 
 
 @contextlib.contextmanager
+def engine_reader(engine: Engine) -> Iterator[Execute]:
+    """`execute` over one read-only connection of an engine a command already holds."""
+    from remem.db.engine import READ_ONLY, executor
+
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        yield executor(connection)
+
+
+@contextlib.contextmanager
 def _engine_snapshot(settings: Settings, require_current_schema: bool) -> Iterator[Execute]:
-    from remem.db.engine import READ_ONLY, executor, make_engine
+    from remem.db.engine import make_engine
 
     engine = make_engine(settings.database_url)
     try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            execute = executor(connection)
+        with engine_reader(engine) as execute:
             _check_schema(execute, require_current_schema)
             yield execute
     finally:

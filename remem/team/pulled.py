@@ -5,16 +5,15 @@
 from __future__ import annotations
 
 import json
-import time
 
 from remem.procedures.digest import needs_credentials
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
     from typing import Any
 
-    Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
+    from remem.db.snapshot import Execute
 
 
 class TeamProcedure:
@@ -77,8 +76,6 @@ class TeamProcedure:
 
     def as_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__slots__}
-        for name in ("first_verified_at", "last_verified_at", "pulled_at"):
-            data[name] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(data[name]))
         data["needs_credentials"] = self.needs_credentials
         return data
 

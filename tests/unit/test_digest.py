@@ -8,16 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from remem.agent.read import LOCAL, TEAM, Entry, KnownError, choose
 from remem.capture.redact import MASK, redact_text
 from remem.procedures.digest import (
     COMMAND_CHARS,
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_LINES,
-    LOCAL,
-    TEAM,
-    Entry,
-    KnownError,
-    choose,
     header_for,
     needs_credentials,
     paginate,
