@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from remem import recall
 from remem.agent import json_contract, read
+from remem.agent.context import read_context
 from remem.config import Settings, load_settings
 from remem.db.snapshot import reading
 from remem.errors import NotFound, RememError
@@ -62,7 +63,7 @@ def procedures_answer(settings: Settings, cwd: str | None, page: int = 1) -> dic
     """What `remem context --json` prints for the directory."""
     root, branch, directory = _where(cwd)
     with reading(settings) as execute:
-        context = read.read_context(execute, root, branch, directory, settings.inherit_from)
+        context = read_context(execute, root, branch, directory, settings.inherit_from)
     data = context.as_json()
     data["procedures"], pages = recall.json_page(data["procedures"], page)
     return _answer(data, page, pages, "procedures")
@@ -78,10 +79,8 @@ def procedure_answer(
     a team one (the `procedures` entries whose source is "team") as it was pulled, its evidence
     being the team database's."""
     if source == "team":
-        from remem.team.pulled import read_team_procedure
-
         with reading(settings) as execute:
-            team = read_team_procedure(execute, procedure_id)
+            team = read.read_team_procedure(execute, procedure_id)
         if team is None:
             raise RememError(
                 f"No team procedure {procedure_id}: call procedures for the ids of entries "

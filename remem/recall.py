@@ -24,7 +24,7 @@ from remem.procedures.digest import (
     NEEDS_CREDENTIALS,
     NO_EDIT,
     inert_command,
-    inert_path,
+    name_files,
     needs_credentials,
 )
 
@@ -242,9 +242,8 @@ def render_hit(hit: Hit, show_project: bool = False) -> str:
     if hit.match is not None:
         lines.append(f"  matched: {json.dumps(hit.match, ensure_ascii=False)}")
     if hit.kind == "lesson":
-        named = ", ".join(inert_path(name) for name in hit.fix_files[:5])
-        more = f" +{len(hit.fix_files) - 5} more" if len(hit.fix_files) > 5 else ""
-        lines.append(f"  fixed after editing {named}{more}" if named else f"  {NO_EDIT}")
+        fixed = f"fixed after editing {name_files(hit.fix_files)}" if hit.fix_files else NO_EDIT
+        lines.append(f"  {fixed}")
     return "\n".join(lines)
 
 

@@ -40,19 +40,16 @@ def is_time_field(name: str) -> bool:
 def contract(data: Any) -> Any:
     """The data as the contract has it: times written out, tuples as lists, recursively."""
     if isinstance(data, dict):
-        return {
-            key: (
-                rfc3339(value)
-                if is_time_field(str(key))
-                and isinstance(value, int | float)
-                and not isinstance(value, bool)
-                else contract(value)
-            )
-            for key, value in data.items()
-        }
+        return {key: _field(str(key), value) for key, value in data.items()}
     if isinstance(data, list | tuple):
         return [contract(item) for item in data]
     return data
+
+
+def _field(name: str, value: Any) -> Any:
+    if is_time_field(name) and type(value) in (int, float):
+        return rfc3339(value)
+    return contract(value)
 
 
 def dumps(data: Any) -> str:

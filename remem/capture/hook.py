@@ -304,7 +304,7 @@ def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
 def _read_digest(settings: HotSettings, event: CapturedEvent) -> str | None:
     """The SessionStart digest, read-only, in the host's output shape. None when the database
     cannot be read within half a second, or holds nothing for this project."""
-    from remem.agent import read  # SessionStart only
+    from remem.agent.context import read_context  # SessionStart only
     from remem.db import snapshot
 
     path = paths.sqlite_path(settings.database_url)
@@ -313,7 +313,7 @@ def _read_digest(settings: HotSettings, event: CapturedEvent) -> str | None:
     try:
         connection = snapshot.open_read_only(path, DIGEST_WAIT_S)
         try:
-            context = read.read_context(
+            context = read_context(
                 snapshot.sqlite_executor(connection),
                 event.project_root,
                 event.branch,

@@ -90,7 +90,7 @@ def _parse(
 def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     """What `remem context` prints: a page of the digest, or every entry as JSON."""
     from remem import paths
-    from remem.agent import json_contract, read
+    from remem.agent.context import read_context
     from remem.capture.identity import locate
     from remem.db.snapshot import read_snapshot
     from remem.hot_settings import HotSettings
@@ -103,8 +103,10 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
         os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
     )
     with read_snapshot(settings) as execute:
-        context = read.read_context(execute, root, branch, directory, settings.inherit_from)
+        context = read_context(execute, root, branch, directory, settings.inherit_from)
     if as_json:
+        from remem.agent import json_contract
+
         return json_contract.dumps(context.as_json())
     pages = context.pages(settings.max_chars, settings.max_lines)
     if not pages:
@@ -115,12 +117,15 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
 
 
 def status_text(as_json: bool) -> str:
-    from remem.agent import json_contract
     from remem.config import load_settings
     from remem.status import collect_status, render
 
     report = collect_status(load_settings())
-    return json_contract.dumps(report) if as_json else render(report)
+    if not as_json:
+        return render(report)
+    from remem.agent import json_contract
+
+    return json_contract.dumps(report)
 
 
 def _page_number(value: str) -> int:

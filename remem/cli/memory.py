@@ -224,8 +224,8 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
     Example:
       remem procedures errors --project ~/src/shop
     """
+    from remem.agent.context import read_known_errors
     from remem.agent.json_contract import date
-    from remem.agent.read import read_known_errors
     from remem.procedures.digest import NO_OUTPUT
 
     root = project_root(project)

@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from remem.agent.read import Entry, KnownError
+    from remem.agent.context import Entry, KnownError
 
 DEFAULT_MAX_CHARS = 4000
 DEFAULT_MAX_LINES = 200
@@ -26,7 +26,7 @@ DEFAULT_INHERIT_FROM = ("main", "master")
 COMMAND_CHARS = 600
 FILES_NAMED = 5
 PITFALLS_SHOWN = 3
-TEAM = "team"  # remem.agent.read.TEAM: the source of the team's entries
+TEAM = "team"  # remem.agent.context.TEAM: the source of the team's entries
 QUOTED_CHARS = 160
 # What redaction leaves in place of a secret: MASK, and the private key block's own marker,
 # open alike. A command holding one cannot run as it was stored.
@@ -72,7 +72,7 @@ def pitfall_text(
     repeated = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
     if repeated:
         parts.append(repeated)
-    parts.append(f"fixed after editing {_files(fix_files)}" if fix_files else NO_EDIT)
+    parts.append(f"fixed after editing {name_files(fix_files)}" if fix_files else NO_EDIT)
     return "; ".join(parts)
 
 
@@ -94,7 +94,8 @@ def inert_path(path: str) -> str:
     return json.dumps(path, ensure_ascii=False)
 
 
-def _files(names: Sequence[str], more: int = 0) -> str:
+def name_files(names: Sequence[str], more: int = 0) -> str:
+    """At most FILES_NAMED file names, inert, then how many more there were."""
     named = ", ".join(inert_path(name) for name in names[:FILES_NAMED])
     more += max(len(names) - FILES_NAMED, 0)
     return f"{named} +{more} more" if more else named
@@ -110,7 +111,7 @@ def _block(entry: Entry) -> str:
         shown += f" ({NEEDS_CREDENTIALS})"
     lines = [f"- {shown}  ({_facts(entry)})"]
     if entry.files:
-        lines.append("  files: " + _files(entry.files, entry.files_more or 0))
+        lines.append("  files: " + name_files(entry.files, entry.files_more or 0))
     lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls[:PITFALLS_SHOWN])
     return "\n".join(lines)
 
@@ -144,7 +145,7 @@ def _known_errors_block(errors: Sequence[KnownError]) -> str:
     for error in errors:
         line = error.error if len(error.error) <= 160 else error.error[:159] + "…"
         fix = (
-            f"fixed after editing {_files(error.fix_files)}"
+            f"fixed after editing {name_files(error.fix_files)}"
             if error.fix_files
             else ("passed again with no edit")
         )

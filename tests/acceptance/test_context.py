@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from remem.agent import read
+from remem.agent.context import digest_known_errors, read_entries
 from remem.procedures import digest
 from tests.conftest import Home, load_fixture
 from tests.integration.conftest import World
@@ -56,8 +56,8 @@ def expected_pages(home: Home, project: Path, branch: str) -> list[str]:
         return connection.execute(sql, params).fetchall()
 
     try:
-        entries = read.read_entries(execute, str(project), branch)
-        known_errors = read.digest_known_errors(execute, str(project))
+        entries = read_entries(execute, str(project), branch)
+        known_errors = digest_known_errors(execute, str(project))
     finally:
         connection.close()
     return digest.paginate(

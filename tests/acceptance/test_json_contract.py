@@ -160,8 +160,6 @@ def outputs(template_home: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         }
     )
     found.update(_mcp(home, root, procedure_id, team_id))
-    if os.environ.get("DUMP_OUTPUTS"):
-        Path(os.environ["DUMP_OUTPUTS"]).write_text(json.dumps(found, indent=1))
     yield found
 
 
