@@ -11,7 +11,7 @@ import os
 import time
 from typing import Any
 
-from remem.agent.read import read_counts
+from remem.agent.counts import read_counts
 from remem.capture import spool
 from remem.capture.event import DROPS_BY_DESIGN
 from remem.capture.redact import redact_text

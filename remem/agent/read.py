@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from remem.agent.context import KnownError, read_known_errors
 from remem.agent.record import Record, in_list, json_list
-from remem.db.vocabulary import PROCEDURE_STATUSES
 from remem.errors import NotFound
 from remem.procedures.digest import needs_credentials, pitfall_text
 
@@ -431,33 +430,3 @@ def read_team_procedures(execute: Execute, root: str) -> list[TeamProcedure]:
 def read_team_procedure(execute: Execute, row_id: int) -> TeamProcedure | None:
     rows = execute(_TEAM_PROCEDURES.format(where="t.id = :id"), {"id": row_id})
     return _team_procedure(rows[0]) if rows else None
-
-
-# --- counts for `remem status` ---------------------------------------------------------------
-
-# Codex commands whose rollout never showed their end within a day: they never count.
-UNRESOLVED_CODEX = (
-    "SELECT count(*) FROM captured_events WHERE host = 'codex' AND kind = 'command' "
-    "AND outcome = 'unknown' AND captured_at < :before"
-)
-_EVENTS = "SELECT count(*) FROM captured_events"
-_PROCEDURE_COUNTS = "SELECT status, count(*) FROM procedures GROUP BY status"
-_DROP_REASONS = "SELECT reason, count(*) FROM dropped_payloads GROUP BY reason"
-
-
-class Counts(Record):
-    events: int
-    drops: dict[str, int]  # by reason
-    unresolved_codex_events: int
-    procedures: dict[str, int]  # by status, every status named
-
-
-def read_counts(execute: Execute, now: float) -> Counts:
-    drops = {str(reason): int(count) for reason, count in execute(_DROP_REASONS, {})}
-    procedures = {str(status): int(count) for status, count in execute(_PROCEDURE_COUNTS, {})}
-    return Counts(
-        int(execute(_EVENTS, {})[0][0]),
-        drops,
-        int(execute(UNRESOLVED_CODEX, {"before": now - 86_400})[0][0]),
-        {status: procedures.get(status, 0) for status in PROCEDURE_STATUSES},
-    )

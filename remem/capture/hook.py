@@ -31,7 +31,6 @@ from remem.hot_settings import HotSettings
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import Any, BinaryIO
 
 # Above MAX_PAYLOAD_BYTES a payload is kept only once its output is cut back under it; above
@@ -119,10 +118,7 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
     except sqlite3.Error as exc:
         raise _Unavailable(f"cannot open database: {exc}") from None
     try:
-
-        def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
-            return connection.execute(sql, params).fetchall()
-
+        execute = sqlite_settings.executor(connection)
         connection.execute("BEGIN IMMEDIATE")
         if schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
             raise _Unavailable("schema is not at this remem's revision")
@@ -305,16 +301,15 @@ def _read_digest(settings: HotSettings, event: CapturedEvent) -> str | None:
     """The SessionStart digest, read-only, in the host's output shape. None when the database
     cannot be read within half a second, or holds nothing for this project."""
     from remem.agent.context import read_context  # SessionStart only
-    from remem.db import snapshot
 
     path = paths.sqlite_path(settings.database_url)
     if path is None:
         return None
     try:
-        connection = snapshot.open_read_only(path, DIGEST_WAIT_S)
+        connection = sqlite_settings.connect_read_only(path, DIGEST_WAIT_S)
         try:
             context = read_context(
-                snapshot.sqlite_executor(connection),
+                sqlite_settings.executor(connection),
                 event.project_root,
                 event.branch,
                 event.directory,

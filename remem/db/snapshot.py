@@ -15,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
+from remem.db import sqlite
 from remem.db.sqlite import SCHEMA_HEAD
 from remem.errors import (
     DatabaseUnavailable,
@@ -77,26 +78,6 @@ def revision(execute: Execute) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
-def open_read_only(path: str, timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
-    """A read-only connection to a SQLite file, inside one transaction."""
-    connection = sqlite3.connect(
-        f"file:{path}?mode=ro", uri=True, timeout=timeout_s, isolation_level=None
-    )
-    try:
-        connection.execute("BEGIN")
-    except sqlite3.Error:
-        connection.close()
-        raise
-    return connection
-
-
-def sqlite_executor(connection: sqlite3.Connection) -> Execute:
-    def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
-        return connection.execute(sql, params).fetchall()
-
-    return execute
-
-
 @contextlib.contextmanager
 def read_snapshot(settings: Settings, require_current_schema: bool = True) -> Iterator[Execute]:
     require_home(settings.home)
@@ -107,9 +88,9 @@ def read_snapshot(settings: Settings, require_current_schema: bool = True) -> It
         return
     if not os.path.isfile(path):
         raise DatabaseUnavailable(path, "the file does not exist: run `remem init`")
-    connection = open_read_only(path)
+    connection = sqlite.connect_read_only(path, BUSY_TIMEOUT_S)
     try:
-        execute = sqlite_executor(connection)
+        execute = sqlite.executor(connection)
         _check_schema(execute, require_current_schema)
         yield execute
     finally:
