@@ -28,14 +28,17 @@ class Record:
     def __init__(self, *values: Any, **named: Any) -> None:
         if len(values) > len(self._fields):
             raise TypeError(f"{type(self).__name__} takes {len(self._fields)} fields")
-        for name, value in zip(self._fields, values, strict=False):
-            object.__setattr__(self, name, value)
+        data = dict(zip(self._fields, values, strict=False))
         for name in self._fields[len(values) :]:
-            if name not in named and not hasattr(type(self), name):
+            if name in named:
+                data[name] = named.pop(name)
+            elif hasattr(type(self), name):
+                data[name] = getattr(type(self), name)
+            else:
                 raise TypeError(f"{type(self).__name__} needs {name}")
-            object.__setattr__(self, name, named.pop(name, getattr(type(self), name, None)))
         if named:
             raise TypeError(f"{type(self).__name__} has no field {', '.join(named)}")
+        self.__dict__.update(data)  # past __setattr__, which refuses every change
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is frozen")
@@ -45,7 +48,12 @@ class Record:
 
     def but(self, **changes: Any) -> Any:
         """A copy with some fields changed."""
-        return type(self)(**{**self.fields(), **changes})
+        unknown = set(changes) - set(self._fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(unknown))}")
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__, **changes)
+        return copy
 
     def as_json(self) -> dict[str, Any]:
         """The fields, for remem.agent.json_contract to write out."""
