@@ -200,7 +200,7 @@ def _clock(engine: Engine) -> Check:
 
 
 def _codex_outcomes(engine: Engine) -> Check:
-    from remem.status import UNRESOLVED_CODEX
+    from remem.agent.counts import UNRESOLVED_CODEX
 
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         count = connection.execute(

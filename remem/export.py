@@ -24,14 +24,15 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from remem.agent.json_contract import date
+from remem.agent.read import Lesson, Procedure, read_lessons, read_procedure
 from remem.capture.redact import redact_text
 from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
 from remem.procedures.digest import NEEDS_CREDENTIALS, needs_credentials
-from remem.recall import Lesson, read_lessons, read_procedure
 
 FORMATS = ("claude-skill", "agents-md", "runbook")
 DRAFTS_DIR = "remem-drafts"
@@ -101,13 +102,13 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def procedure_sha256(procedure: dict[str, Any], lessons: list[Lesson]) -> str:
+def procedure_sha256(procedure: Procedure, lessons: Sequence[Lesson]) -> str:
     """What of a procedure a draft says: its command, where it holds, and its pitfalls."""
     said = [
-        procedure["command"],
-        procedure["scope"],
-        procedure["branch"],
-        procedure["directory"],
+        procedure.command,
+        procedure.scope,
+        procedure.branch,
+        procedure.directory,
         [lesson.pitfall for lesson in lessons[:PITFALLS_SHOWN]],
     ]
     return _sha256(json.dumps(said, ensure_ascii=False).encode("utf-8"))
@@ -131,36 +132,36 @@ def guard_path(path: str) -> str:
     return resolved
 
 
-def _recorded(procedure: dict[str, Any], lessons: list[Lesson]) -> list[tuple[str, str]]:
+def _recorded(procedure: Procedure, lessons: Sequence[Lesson]) -> list[tuple[str, str]]:
     """Each recorded text a draft quotes, with what it is: remem's own wording is not scanned."""
-    recorded = [("command", procedure["command"])]
-    recorded += [("variant", variant["command"]) for variant in procedure["variants"]]
-    recorded += [("file name", name) for name in procedure["files"]]
+    recorded = [("command", procedure.command)]
+    recorded += [("variant", command) for command, _runs in procedure.variants]
+    recorded += [("file name", name) for name in procedure.files]
     for lesson in lessons[:PITFALLS_SHOWN]:
         recorded += [(f"text of lesson {lesson.id}", text) for text in lesson.recorded_texts()]
     return recorded
 
 
-def scan_secrets(procedure: dict[str, Any], lessons: list[Lesson]) -> None:
+def scan_secrets(procedure: Procedure, lessons: Sequence[Lesson]) -> None:
     """Refused when remem's own redaction would mask anything the draft quotes (text stored
     before a redaction rule existed, or pulled from elsewhere)."""
     for what, text in _recorded(procedure, lessons):
         if redact_text(text) != text:
             raise RememError(
-                f"Export refused: the recorded {what} of procedure {procedure['id']} holds what "
+                f"Export refused: the recorded {what} of procedure {procedure.id} holds what "
                 "looks like a secret (remem's redaction would mask it); remove it with "
                 "`remem forget`, or archive the procedure."
             )
 
 
-def scan_instructions(procedure: dict[str, Any], lessons: list[Lesson]) -> None:
+def scan_instructions(procedure: Procedure, lessons: Sequence[Lesson]) -> None:
     """Refused when recorded text in the draft reads like an order to the agent."""
     for what, text in _recorded(procedure, lessons):
         for name, pattern, _example in INSTRUCTION_PATTERNS:
             match = re.search(pattern, text, re.IGNORECASE)
             if match:
                 raise RememError(
-                    f"Export refused: the recorded {what} of procedure {procedure['id']} reads "
+                    f"Export refused: the recorded {what} of procedure {procedure.id} reads "
                     f"like an order to the agent ({name}: {json.dumps(match.group(0))}); review "
                     "it with `remem procedures show`, and archive it if it is not a real workflow."
                 )
@@ -169,10 +170,10 @@ def scan_instructions(procedure: dict[str, Any], lessons: list[Lesson]) -> None:
 # --- rendering -------------------------------------------------------------------------------
 
 
-def draft_name(procedure: dict[str, Any]) -> str:
+def draft_name(procedure: Procedure) -> str:
     """A skill's name: the topic key as lowercase letters, digits and hyphens."""
-    name = re.sub(r"[^a-z0-9]+", "-", procedure["topic_key"].lower()).strip("-")
-    return name[:SKILL_NAME_CHARS].rstrip("-") or f"procedure-{procedure['id']}"
+    name = re.sub(r"[^a-z0-9]+", "-", procedure.topic_key.lower()).strip("-")
+    return name[:SKILL_NAME_CHARS].rstrip("-") or f"procedure-{procedure.id}"
 
 
 def _fence(command: str) -> str:
@@ -182,33 +183,31 @@ def _fence(command: str) -> str:
     return f"{fence}bash\n{command}\n{fence}"
 
 
-def _steps(procedure: dict[str, Any]) -> str:
-    directory = procedure["directory"]
+def _steps(procedure: Procedure) -> str:
+    directory = procedure.directory
     cd = f"cd {json.dumps(directory)}\n" if directory != "." else ""
-    steps = _fence(cd + procedure["command"])
-    if needs_credentials(procedure["command"]):
+    steps = _fence(cd + procedure.command)
+    if needs_credentials(procedure.command):
         steps += f"\n\nThe command {NEEDS_CREDENTIALS}: put yours back before running it."
     return steps
 
 
-def _where(procedure: dict[str, Any]) -> str:
-    place = (
-        f"the directory `{procedure['directory']}/` of " if procedure["directory"] != "." else ""
-    )
-    branch = procedure["branch"]
-    on = f"branch `{branch}`" if branch else f"every branch ({len(procedure['branches'])} verified)"
-    return f"{place}`{os.path.basename(procedure['project'])}`, on {on}"
+def _where(procedure: Procedure) -> str:
+    place = f"the directory `{procedure.directory}/` of " if procedure.directory != "." else ""
+    branch = procedure.branch
+    on = f"branch `{branch}`" if branch else f"every branch ({len(procedure.branches)} verified)"
+    return f"{place}`{os.path.basename(procedure.project)}`, on {on}"
 
 
-def _evidence(procedure: dict[str, Any]) -> str:
+def _evidence(procedure: Procedure) -> str:
     return (
-        f"verified {procedure['verified_runs']} times in {procedure['distinct_sessions']} "
-        f"session(s), last on {(procedure['last_verified_at'] or '')[:10]} (confidence "
-        f"{procedure['confidence']:.2f})"
+        f"verified {procedure.verified_runs} times in {procedure.distinct_sessions} "
+        f"session(s), last on {date(procedure.last_verified_at)} (confidence "
+        f"{procedure.confidence:.2f})"
     )
 
 
-def _pitfalls(lessons: list[Lesson]) -> list[str]:
+def _pitfalls(lessons: Sequence[Lesson]) -> list[str]:
     if not lessons:
         return ["- None recorded: it passed without a failed attempt."]
     return [
@@ -217,32 +216,32 @@ def _pitfalls(lessons: list[Lesson]) -> list[str]:
     ]
 
 
-def _variants(procedure: dict[str, Any]) -> list[str]:
-    others = [v for v in procedure["variants"] if v["command"] != procedure["command"]]
+def _variants(procedure: Procedure) -> list[str]:
+    others = [(c, runs) for c, runs in procedure.variants if c != procedure.command]
     return [
-        f"- {json.dumps(v['command'], ensure_ascii=False)} ({v['runs']} run(s))"
-        for v in others[:VARIANTS_SHOWN]
+        f"- {json.dumps(command, ensure_ascii=False)} ({runs} run(s))"
+        for command, runs in others[:VARIANTS_SHOWN]
     ]
 
 
-def _title(procedure: dict[str, Any]) -> str:
-    workflow = " ".join(procedure["workflow"].split())
+def _title(procedure: Procedure) -> str:
+    workflow = " ".join(procedure.workflow.split())
     return workflow if len(workflow) <= 80 else workflow[:79] + "…"
 
 
-def _provenance(procedure: dict[str, Any], fmt: str) -> str:
+def _provenance(procedure: Procedure, fmt: str) -> str:
     return (
-        f"Draft exported by remem from procedure {procedure['id']} ({fmt}). Review it, then move "
+        f"Draft exported by remem from procedure {procedure.id} ({fmt}). Review it, then move "
         "it into place yourself; `remem doctor` reports when the procedure changes."
     )
 
 
-def render_skill(procedure: dict[str, Any], lessons: list[Lesson]) -> tuple[str, str]:
+def render_skill(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, str]:
     name = draft_name(procedure)
     title = _title(procedure)
     description = (
-        f"How to run {title} in {os.path.basename(procedure['project'])}: the command coding "
-        f"agents verified {procedure['verified_runs']} times there, with its known pitfalls. "
+        f"How to run {title} in {os.path.basename(procedure.project)}: the command coding "
+        f"agents verified {procedure.verified_runs} times there, with its known pitfalls. "
         "Use it before running or guessing this workflow."
     )
     description = re.sub(r"[<>]", "", description)[:SKILL_DESCRIPTION_CHARS]
@@ -269,7 +268,7 @@ def render_skill(procedure: dict[str, Any], lessons: list[Lesson]) -> tuple[str,
     return os.path.join(name, "SKILL.md"), "\n".join(lines) + "\n"
 
 
-def render_agents_md(procedure: dict[str, Any], lessons: list[Lesson]) -> tuple[str, str]:
+def render_agents_md(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, str]:
     lines = [
         f"## {_title(procedure)}",
         "",
@@ -284,7 +283,7 @@ def render_agents_md(procedure: dict[str, Any], lessons: list[Lesson]) -> tuple[
     return f"agents-md-{draft_name(procedure)}.md", "\n".join(lines) + "\n"
 
 
-def render_runbook(procedure: dict[str, Any], lessons: list[Lesson]) -> tuple[str, str]:
+def render_runbook(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, str]:
     lines = [
         f"# Runbook: {_title(procedure)}",
         "",
@@ -321,21 +320,17 @@ RENDERERS = {"claude-skill": render_skill, "agents-md": render_agents_md, "runbo
 def prepare(execute: Execute, procedure_id: int, fmt: str, out_dir: str | None = None) -> Draft:
     """The draft of an active procedure and where it goes, every guard but the registry passed."""
     procedure = read_procedure(execute, procedure_id)
-    if procedure is None:
-        raise NotFound(f"No procedure {procedure_id}: see `remem procedures list --all`.")
-    if procedure["status"] != "active":
+    if procedure.status != "active":
         raise RememError(
-            f"Export refused: procedure {procedure_id} is {procedure['status']}; only active "
+            f"Export refused: procedure {procedure_id} is {procedure.status}; only active "
             f"procedures export (see `remem procedures show {procedure_id}`)."
         )
     lessons = read_lessons(execute, procedure_id=procedure_id)
     relative, content = RENDERERS[fmt](procedure, lessons)
-    base = out_dir if out_dir is not None else os.path.join(procedure["project"], DRAFTS_DIR)
+    base = out_dir if out_dir is not None else os.path.join(procedure.project, DRAFTS_DIR)
     base = os.path.abspath(os.path.expanduser(base))
-    if out_dir is None and not os.path.isdir(procedure["project"]):
-        raise RememError(
-            f"The project {procedure['project']} is not on this machine: pass --out DIR."
-        )
+    if out_dir is None and not os.path.isdir(procedure.project):
+        raise RememError(f"The project {procedure.project} is not on this machine: pass --out DIR.")
     path = guard_path(os.path.join(base, relative))
     scan_secrets(procedure, lessons)
     scan_instructions(procedure, lessons)
@@ -415,11 +410,13 @@ def outdated_drafts(execute: Execute) -> list[tuple[str, int, str]]:
     found = []
     # By path, sorted here: a server's collation may order text otherwise than SQLite does.
     for path, procedure_id, said in sorted(execute(_EXPORTS, {}), key=lambda row: str(row[0])):
-        procedure = read_procedure(execute, procedure_id)
-        if procedure is None:
+        try:
+            procedure = read_procedure(execute, procedure_id)
+        except NotFound:
             found.append((path, procedure_id, "is gone"))
-        elif procedure["status"] != "active":
-            found.append((path, procedure_id, f"is {procedure['status']}"))
+            continue
+        if procedure.status != "active":
+            found.append((path, procedure_id, f"is {procedure.status}"))
         else:
             lessons = read_lessons(execute, procedure_id=procedure_id)
             if procedure_sha256(procedure, lessons) != said:

@@ -20,8 +20,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from remem import recall
+from remem.agent import json_contract, read
+from remem.agent.context import read_context
 from remem.config import Settings, load_settings
-from remem.errors import RememError
+from remem.db.snapshot import reading
+from remem.errors import NotFound, RememError
 from remem.paths import DEFAULT_HOME
 
 if TYPE_CHECKING:
@@ -58,20 +61,11 @@ def _answer(data: dict[str, Any], page: int, pages: int, again: str) -> dict[str
 
 def procedures_answer(settings: Settings, cwd: str | None, page: int = 1) -> dict[str, Any]:
     """What `remem context --json` prints for the directory."""
-    from remem.procedures import digest
-
     root, branch, directory = _where(cwd)
-    with recall.reading(settings) as execute:
-        entries = digest.read_entries(execute, root, branch, settings.inherit_from, directory)
-        known_errors = digest.read_known_errors(execute, root)
-    shown, pages = recall.json_page([entry.as_json() for entry in entries], page)
-    data = {
-        "project": root,
-        "branch": branch,
-        "directory": directory,
-        "procedures": shown,
-        "known_errors": [error.as_json() for error in known_errors],
-    }
+    with reading(settings) as execute:
+        context = read_context(execute, root, branch, directory, settings.inherit_from)
+    data = context.as_json()
+    data["procedures"], pages = recall.json_page(data["procedures"], page)
     return _answer(data, page, pages, "procedures")
 
 
@@ -81,33 +75,24 @@ EVIDENCE_SHOWN = 20
 def procedure_answer(
     settings: Settings, procedure_id: int, source: str = "local"
 ) -> dict[str, Any]:
-    """One procedure with its newest verified runs and its lessons; a team one (the
-    `procedures` entries whose source is "team") as it was pulled, its evidence being the
-    team database's."""
+    """One procedure as `remem procedures show --json` shows it, with its newest verified runs;
+    a team one (the `procedures` entries whose source is "team") as it was pulled, its evidence
+    being the team database's."""
     if source == "team":
-        from remem.team.pulled import read_team_procedure
-
-        with recall.reading(settings) as execute:
-            team = read_team_procedure(execute, procedure_id)
+        with reading(settings) as execute:
+            team = read.read_team_procedure(execute, procedure_id)
         if team is None:
             raise RememError(
                 f"No team procedure {procedure_id}: call procedures for the ids of entries "
                 'whose source is "team".'
             )
         return {"notice": recall.NOTICE, "source": "team", **team.as_json()}
-    with recall.reading(settings) as execute:
-        procedure = recall.read_procedure(execute, procedure_id)
-        if procedure is None:
-            raise RememError(f"No procedure {procedure_id}: call procedures for the ids.")
-        evidence = recall.read_evidence(execute, procedure["evidence_event_ids"], EVIDENCE_SHOWN)
-        lessons = recall.read_lessons(execute, procedure_id=procedure_id)
-    return {
-        "notice": recall.NOTICE,
-        "source": "local",
-        **procedure,
-        "evidence": evidence,
-        "lessons": [lesson.as_json() for lesson in lessons],
-    }
+    with reading(settings) as execute:
+        try:
+            detail = read.read_detail(execute, procedure_id, per_page=EVIDENCE_SHOWN)
+        except NotFound:
+            raise RememError(f"No procedure {procedure_id}: call procedures for the ids.") from None
+    return {"notice": recall.NOTICE, "source": "local", **detail.as_json()}
 
 
 def recall_answer(
@@ -115,7 +100,7 @@ def recall_answer(
 ) -> dict[str, Any]:
     regex = recall.compile_pattern(pattern)
     root, _branch, _directory = _where(cwd)
-    with recall.reading(settings) as execute:
+    with reading(settings) as execute:
         hits = recall.search(execute, regex, root)
     shown, pages = recall.json_page([hit.as_json() for hit in hits], page)
     data = {"project": root, "pattern": pattern, "total": len(hits), "hits": shown}
@@ -131,8 +116,8 @@ def lessons_answer(
     """The project's lessons whose commands or errors hold every word of the query."""
     root, _branch, _directory = _where(cwd)
     words = query.casefold().split()
-    with recall.reading(settings) as execute:
-        lessons = recall.read_lessons(execute, root)
+    with reading(settings) as execute:
+        lessons = read.read_lessons(execute, root)
     found = [
         lesson.as_json()
         for lesson in lessons
@@ -152,11 +137,12 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
     server = MCPServer("remem", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    def answer(read: Callable[[Settings], dict[str, Any]]) -> dict[str, Any]:
+    def answer(ask: Callable[[Settings], dict[str, Any]]) -> dict[str, Any]:
         try:
-            return read(_settings(environ))
+            result: dict[str, Any] = json_contract.contract(ask(_settings(environ)))
         except RememError as exc:
             raise ToolError(str(exc)) from None
+        return result
 
     Cwd = Annotated[
         str | None, Field(description="A directory of the project (default: the server's).")

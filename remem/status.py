@@ -11,6 +11,7 @@ import os
 import time
 from typing import Any
 
+from remem.agent.counts import read_counts
 from remem.capture import spool
 from remem.capture.event import DROPS_BY_DESIGN
 from remem.capture.redact import redact_text
@@ -18,8 +19,6 @@ from remem.config import Settings
 from remem.db import snapshot
 from remem.db.snapshot import Execute
 from remem.db.sqlite import SCHEMA_HEAD
-from remem.db.vocabulary import PROCEDURE_STATUSES as PROCEDURE_STATUS_NAMES
-from remem.db.vocabulary import TASK_STATUSES as TASK_STATUS_NAMES
 from remem.queue import counts as task_counts
 from remem.queue import heartbeats
 from remem.team.state import Link, read_link
@@ -91,46 +90,31 @@ def _worker_health(execute: Execute, settings: Settings, now: float) -> dict[str
     }
 
 
-# Codex commands whose rollout never showed their end within a day: they never count.
-UNRESOLVED_CODEX = (
-    "SELECT count(*) FROM captured_events WHERE host = 'codex' AND kind = 'command' "
-    "AND outcome = 'unknown' AND captured_at < :before"
-)
-PROCEDURE_STATUSES = "SELECT status, count(*) FROM procedures GROUP BY status"
-DROP_REASONS = "SELECT reason, count(*) FROM dropped_payloads GROUP BY reason"
-
-
 def collect_status(settings: Settings, now: float | None = None) -> dict[str, Any]:
     """Read in one snapshot with the stdlib (see remem.db.snapshot); an old schema is
     reported, not refused."""
     now = time.time() if now is None else now
     with snapshot.read_snapshot(settings, require_current_schema=False) as execute:
-
-        def scalar(sql: str, params: dict[str, Any] | None = None) -> Any:
-            return execute(sql, params or {})[0][0]
-
         revision = snapshot.revision(execute)
-        events = scalar("SELECT count(*) FROM captured_events")
-        drops = {str(reason): int(count) for reason, count in execute(DROP_REASONS, {})}
+        counts = read_counts(execute, now)
         tasks = task_counts.count_by_status(execute)
-        unresolved = scalar(UNRESOLVED_CODEX, {"before": now - 86_400})
         oldest_pending = task_counts.oldest_pending_at(execute)
-        procedures = {status: int(count) for status, count in execute(PROCEDURE_STATUSES, {})}
         worker = _worker_health(execute, settings, now)
         link = _read_team_link(execute, settings, revision)
+    drops = counts.drops
     return {
         "home": settings.home,
         "database": snapshot.database_label(settings),
         "schema_revision": revision,
         "schema_head": SCHEMA_HEAD,
-        "events": events,
+        "events": counts.events,
         # Drops that lost something the memory needs; kept events with a cut output apart.
         "dropped_payloads": sum(n for reason, n in drops.items() if reason not in DROPS_BY_DESIGN),
         "outputs_cut": drops.get("output_cut", 0),
-        "unresolved_codex_events": unresolved,
-        "tasks": {status: tasks.get(status, 0) for status in TASK_STATUS_NAMES},
+        "unresolved_codex_events": counts.unresolved_codex_events,
+        "tasks": tasks,
         "oldest_pending_age_s": None if oldest_pending is None else round(now - oldest_pending, 1),
-        "procedures": {status: procedures.get(status, 0) for status in PROCEDURE_STATUS_NAMES},
+        "procedures": counts.procedures,
         "worker": worker,
         "spool": _spool_backlog(settings.spool_dir),
         "database_access": _database_access(settings),

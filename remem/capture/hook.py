@@ -28,11 +28,9 @@ from remem.capture.identity import locate
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
 from remem.config import Settings, load_settings
 from remem.db import sqlite as sqlite_settings
-from remem.procedures import digest
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import Any, BinaryIO
 
 # Above MAX_PAYLOAD_BYTES a payload is kept only once its output is cut back under it; above
@@ -120,10 +118,7 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
     except sqlite3.Error as exc:
         raise _Unavailable(f"cannot open database: {exc}") from None
     try:
-
-        def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
-            return connection.execute(sql, params).fetchall()
-
+        execute = sqlite_settings.executor(connection)
         connection.execute("BEGIN IMMEDIATE")
         if schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
             raise _Unavailable("schema is not at this remem's revision")
@@ -305,32 +300,24 @@ def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
 def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
     """The SessionStart digest, read-only, in the host's output shape. None when the database
     cannot be read within half a second, or holds nothing for this project."""
+    from remem.agent.context import read_context  # SessionStart only
+
     path = paths.sqlite_path(settings.database_url)
     if path is None:
         return None
     try:
-        connection = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, timeout=DIGEST_WAIT_S, isolation_level=None
-        )
+        connection = sqlite_settings.connect_read_only(path, DIGEST_WAIT_S)
         try:
-
-            def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
-                return connection.execute(sql, params).fetchall()
-
-            connection.execute("BEGIN")  # one snapshot for every statement of the digest
-            entries = digest.read_entries(
-                execute, event.project_root, event.branch, settings.inherit_from, event.directory
+            context = read_context(
+                sqlite_settings.executor(connection),
+                event.project_root,
+                event.branch,
+                event.directory,
+                settings.inherit_from,
             )
-            known_errors = digest.read_known_errors(execute, event.project_root)
         finally:
             connection.close()
-        pages = digest.paginate(
-            entries,
-            digest.header_for(event.project_root, event.branch, bool(entries)),
-            settings.context_max_chars,
-            settings.context_max_lines,
-            known_errors,
-        )
+        pages = context.pages(settings.context_max_chars, settings.context_max_lines)
     except Exception:  # the digest is a courtesy: no failure of it may cost the event
         return None
     if not pages:

@@ -12,10 +12,9 @@ from remem.queue import statements as queue_sql
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
     from typing import Any
 
-    Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
+    from remem.db.snapshot import Execute
 
 PROMOTE = "promote"
 

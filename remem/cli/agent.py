@@ -8,8 +8,9 @@ import shlex
 
 import click
 
-from remem.cli.app import cli, current_settings, print_json
+from remem.cli.app import cli, current_settings, json_option, print_json
 from remem.cli.memory import procedures
+from remem.db.snapshot import reading
 from remem.errors import RememError
 
 FORMATS = ("claude-skill", "agents-md", "runbook")  # remem.export.FORMATS, without importing it
@@ -28,7 +29,7 @@ FORMATS = ("claude-skill", "agents-md", "runbook")  # remem.export.FORMATS, with
 @click.option(
     "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page of the answer."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the hits of the page as JSON.")
+@json_option("the hits of the page")
 def recall_command(
     pattern: str,
     cwd: str | None,
@@ -64,7 +65,7 @@ def recall_command(
     if not all_projects:
         root = locate(os.path.abspath(os.path.expanduser(cwd or os.getcwd())))[0]
     settings = current_settings()
-    with recall.reading(settings) as execute:
+    with reading(settings) as execute:
         hits = recall.search(execute, regex, root, since_at)
 
     def order(number: int) -> str:
@@ -131,7 +132,7 @@ def mcp_command() -> None:
     help="Directory for the draft (default: remem-drafts/ in the procedure's project).",
 )
 @click.option("--force", is_flag=True, help="Overwrite a draft that was edited since export.")
-@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@json_option("what was written")
 def procedures_export(
     procedure_id: int, fmt: str, out: str | None, force: bool, as_json: bool
 ) -> None:
@@ -148,12 +149,12 @@ def procedures_export(
     """
     import time
 
-    from remem import export, recall
+    from remem import export
     from remem.cli.app import open_home
     from remem.db.engine import executor
 
     settings = current_settings()
-    with recall.reading(settings) as execute:
+    with reading(settings) as execute:
         draft = export.prepare(execute, procedure_id, fmt, out)
     _settings_unused, engine = open_home()
     try:

@@ -5,11 +5,11 @@ This module holds the group and what every command shares; the commands live bes
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -18,6 +18,8 @@ from remem.errors import RememError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # Nothing here imports SQLAlchemy: `remem --help` and the commands that read with the stdlib
 # answer in the time of an interpreter start. A command imports what it needs when it runs.
@@ -77,7 +79,16 @@ def current_settings() -> Settings:
 
 
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    """Print data as the JSON contract has it (remem.agent.json_contract, docs/json.md)."""
+    from remem.agent import json_contract
+
+    click.echo(json_contract.dumps(data), nl=False)
+
+
+def json_option(what: str) -> Callable[[F], F]:
+    """The one `--json` option, for every command that prints a table or a report: it passes
+    `as_json` and says what is printed, e.g. json_option("the procedures")."""
+    return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,14 +6,14 @@ from typing import Any
 
 import click
 
-from remem.cli.app import cli, open_home, print_json, print_table
+from remem.cli.app import cli, current_settings, json_option, print_json, print_table
 
 
 @cli.command()
 @click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Newest N only."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the dropped payloads as JSON.")
+@json_option("the dropped payloads")
 def drops(limit: int, as_json: bool) -> None:
     """List dropped payloads, newest first: when, from which host and hook event, why, how
     large, and the start of each payload with its secrets redacted ("-" when it was dropped
@@ -25,16 +25,12 @@ def drops(limit: int, as_json: bool) -> None:
       remem drops --json
     """
     from remem.capture.store import list_drops
-    from remem.db.engine import READ_ONLY, executor
+    from remem.db.snapshot import read_snapshot
 
-    _settings_unused, engine = open_home()
-    try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            rows = list_drops(executor(connection), limit)
-    finally:
-        engine.dispose()
+    with read_snapshot(current_settings()) as execute:
+        rows = list_drops(execute, limit)
     if as_json:
-        print_json([{**row, "dropped_at": _iso(row["dropped_at"])} for row in rows])
+        print_json(rows)
         return
     if not rows:
         click.echo("No dropped payloads.")
@@ -49,9 +45,11 @@ def drops(limit: int, as_json: bool) -> None:
 def _cells(row: dict[str, Any]) -> list[str]:
     from rich.markup import escape  # what a payload holds must print as text, never as markup
 
+    from remem.agent.json_contract import rfc3339
+
     return [
         str(row["id"]),
-        _iso(row["dropped_at"])[:19].replace("T", " "),
+        (rfc3339(row["dropped_at"]) or "")[:19].replace("T", " "),
         escape(row["host"] or "-"),
         escape(row["hook_event"] or "-"),
         escape(row["reason"]),
@@ -59,12 +57,6 @@ def _cells(row: dict[str, Any]) -> list[str]:
         _size(row["size_bytes"]),
         escape((row["excerpt"] or "").rstrip() or "-"),
     ]
-
-
-def _iso(epoch_s: float) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(epoch_s, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _size(size_bytes: int) -> str:

@@ -11,7 +11,6 @@ click commands call the same functions below, so there is one implementation of 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -88,16 +87,12 @@ def _parse(
     return options
 
 
-def json_text(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
-
-
 def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     """What `remem context` prints: a page of the digest, or every entry as JSON."""
+    from remem.agent.context import read_context
     from remem.capture.identity import locate
     from remem.config import load_settings
     from remem.db.snapshot import read_snapshot
-    from remem.procedures import digest
 
     page = 1 if page is None else page
     if page < 1:
@@ -107,25 +102,12 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
         os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
     )
     with read_snapshot(settings) as execute:
-        entries = digest.read_entries(execute, root, branch, settings.inherit_from, directory)
-        known_errors = digest.read_known_errors(execute, root)
+        context = read_context(execute, root, branch, directory, settings.inherit_from)
     if as_json:
-        return json_text(
-            {
-                "project": root,
-                "branch": branch,
-                "directory": directory,
-                "procedures": [entry.as_json() for entry in entries],
-                "known_errors": [error.as_json() for error in known_errors],
-            }
-        )
-    pages = digest.paginate(
-        entries,
-        digest.header_for(root, branch, bool(entries)),
-        settings.context_max_chars,
-        settings.context_max_lines,
-        known_errors,
-    )
+        from remem.agent import json_contract
+
+        return json_contract.dumps(context.as_json())
+    pages = context.pages(settings.context_max_chars, settings.context_max_lines)
     if not pages:
         return ""
     if page > len(pages):
@@ -138,7 +120,11 @@ def status_text(as_json: bool) -> str:
     from remem.status import collect_status, render
 
     report = collect_status(load_settings())
-    return json_text(report) if as_json else render(report)
+    if not as_json:
+        return render(report)
+    from remem.agent import json_contract
+
+    return json_contract.dumps(report)
 
 
 def _page_number(value: str) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from remem.cli.app import cli, current_settings, print_json
+from remem.cli.app import cli, current_settings, json_option, print_json
 
 
 @cli.command()
@@ -18,7 +18,7 @@ from remem.cli.app import cli, current_settings, print_json
     help="Install remem's hooks into the agents found (~/.claude, ~/.codex, ~/.cursor), or "
     "not, without asking.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 def init(with_hooks: bool | None, as_json: bool) -> None:
     """Create the remem home, its config and database, and connect your agents.
 
@@ -94,7 +94,7 @@ def _import_offer(sessions: dict[str, int]) -> str:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@json_option("the status")
 def status(as_json: bool) -> None:
     """Show the home, database, captured events, queue and spool backlog, and the team link
     as the daemon last saw it (status never connects to the team database).
@@ -198,7 +198,7 @@ def spool() -> None:
 
 
 @spool.command("ingest")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option("the report")
 def spool_ingest(as_json: bool) -> None:
     """Store every spooled event in the database, once; unreadable lines go to dead-letter.jsonl.
 
@@ -227,7 +227,7 @@ def spool_ingest(as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@json_option("the checks")
 def doctor(as_json: bool) -> None:
     """Check the home, config, database, schema, queue, worker, spool, agent hooks, clock and
     team database; print a fix for each problem. Exit 0 when healthy, 1 otherwise.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from remem.cli.app import cli, current_settings, print_json
+from remem.cli.app import cli, current_settings, json_option, print_json
 from remem.errors import RememError
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def hooks() -> None:
 @hooks.command("install")
 @click.argument("agent", type=AGENT, default="all")
 @click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print what changed as JSON.")
+@json_option("what changed")
 def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
     """Merge remem's hooks into an agent's settings file: ~/.claude/settings.json,
     ~/.codex/hooks.json (and `[features] codex_hooks = true` in ~/.codex/config.toml),
@@ -82,7 +82,7 @@ def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
 @hooks.command("uninstall")
 @click.argument("agent", type=AGENT, default="all")
 @click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print what changed as JSON.")
+@json_option("what changed")
 def hooks_uninstall(agent: str, dry_run: bool, as_json: bool) -> None:
     """Take remem's hooks out of an agent's settings file, keeping everything else; a file
     left empty is removed. Codex's `codex_hooks = true` stays: other hooks may need it.
@@ -104,7 +104,7 @@ def hooks_uninstall(agent: str, dry_run: bool, as_json: bool) -> None:
 
 @hooks.command("show")
 @click.argument("agent", type=AGENT, default="all")
-@click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
+@json_option("the settings")
 def hooks_show(agent: str, as_json: bool) -> None:
     """Print the hook settings `remem hooks install` merges, to read or to paste by hand.
 

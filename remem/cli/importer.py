@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from remem.cli.app import cli, open_home, print_json
+from remem.cli.app import cli, json_option, open_home, print_json
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -53,7 +53,7 @@ def _options(command: Callable[..., None]) -> Callable[..., None]:
         ),
         click.option("--dry-run", is_flag=True, help="Count what would be stored; store nothing."),
         click.option("--no-promote", is_flag=True, help="Store the events; run no burst after."),
-        click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON."),
+        json_option("the summary"),
     )
     for decorate in reversed(decorators):
         command = decorate(command)
@@ -167,14 +167,19 @@ def _run_import(
 
 def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
     """One burst, as `remem worker --burst` runs it, and the procedures it made active."""
-    from remem.procedures.store import list_procedures
+    from remem.agent.read import Procedure, read_procedures
+    from remem.db.snapshot import engine_reader
     from workers.logs import configure
     from workers.runner import Worker, run_burst
 
+    def active() -> list[Procedure]:
+        with engine_reader(engine) as execute:
+            return read_procedures(execute)
+
     configure(settings)
-    before = {p.id for p in list_procedures(engine)}
+    before = {p.id for p in active()}
     stats = run_burst(Worker(engine, settings))
-    fresh = [p for p in list_procedures(engine) if p.id not in before]
+    fresh = [p for p in active() if p.id not in before]
     return {
         "promoted": int(stats.get("promoted", 0)),
         "tasks_failed": int(stats.get("tasks_failed", 0)),

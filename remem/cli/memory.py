@@ -6,14 +6,26 @@ import json
 import os
 import shutil
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from remem.cli.app import cli, open_home, print_json, print_table, project_root
+from remem.cli.app import (
+    cli,
+    current_settings,
+    json_option,
+    open_home,
+    print_json,
+    print_table,
+    project_root,
+)
 from remem.config import Settings
+from remem.db.snapshot import read_snapshot
 from remem.db.vocabulary import PROCEDURE_STATUSES
 from remem.errors import RememError
+
+if TYPE_CHECKING:
+    from remem.agent.read import Detail
 
 
 @cli.group()
@@ -48,7 +60,7 @@ def _no_procedures(
     help="Only this status (default: active).",
 )
 @click.option("--all", "show_all", is_flag=True, help="Every status, archived included.")
-@click.option("--json", "as_json", is_flag=True, help="Print the procedures as JSON.")
+@json_option("the procedures")
 def procedures_list(
     project: str | None,
     branch: str | None,
@@ -62,16 +74,14 @@ def procedures_list(
     Example:
       remem procedures list --all --json
     """
-
-    from remem.procedures.store import iso, list_procedures
+    from remem.agent.json_contract import date
+    from remem.agent.read import read_procedures
 
     statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
     root = project_root(project)
-    settings, engine = open_home()
-    try:
-        found = list_procedures(engine, root, branch, statuses)
-    finally:
-        engine.dispose()
+    settings = current_settings()
+    with read_snapshot(settings) as execute:
+        found = read_procedures(execute, root, branch, statuses)
     if as_json:
         print_json([p.as_json() for p in found])
         return
@@ -88,7 +98,7 @@ def procedures_list(
                 f"{p.confidence:.2f}",
                 str(p.verified_runs),
                 str(p.distinct_sessions),
-                (iso(p.last_verified_at) or "")[:10],
+                date(p.last_verified_at),
             ]
             for p in found
         ],
@@ -111,7 +121,7 @@ def _where(scope: str, branch: str | None, directory: str, branches: int) -> str
 
 @procedures.command("show")
 @click.argument("procedure_id", type=int)
-@click.option("--json", "as_json", is_flag=True, help="Print the procedure as JSON.")
+@json_option("the procedure")
 @click.option(
     "--evidence-page",
     type=click.IntRange(min=1),
@@ -128,42 +138,21 @@ def procedures_show(procedure_id: int, as_json: bool, evidence_page: int) -> Non
       remem procedures show 3 --json
       remem procedures show 3 --evidence-page 2
     """
-    from remem.procedures import store
+    from remem.agent.read import read_detail
 
-    _settings_unused, engine = open_home()
-    try:
-        procedure = store.get_procedure(engine, procedure_id)
-        evidence = store.evidence_runs(engine, procedure, evidence_page)
-        lessons = store.lessons_of(engine, procedure_id)
-        unverified = store.unverified_count(engine, procedure)
-        keys = tuple(sorted({lesson.error_key for lesson in lessons if lesson.error_key}))
-        elsewhere = [
-            sighting
-            for sighting in store.known_errors(engine, procedure.project, keys)
-            if sighting.workflow != procedure.workflow
-        ]
-    finally:
-        engine.dispose()
+    with read_snapshot(current_settings()) as execute:
+        detail = read_detail(execute, procedure_id, evidence_page)
     if as_json:
-        print_json(
-            {
-                **procedure.as_json(),
-                "unverified_runs": unverified,
-                "evidence": [run.as_json() for run in evidence.runs],
-                **evidence.as_json(),
-                "lessons": [lesson.as_json() for lesson in lessons],
-                "same_errors_elsewhere": [sighting.as_json() for sighting in elsewhere],
-            }
-        )
+        print_json(detail.as_json())
         return
-    _print_procedure(procedure, evidence, unverified, lessons, elsewhere)
+    _print_procedure(detail)
 
 
-def _print_procedure(
-    procedure: Any, evidence: Any, unverified: int, lessons: list[Any], elsewhere: list[Any]
-) -> None:
+def _print_procedure(detail: Detail) -> None:
+    from remem.agent.json_contract import rfc3339
     from remem.procedures.digest import NO_EDIT, NO_OUTPUT
-    from remem.procedures.store import iso
+
+    procedure, evidence, unverified = detail.procedure, detail.evidence, detail.unverified_runs
 
     click.echo(
         f"Procedure {procedure.id} ({procedure.status}, confidence "
@@ -190,12 +179,12 @@ def _print_procedure(
     for run in evidence.runs:
         branch = f"  branch {run.branch}" if procedure.scope == "project" else ""
         click.echo(
-            f"  event {run.event_id}  {iso(run.at)}  {run.host}  session "
+            f"  event {run.event_id}  {rfc3339(run.at)}  {run.host}  session "
             f"{run.session_key}  {run.outcome}{branch}"
         )
     if unverified:
         click.echo(f"Unverified runs (status hidden, no summary in the output): {unverified}")
-    for lesson in lessons:
+    for lesson in detail.lessons:
         click.echo(f"Lesson (closed by event {lesson.resolved_by_event_id}):")
         for line in lesson.body.splitlines():
             click.echo(f"  {line}")
@@ -212,7 +201,7 @@ def _print_procedure(
                 f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
                 f"{code}{output}, {edited}{repeat}"
             )
-    for sighting in elsewhere:
+    for sighting in detail.same_errors_elsewhere:
         fix = (
             f"fixed after editing {', '.join(sighting.fix_files)}"
             if sighting.fix_files
@@ -226,7 +215,7 @@ def _print_procedure(
 
 @procedures.command("errors")
 @click.option("--project", type=click.Path(), default=None, help="Project root directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print the errors as JSON.")
+@json_option("the errors")
 def procedures_errors(project: str | None, as_json: bool) -> None:
     """List the errors the project met and what fixed them, on every branch and command,
     newest first: the "Known errors" of the digest, in full.
@@ -235,15 +224,13 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
     Example:
       remem procedures errors --project ~/src/shop
     """
+    from remem.agent.context import read_known_errors
+    from remem.agent.json_contract import date
     from remem.procedures.digest import NO_OUTPUT
-    from remem.procedures.store import iso, known_errors
 
     root = project_root(project)
-    _settings_unused, engine = open_home()
-    try:
-        found = known_errors(engine, root)
-    finally:
-        engine.dispose()
+    with read_snapshot(current_settings()) as execute:
+        found = read_known_errors(execute, root)
     if as_json:
         print_json([sighting.as_json() for sighting in found])
         return
@@ -256,7 +243,7 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
                 s.workflow or "",
                 s.branch or "-",
                 ", ".join(s.fix_files) or "no edit in between",
-                (iso(s.resolved_at) or "")[:10],
+                date(s.resolved_at),
             ]
             for s in found
         ],
@@ -327,7 +314,7 @@ def procedures_archive(procedure_id: int) -> None:
 @click.option(
     "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page of the digest."
 )
-@click.option("--json", "as_json", is_flag=True, help="Every procedure of the digest as JSON.")
+@json_option("every procedure of the digest")
 def context(cwd: str | None, page: int, as_json: bool) -> None:
     """Print the digest the agent gets at session start: the procedures proven in this project
     and branch (and inherited from the default branch), with their pitfalls. Prints nothing when

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from remem.cli.app import open_home, print_json, print_table, project_root
+from remem.cli.app import current_settings, json_option, print_json, print_table, project_root
 from remem.cli.memory import _command_cell, _where, procedures
 from remem.errors import NotFound, RememError
 
 if TYPE_CHECKING:
+    from remem.agent.read import TeamProcedure
     from remem.db.snapshot import Execute
-    from remem.team.pulled import TeamProcedure
 
 Read = TypeVar("Read")
 
@@ -43,7 +43,7 @@ NO_TEAM = (
     show_default=True,
     help=f"Page of the list ({TEAM_PAGE} a page).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the list, or the one, as JSON.")
+@json_option("the list, or the one,")
 def procedures_team(row_id: int | None, project: str | None, page: int, as_json: bool) -> None:
     """List the team's procedures pulled for this project, or show one whole (ID is the id
     this list shows). The digest shows one where this machine has no procedure of its own for
@@ -54,10 +54,10 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
       remem procedures team --project ~/src/shop
       remem procedures team 4 --json
     """
-    from remem.team import pulled
+    from remem.agent import read
 
     if row_id is not None:
-        found = _read_team(lambda execute: pulled.read_team_procedure(execute, row_id))
+        found = _read_team(lambda execute: read.read_team_procedure(execute, row_id))
         if found is None:
             raise NotFound(f"No team procedure {row_id}: see `remem procedures team`.")
         if as_json:
@@ -67,7 +67,7 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
         return
     root = project_root(project or os.getcwd())
     assert root is not None
-    everything = _read_team(lambda execute: pulled.read_team_procedures(execute, root))
+    everything = _read_team(lambda execute: read.read_team_procedures(execute, root))
     pages = max(-(-len(everything) // TEAM_PAGE), 1)
     if page > pages:
         raise RememError(f"The list has {pages} page(s): ask for --page 1 to {pages}.")
@@ -108,15 +108,11 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
 
 
 def _read_team(read: Callable[[Execute], Read]) -> Read:
-    """`read(execute)` in one read-only transaction of the home's database."""
-    from remem.db.engine import READ_ONLY, executor
+    """`read(execute)` in one read-only snapshot of the home's database."""
+    from remem.db.snapshot import read_snapshot
 
-    _settings_unused, engine = open_home()
-    try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            return read(executor(connection))
-    finally:
-        engine.dispose()
+    with read_snapshot(current_settings()) as execute:
+        return read(execute)
 
 
 def _day(epoch_s: float, shape: str = "%Y-%m-%d") -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from remem.cli.app import cli, open_home, print_json, print_table
+from remem.cli.app import cli, json_option, open_home, print_json, print_table
 from remem.db.vocabulary import TASK_STATUSES
 from remem.errors import NotFound
 
@@ -18,7 +18,7 @@ from remem.errors import NotFound
 @click.option("--burst", is_flag=True, help="Drain the queue once and exit (for cron).")
 @click.option("--max-seconds", type=float, default=None, help="Stop a burst after this long.")
 @click.option("-v", "--verbose", is_flag=True, help="Log debug lines to the worker log.")
-@click.option("--json", "as_json", is_flag=True, help="Print the burst summary as JSON.")
+@json_option("the burst summary")
 def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool) -> None:
     """Process captured events into procedures.
 
@@ -149,7 +149,7 @@ def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json
     help="Only tasks in this state.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the tasks as JSON.")
+@json_option("the tasks")
 @click.pass_context
 def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bool) -> None:
     """List extraction tasks, newest first; failed ones show their last error.
@@ -161,7 +161,7 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
     """
     if ctx.invoked_subcommand is not None:
         return
-    from remem.procedures.store import iso
+    from remem.agent.json_contract import rfc3339
     from remem.queue.store import list_tasks
 
     _settings_unused, engine = open_home()
@@ -170,17 +170,7 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
     finally:
         engine.dispose()
     if as_json:
-        print_json(
-            [
-                {
-                    **row.__dict__,
-                    "run_after": iso(row.run_after),
-                    "lease_expires_at": iso(row.lease_expires_at),
-                    "updated_at": iso(row.updated_at),
-                }
-                for row in rows
-            ]
-        )
+        print_json([{**row.__dict__, "run_after": rfc3339(row.run_after)} for row in rows])
         return
     print_table(
         "Tasks",

@@ -1,9 +1,10 @@
-"""One read-only snapshot of a home's database, for the commands that only read.
+"""One read-only snapshot of a home's database, for whatever only reads (remem.agent.read).
 
 A SQLite file is read with the stdlib, as the hook reads its digest, so that `remem context` and
 `remem status` answer in the time of an interpreter start. Any other database goes through an
-SQLAlchemy engine, imported only then. Either way the caller gets `execute(sql, params) -> rows`
-(named parameters) inside one transaction: every statement sees the same state.
+SQLAlchemy engine, imported only then; a command that already holds an engine reads through
+`engine_reader`. Either way the caller gets `execute(sql, params) -> rows` (named parameters)
+inside one transaction: every statement sees the same state.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
+from remem.db import sqlite
 from remem.db.sqlite import SCHEMA_HEAD
 from remem.errors import (
     DatabaseUnavailable,
@@ -28,9 +30,13 @@ TYPE_CHECKING = False  # `typing` is not imported on the fast read path
 if TYPE_CHECKING:
     from typing import Any
 
+    from sqlalchemy import Engine
+
     from remem.config import Settings
 
 
+# What every reader and writer that may run on the hook's side takes: one SQL text with named
+# parameters in, its rows out. Declared here only.
 Execute = Callable[[str, "dict[str, Any]"], "Sequence[Sequence[Any]]"]
 BUSY_TIMEOUT_S = 2.0
 
@@ -73,19 +79,25 @@ def read_snapshot(settings: Settings, require_current_schema: bool = True) -> It
         return
     if not os.path.isfile(path):
         raise DatabaseUnavailable(path, "the file does not exist: run `remem init`")
-    connection = sqlite3.connect(
-        f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
-    )
+    connection = sqlite.connect_read_only(path, BUSY_TIMEOUT_S)
     try:
-
-        def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
-            return connection.execute(sql, params).fetchall()
-
-        connection.execute("BEGIN")
+        execute = sqlite.executor(connection)
         _check_schema(execute, require_current_schema)
         yield execute
     finally:
         connection.close()
+
+
+@contextlib.contextmanager
+def reading(settings: Settings) -> Iterator[Execute]:
+    """A snapshot for an agent's question (recall, MCP, export): a database that cannot be read
+    (locked past the wait, damaged) is one line for the user, not a traceback."""
+    try:
+        with read_snapshot(settings) as execute:
+            yield execute
+    except sqlite3.Error as exc:
+        where = settings.sqlite_file or "the database"
+        raise DatabaseUnavailable(where, f"{exc}: see `remem doctor`") from None
 
 
 def _check_schema(execute: Execute, required: bool) -> None:
@@ -96,13 +108,21 @@ def _check_schema(execute: Execute, required: bool) -> None:
 
 
 @contextlib.contextmanager
+def engine_reader(engine: Engine) -> Iterator[Execute]:
+    """`execute` over one read-only connection of an engine a command already holds."""
+    from remem.db.engine import READ_ONLY, executor
+
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        yield executor(connection)
+
+
+@contextlib.contextmanager
 def _engine_snapshot(settings: Settings, require_current_schema: bool) -> Iterator[Execute]:
-    from remem.db.engine import READ_ONLY, executor, make_engine
+    from remem.db.engine import make_engine
 
     engine = make_engine(settings.database_url)
     try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            execute = executor(connection)
+        with engine_reader(engine) as execute:
             _check_schema(execute, require_current_schema)
             yield execute
     finally:

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import sqlite3
 
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from remem.db.snapshot import Execute
+
 # journal_mode=WAL is persistent in the file; it is set again on every connection because a
 # database copied or restored without its -wal file may come back in rollback mode.
 PRAGMAS = (
@@ -46,3 +50,26 @@ def connect(
         connection.close()
         raise
     return connection
+
+
+def connect_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:
+    """A read-only connection to an existing database file, inside one transaction: every
+    statement sees the same state (the SessionStart digest, remem.db.snapshot)."""
+    connection = sqlite3.connect(
+        f"file:{path}?mode=ro", uri=True, timeout=busy_timeout_s, isolation_level=None
+    )
+    try:
+        connection.execute("BEGIN")
+    except sqlite3.Error:
+        connection.close()
+        raise
+    return connection
+
+
+def executor(connection: sqlite3.Connection) -> Execute:
+    """`execute(sql, params) -> rows` over a stdlib connection."""
+
+    def execute(sql: str, params: dict[str, object]) -> list[tuple[object, ...]]:
+        return connection.execute(sql, params).fetchall()
+
+    return execute

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from remem import files
+from remem.agent.json_contract import rfc3339
 from remem.capture import spool
 from remem.config import Settings
 from remem.db.engine import READ_ONLY
@@ -27,7 +28,6 @@ from remem.forgetting.selection import (
     with_ids,
 )
 from remem.procedures.groups import Group
-from remem.procedures.store import iso
 from remem.queue import store as queue
 
 # Where captured text is kept, and what a match there makes us forget: (kind, id, rows, text).
@@ -217,7 +217,7 @@ def _events(
             items.append(
                 Item(
                     row.id,
-                    iso(row.event_at) or "",
+                    rfc3339(row.event_at) or "",
                     excerpt(row.command or f"({row.kind})", pattern),
                 )
             )

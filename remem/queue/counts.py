@@ -9,10 +9,7 @@ from remem.queue import statements as sql
 
 TYPE_CHECKING = False  # `typing` is not imported on the fast read path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any
-
-    Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
+    from remem.db.snapshot import Execute
 
 
 def count_by_status(execute: Execute) -> dict[str, int]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
+    from remem.db.snapshot import Execute
+
 
 HEARTBEAT_INTERVAL_S = 5.0
 STALE_AFTER_INTERVALS = 3

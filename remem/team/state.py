@@ -13,10 +13,7 @@ from dataclasses import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any
-
-    Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
+    from remem.db.snapshot import Execute
 
 CONTACT, ERROR, SHIP, PULL = "contact", "error", "ship", "pull"
 

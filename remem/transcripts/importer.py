@@ -28,7 +28,7 @@ from remem.transcripts.common import ReadStats, TranscriptCall
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
-    from remem.capture.store import Execute
+    from remem.db.snapshot import Execute
 
 HOSTS = ("claude-code", "codex")
 READERS: dict[str, Callable[[str, ReadStats], Iterator[TranscriptCall]]] = {

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from remem.agent.context import digest_known_errors, read_entries
 from remem.config import Settings
 from remem.procedures import digest
 from tests.conftest import Home, load_fixture
@@ -56,8 +57,8 @@ def expected_pages(home: Home, project: Path, branch: str) -> list[str]:
         return connection.execute(sql, params).fetchall()
 
     try:
-        entries = digest.read_entries(execute, str(project), branch)
-        known_errors = digest.read_known_errors(execute, str(project))
+        entries = read_entries(execute, str(project), branch)
+        known_errors = digest_known_errors(execute, str(project))
     finally:
         connection.close()
     return digest.paginate(

@@ -178,6 +178,39 @@ def test_hook_never_imports_sqlalchemy(home: Home) -> None:
     assert forbidden.isdisjoint(report["modules"])
 
 
+def test_session_start_reads_its_digest_without_typing_or_dataclasses(
+    home: Home, tmp_path: Path
+) -> None:
+    """The digest is read through the read model (remem.agent.context), whose records must not
+    cost the hook `typing`, `dataclasses` or `inspect`."""
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    for number in range(2):
+        event = {"session_id": "s1", "cwd": str(project), "command": "make test", "exit_code": 0}
+        assert home.hook({**event, "event_id": f"e{number}"}, "--host", "generic").returncode == 0
+    home.remem("worker", "--burst")
+    script = (
+        "import sys, json\n"
+        "from remem.capture.hook import main\n"
+        "code = main(['--host', 'claude-code'])\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    payload = {"session_id": "s2", "cwd": str(project), "hook_event_name": "SessionStart"}
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(payload).encode(),
+        env=home.env,
+        capture_output=True,
+        timeout=30,
+    )
+    *digest, last = result.stdout.decode().splitlines()
+    report = json.loads(last)
+    assert report["code"] == 0
+    assert "remem.agent.context" in report["modules"] and "- `make test`" in "\n".join(digest)
+    assert {"typing", "dataclasses", "inspect", "sqlalchemy"}.isdisjoint(report["modules"])
+
+
 def test_hook_never_migrates_a_database_behind_its_schema(home: Home) -> None:
     connection = sqlite3.connect(home.db, isolation_level=None)
     connection.execute("UPDATE alembic_version SET version_num = '0000'")

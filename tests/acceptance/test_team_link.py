@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from remem.agent.json_contract import rfc3339
 from remem.db.sqlite import SCHEMA_HEAD
 from tests.conftest import Home
 from tests.pg_server import free_port
@@ -154,7 +155,7 @@ def test_status_reports_what_the_daemon_recorded(home: Home, tmp_path: Path) -> 
         1,
         last - first,
     )
-    assert team["contact_at"] == now - 3 * HOUR - 600
+    assert team["contact_at"] == rfc3339(now - 3 * HOUR - 600)
     assert 3 * HOUR + 600 <= team["contact_age_s"] < 4 * HOUR
 
     # The daemon's next try failed; an error that names the URL never shows its password.

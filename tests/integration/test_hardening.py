@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from remem.agent.context import digest_known_errors, read_entries
 from remem.procedures import digest
 from remem.procedures.store import archive
 from tests.integration.conftest import DAY, World
@@ -57,8 +58,8 @@ def test_huge_fix_streaks_keep_every_page_within_the_budget(world: World) -> Non
         world.now += 60
     world.burst()
 
-    entries = digest.read_entries(world.execute, "/p/shop", "main")
-    errors = digest.read_known_errors(world.execute, "/p/shop")
+    entries = read_entries(world.execute, "/p/shop", "main")
+    errors = digest_known_errors(world.execute, "/p/shop")
     for max_chars, max_lines in ((4000, 200), (1500, 200), (1500, 8)):
         pages = digest.paginate(
             entries, digest.header_for("/p/shop", "main"), max_chars, max_lines, errors
@@ -80,9 +81,7 @@ def test_a_branch_s_own_verdict_hides_the_default_branch_s_procedure(
     world.post("make test", branch="feature", session="s3")
     world.burst()
     # Verified on two branches: the project-wide procedure is what the feature branch sees.
-    assert [e.scope for e in digest.read_entries(world.execute, "/p/shop", "feature")] == [
-        "project"
-    ]
+    assert [e.scope for e in read_entries(world.execute, "/p/shop", "feature")] == ["project"]
     if verdict == "broken":
         for _ in range(2):
             world.now += 60
@@ -97,5 +96,5 @@ def test_a_branch_s_own_verdict_hides_the_default_branch_s_procedure(
 
     statuses = {b: s for scope, b, s in world.procedures("scope", "branch", "status") if b}
     assert statuses == {"feature": verdict, "main": "active"}
-    assert digest.read_entries(world.execute, "/p/shop", "feature") == []
-    assert [e.branch for e in digest.read_entries(world.execute, "/p/shop", "main")] != []
+    assert read_entries(world.execute, "/p/shop", "feature") == []
+    assert [e.branch for e in read_entries(world.execute, "/p/shop", "main")] != []

@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import text
 
+from remem.agent.read import read_lessons
 from remem.db.driver import Driver
 from remem.procedures import journal
-from remem.procedures.store import lessons_of
 from tests.conftest import load_fixture
 from tests.integration.conftest import World
 from tests.integration.test_group_state import assert_full_derivation_agrees
@@ -94,7 +94,7 @@ def test_repeated_fix_then_real_fix_gives_one_lesson(world: World) -> None:
         (2, '["src/cart.py"]', True, 1, 6),
     ]
     assert _lessons(world) == [(2, "[[2, 1]]", '["src/cart.py"]', 6)]
-    (lesson,) = lessons_of(world.engine, procedure[0])
+    (lesson,) = read_lessons(world.execute, procedure_id=procedure[0])
     assert "Failed 2 times" in lesson.body
     assert "Attempt 2 repeated attempt 1's change." in lesson.body
     assert "Fixed after editing src/cart.py." in lesson.body
@@ -159,7 +159,9 @@ def test_lesson_of_an_unpromoted_command_is_kept_and_shown_once_promoted(world: 
     Claude(world, "s2").succeed()
     world.burst()
     (procedure_id,) = world.one("id")
-    assert [lesson.failed_attempts for lesson in lessons_of(world.engine, procedure_id)] == [1]
+    assert [
+        lesson.failed_attempts for lesson in read_lessons(world.execute, procedure_id=procedure_id)
+    ] == [1]
 
 
 def test_a_procedure_keeps_its_newest_three_lessons_and_every_journal_row(world: World) -> None:

@@ -339,7 +339,7 @@ def test_known_errors_are_this_machines_first_then_those_only_the_team_met(
         "- \"KeyError: 'sku'\": fixed after editing s.py (met by the team)",
     ]
     known = context_json(world, shop)["known_errors"]
-    assert [(error["line"], error["source"]) for error in known] == [
+    assert [(error["error"], error["source"]) for error in known] == [
         ("E   assert 0 == 3", "local"),
         ("KeyError: 'sku'", "team"),
     ]
@@ -359,7 +359,7 @@ def test_known_errors_keep_their_cap_with_the_teams(world: World, shop: Path) ->
             resolved_at=world.now + number,
         )
     known = context_json(world, shop)["known_errors"]
-    assert [error["line"] for error in known] == [
+    assert [error["error"] for error in known] == [
         "E   assert 0 == 3",
         "E   team error 7",
         "E   team error 6",

@@ -9,8 +9,9 @@ from typing import Any
 
 from sqlalchemy import text
 
+from remem.agent import read
+from remem.agent.context import digest_known_errors, read_entries, read_known_errors
 from remem.procedures import digest
-from remem.procedures.store import known_errors, list_procedures
 from tests.integration.conftest import World, make_repository, make_worktree
 
 MIX = "mix test"
@@ -97,7 +98,7 @@ def test_masked_run_with_no_summary_is_unverified_not_evidence(world: World) -> 
     )
     assert (command, runs, json.loads(evidence)) == (MIX, 2, [1, 4])
     assert json.loads(variants) == [{"command": MIX, "runs": 2}, {"command": MIX_TAIL, "runs": 2}]
-    (procedure,) = list_procedures(world.engine)
+    (procedure,) = read.read_procedures(world.execute)
     assert procedure.evidence_event_ids == (1, 4)
 
 
@@ -154,7 +155,7 @@ def test_a_step_run_from_its_directory_or_through_cd_is_one_procedure(
         assert list(directories) == [".", "frontend", ".", "."]
     assert roots == [root]
     # The digest of the frontend directory puts its own procedure first.
-    entries = digest.read_entries(world.execute, root, "main", directory="frontend")
+    entries = read_entries(world.execute, root, "main", directory="frontend")
     assert [e.directory for e in entries] == ["frontend", "."]
 
 
@@ -182,9 +183,9 @@ def test_a_workflow_verified_on_two_branches_is_project_wide(world: World, tmp_p
         2,
     )
     assert command == "make test"
-    (procedure,) = list_procedures(world.engine, project=root, branch="c")
+    (procedure,) = read.read_procedures(world.execute, project=root, branch="c")
     assert (procedure.scope, procedure.branch, procedure.branches) == ("project", None, ("a", "b"))
-    (entry,) = digest.read_entries(world.execute, root, "c")
+    (entry,) = read_entries(world.execute, root, "c")
     assert (entry.command, entry.scope, entry.branches, entry.inherited) == (
         "make test",
         "project",
@@ -211,10 +212,10 @@ def test_a_branch_s_own_broken_procedure_hides_the_project_wide_one(
         ("branch", "c", "broken"),
         ("project", "", "active"),
     ]
-    assert digest.read_entries(world.execute, root, "c") == []
-    (entry,) = digest.read_entries(world.execute, root, "d")
+    assert read_entries(world.execute, root, "c") == []
+    (entry,) = read_entries(world.execute, root, "d")
     assert (entry.scope, entry.branches) == ("project", ["a", "b", "c"])
-    assert [e.scope for e in digest.read_entries(world.execute, root, "a")] == ["project"]
+    assert [e.scope for e in read_entries(world.execute, root, "a")] == ["project"]
 
 
 def test_a_fixed_error_is_a_known_error_of_the_whole_project(world: World) -> None:
@@ -240,17 +241,17 @@ def test_a_fixed_error_is_a_known_error_of_the_whole_project(world: World) -> No
     assert lesson.branch == "a" and json.loads(lesson.fix_files) == ["config/test.exs"]
     assert lesson.error_key
 
-    (known,) = digest.read_known_errors(world.execute, "/p/shop")
-    assert (known.line, known.fix_files) == (SECRET, ["config/test.exs"])
-    (sighting,) = known_errors(world.engine, project="/p/shop")
+    (known,) = digest_known_errors(world.execute, "/p/shop")
+    assert (known.error, known.fix_files) == (SECRET, ("config/test.exs",))
+    (sighting,) = read_known_errors(world.execute, project="/p/shop")
     assert (sighting.error, sighting.branch, sighting.workflow) == (SECRET, "a", command)
-    assert known_errors(world.engine, error_keys=(lesson.error_key,)) == [sighting]
-    assert known_errors(world.engine, project="/p/other") == []
+    assert read_known_errors(world.execute, error_keys=(lesson.error_key,)) == [sighting]
+    assert read_known_errors(world.execute, project="/p/other") == []
     # Another branch with no procedure at all still gets the project's known errors.
     (page,) = digest.paginate(
-        digest.read_entries(world.execute, "/p/shop", "b"),
+        read_entries(world.execute, "/p/shop", "b"),
         digest.header_for("/p/shop", "b"),
-        known_errors=digest.read_known_errors(world.execute, "/p/shop"),
+        known_errors=digest_known_errors(world.execute, "/p/shop"),
     )
     assert json.dumps(SECRET) in page and "config/test.exs" in page
 
@@ -266,7 +267,7 @@ def test_files_kept_are_the_five_most_often_edited_before_verified_runs(world: W
     assert json.loads(files) == ["src/f.py", "src/g.py", "src/h.py", "src/a.py", "src/b.py"]
     assert files_more == 3
     assert "+3 more" in body
-    (entry,) = digest.read_entries(world.execute, "/p/shop", "main")
+    (entry,) = read_entries(world.execute, "/p/shop", "main")
     (page,) = digest.paginate([entry], digest.header_for("/p/shop", "main"))
     assert "files: src/f.py, src/g.py, src/h.py, src/a.py, src/b.py +3 more" in page
 

@@ -8,15 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from remem.agent.context import LOCAL, TEAM, Entry, KnownError, choose, make_entry
 from remem.capture.redact import MASK, redact_text
 from remem.config import Settings
 from remem.procedures.digest import (
     COMMAND_CHARS,
-    LOCAL,
-    TEAM,
-    Entry,
-    KnownError,
-    choose,
     header_for,
     needs_credentials,
     paginate,
@@ -62,9 +58,8 @@ def entry(
         json.dumps(files or []),
         files_more,
     )
-    made = Entry(row, inherited, LOCAL if machines is None else TEAM, machines)
-    made.pitfalls = list(pitfalls or [])
-    return made
+    made = make_entry(row, inherited, LOCAL if machines is None else TEAM, machines)
+    return made.but(pitfalls=tuple(pitfalls or ()))
 
 
 def many(count: int) -> list[Entry]:

@@ -1,0 +1,316 @@
+"""The digest's reads (DESIGN.md §7): per workflow, the procedure that holds on a branch, this
+machine's or the team's pulled one, with its pitfalls, and the project's known errors. The
+SessionStart hook, `remem context`, the MCP `procedures` tool and `remem procedures errors`
+read them here; remem.procedures.digest renders the pages.
+
+Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
+"""
+
+from __future__ import annotations
+
+from remem.agent.record import Record, in_list, json_list
+from remem.config import Settings
+from remem.procedures import digest
+from remem.procedures.digest import needs_credentials, pitfall_text
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from remem.db.snapshot import Execute
+
+ACTIVE = "active"
+LOCAL, TEAM = "local", "team"
+# A local verdict that the workflow fails here, or the user's archive, hides the team's proof
+# too; a stale one only says this machine has not run it lately.
+HIDES_TEAM = ("broken", "archived")
+KNOWN_ERRORS_SHOWN = 5
+
+
+class KnownError(Record):
+    """An error the project met and what fixed it, on whichever branch and command, here or,
+    for a shared project, on the team's machines."""
+
+    error: str
+    fix_files: tuple[str, ...]
+    resolved_at: float
+    source: str = LOCAL
+    error_key: str | None = None
+    branch: str | None = None
+    directory: str | None = None
+    workflow: str | None = None  # None for the team's: their attempts stay on the team database
+
+
+_KNOWN_ERRORS = (
+    "SELECT l.last_error, l.fix_files, l.resolved_at, l.error_key, l.branch, l.directory, "
+    "{workflow} FROM {table} l JOIN projects pr ON pr.id = l.project_id "
+    "WHERE l.error_key IS NOT NULL{where} ORDER BY l.resolved_at DESC, l.id DESC{limit}"
+)
+_WORKFLOW = (
+    "(SELECT a.workflow FROM attempts a WHERE a.project_id = l.project_id "
+    "AND a.directory = l.directory AND a.workflow_hash = l.workflow_hash LIMIT 1)"
+)
+_TABLES = {LOCAL: ("lessons", _WORKFLOW), TEAM: ("team_lessons", "NULL")}
+_OF_ROOT = " AND pr.root = :root"
+
+
+def _known_errors(
+    execute: Execute, source: str, where: str, params: dict[str, Any], limit: str = ""
+) -> list[KnownError]:
+    table, workflow = _TABLES[source]
+    query = _KNOWN_ERRORS.format(workflow=workflow, table=table, where=where, limit=limit)
+    return [
+        KnownError(
+            line or "", tuple(json_list(fix_files)), at, source, key, branch, directory, flow
+        )
+        for line, fix_files, at, key, branch, directory, flow in execute(query, params)
+    ]
+
+
+def read_known_errors(
+    execute: Execute, project: str | None = None, error_keys: Sequence[str] | None = None
+) -> list[KnownError]:
+    """Every lesson's error on this machine, newest first: on which branch, under which
+    workflow, fixed how."""
+    params: dict[str, Any] = {}
+    where = ""
+    if project is not None:
+        where, params["project"] = " AND pr.root = :project", project
+    if error_keys is not None:
+        if not error_keys:
+            return []
+        where += f" AND l.error_key IN ({in_list('k', error_keys, params)})"
+    return _known_errors(execute, LOCAL, where, params)
+
+
+def digest_known_errors(execute: Execute, root: str) -> list[KnownError]:
+    """The project's newest distinct errors with what fixed them, on any branch, as the digest
+    shows them: this machine's first, then those only the team met."""
+    found: list[KnownError] = []
+    seen: set[str | None] = set()
+    for source in (LOCAL, TEAM):
+        for error in _known_errors(execute, source, _OF_ROOT, {"root": root}, " LIMIT 200"):
+            if error.error_key in seen or not error.error:
+                continue
+            seen.add(error.error_key)
+            found.append(error)
+            if len(found) == KNOWN_ERRORS_SHOWN:
+                return found
+    return found
+
+
+class Entry(Record):
+    """One procedure as the digest shows it, this machine's or the team's."""
+
+    id: int
+    command: str
+    scope: str
+    branch: str | None
+    directory: str
+    workflow_hash: str
+    confidence: float
+    verified_runs: int
+    distinct_sessions: int
+    branches: list[str]
+    last_verified_at: float
+    files: list[str]
+    files_more: int
+    inherited: bool = False
+    source: str = LOCAL
+    machines: int | None = None  # how many machines the team's evidence comes from
+    pitfalls: tuple[str, ...] = ()
+
+    @property
+    def needs_credentials(self) -> bool:
+        return needs_credentials(self.command)
+
+    @property
+    def whole(self) -> str:
+        """The command that shows this procedure whole."""
+        kind = "team" if self.source == TEAM else "show"
+        return f"remem procedures {kind} {self.id}"
+
+    def as_json(self) -> dict[str, Any]:
+        data = {**self.fields(), "needs_credentials": self.needs_credentials}
+        if self.scope == "project":
+            data["branch"] = None
+        return data
+
+
+def make_entry(
+    row: Sequence[Any], inherited: bool = False, source: str = LOCAL, machines: int | None = None
+) -> Entry:
+    """An entry from the first 13 columns of `_ENTRIES`."""
+    values = list(row[:13])
+    values[9], values[11] = json_list(values[9]), json_list(values[11])
+    return Entry(*values, inherited, source, machines)
+
+
+# This machine's procedures and the team's pulled ones alike; the team's add `machines`.
+_ENTRIES = (
+    "SELECT p.id, p.command, p.scope, p.branch, p.directory, p.workflow_hash, p.confidence, "
+    "p.verified_runs, p.distinct_sessions, p.branches, p.last_verified_at, p.files, "
+    "p.files_more, p.status{machines} FROM {table} p JOIN projects pr ON pr.id = p.project_id "
+    "WHERE pr.root = :root AND (p.scope = 'project' OR p.branch IN ({branches}))"
+)
+# The pitfall is rendered from the lesson's fields, not read from its stored text: rows written
+# by an older wording read as the current one does. The team's lessons have the same fields.
+_PITFALLS = (
+    "SELECT l.failed_attempts, l.last_error, l.repeats, l.fix_files FROM {table} l "
+    "JOIN projects pr ON pr.id = l.project_id "
+    "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
+    "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
+)
+_LESSON_TABLES = {LOCAL: "lessons", TEAM: "team_lessons"}
+
+
+def read_entries(
+    execute: Execute,
+    root: str,
+    branch: str | None,
+    inherit_from: Sequence[str] = Settings.inherit_from,
+    directory: str = ".",
+) -> list[Entry]:
+    """The procedure that holds for each workflow on this branch (see `choose`), with its
+    pitfalls. Those of this directory first, then by confidence, then most recently verified,
+    then this machine's before the team's, then id."""
+    own = branch or ""
+    parents = [parent for parent in inherit_from if parent != own]
+    params: dict[str, Any] = {"root": root}
+    branches = in_list("b", [own, *parents], params)
+    local = execute(_ENTRIES.format(machines="", table="procedures", branches=branches), params)
+    team = execute(
+        _ENTRIES.format(machines=", p.machines", table="team_procedures", branches=branches),
+        params,
+    )
+    entries = [
+        chosen.but(pitfalls=tuple(_pitfalls(execute, root, chosen)))
+        for chosen in choose(local, team, own, parents)
+    ]
+    entries.sort(
+        key=lambda e: (
+            e.directory != directory,
+            -e.confidence,
+            -e.last_verified_at,
+            e.source != LOCAL,
+            e.id,
+        )
+    )
+    return entries
+
+
+def choose(
+    local: Sequence[Sequence[Any]],
+    team: Sequence[Sequence[Any]],
+    own: str,
+    parents: Sequence[str],
+) -> list[Entry]:
+    """Per workflow (directory, workflow hash), what the branch `own` is shown: this machine's
+    choice; where it has none, the team's by the same rules, unless a local procedure of the
+    workflow is broken or archived. Rows are `_ENTRIES`'s, of this branch, the project and
+    the `parents` it inherits from."""
+    mine = _holding(local, own, parents)
+    theirs = _holding(team, own, parents)
+    hidden = {(row[4], row[5]) for row in local if row[13] in HIDES_TEAM}
+    entries = []
+    for key in sorted(set(mine) | set(theirs)):
+        if key in mine:
+            row, inherited = mine[key]
+            entries.append(make_entry(row, inherited))
+        elif key not in hidden:
+            row, inherited = theirs[key]
+            entries.append(make_entry(row, inherited, TEAM, row[14]))
+    return entries
+
+
+def _holding(
+    rows: Sequence[Sequence[Any]], own: str, parents: Sequence[str]
+) -> dict[tuple[str, str], tuple[Sequence[Any], bool]]:
+    """For each workflow, the active row that holds on the branch and whether it is inherited:
+    the branch's own verdict first (its broken, stale or archived procedure hides the others),
+    then the project-wide one, then the first default branch's."""
+    mine: dict[tuple[str, str], Sequence[Any]] = {}
+    project: dict[tuple[str, str], Sequence[Any]] = {}
+    inherited: dict[tuple[str, str], tuple[int, Sequence[Any]]] = {}
+    for row in rows:
+        key = (row[4], row[5])
+        if row[2] == "project":
+            project[key] = row
+        elif row[3] == own:
+            mine[key] = row
+        elif row[13] == ACTIVE:
+            rank = parents.index(row[3])
+            if key not in inherited or rank < inherited[key][0]:
+                inherited[key] = (rank, row)
+    holding = {}
+    for key in set(mine) | set(project) | set(inherited):
+        chosen = _choose(mine.get(key), project.get(key), inherited.get(key, (0, None))[1])
+        if chosen is not None:
+            holding[key] = chosen
+    return holding
+
+
+def _choose(
+    mine: Sequence[Any] | None, project: Sequence[Any] | None, inherited: Sequence[Any] | None
+) -> tuple[Sequence[Any], bool] | None:
+    if mine is not None and mine[13] != ACTIVE:
+        return None  # the branch's own verdict on this workflow
+    if project is not None and project[13] == ACTIVE:
+        return project, False
+    if mine is not None:
+        return mine, False
+    if inherited is not None:
+        return inherited, True
+    return None
+
+
+def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
+    params: dict[str, Any] = {
+        "root": root,
+        "directory": shown.directory,
+        "workflow_hash": shown.workflow_hash,
+    }
+    where = ""
+    if shown.scope != "project":
+        where, params["branch"] = "AND l.branch = :branch", shown.branch
+    query = _PITFALLS.format(table=_LESSON_TABLES[shown.source], branch=where)
+    return [
+        pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
+        for count, last_error, repeats, fix_files in execute(query, params)
+    ]
+
+
+class Context(Record):
+    """What the digest holds for a directory: the procedures that hold there and the
+    project's known errors. `remem context --json` and the MCP `procedures` tool print it."""
+
+    project: str
+    branch: str | None
+    directory: str
+    procedures: list[Entry]
+    known_errors: list[KnownError]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **self.fields(),
+            "procedures": [shown.as_json() for shown in self.procedures],
+            "known_errors": [error.as_json() for error in self.known_errors],
+        }
+
+    def pages(self, max_chars: int, max_lines: int) -> list[str]:
+        """The digest's pages: where the SessionStart hook, `remem context` and every other
+        reader of the digest get its text."""
+        header = digest.header_for(self.project, self.branch, bool(self.procedures))
+        return digest.paginate(self.procedures, header, max_chars, max_lines, self.known_errors)
+
+
+def read_context(
+    execute: Execute,
+    root: str,
+    branch: str | None,
+    directory: str,
+    inherit_from: Sequence[str] = Settings.inherit_from,
+) -> Context:
+    entries = read_entries(execute, root, branch, inherit_from, directory)
+    return Context(root, branch, directory, entries, digest_known_errors(execute, root))
