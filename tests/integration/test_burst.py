@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from remem.config import load_settings
 from remem.db.driver import Driver
 from remem.procedures import promote, tallies
 from remem.procedures import window as window_of
@@ -125,7 +126,7 @@ def test_the_daemon_runs_its_duties_and_drains_on_one_thread(
 ) -> None:
     for name in ("REAP_INTERVAL_S", "INGEST_INTERVAL_S", "MAINTENANCE_INTERVAL_S"):
         monkeypatch.setattr(worker_loop, name, 0.05)
-    world.worker.settings = replace(world.settings, poll_interval_s=0.05)
+    world.worker.settings = load_settings({**world.home.env, "REMEM_WORKER_POLL_INTERVAL": "50ms"})
     calls: list[tuple[str, int]] = []
     _record(world, calls)
     _sessions(world, 2)
