@@ -39,8 +39,8 @@ from remem.db import sqlite as sqlite_settings
 from remem.db.engine import make_engine
 from remem.procedures.steps import classify
 from remem.queue.store import claim_next
-from workers.loop import work
 from workers.runner import Worker
+from workers.work import work
 
 VENV_BIN = Path(sys.executable).parent
 EVENTS = 100_000

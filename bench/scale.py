@@ -43,8 +43,8 @@ from remem.db.engine import make_engine
 from remem.procedures import promote
 from remem.procedures.steps import workflow_hash
 from remem.procedures.tally import VERIFIED, GroupRun, derive, session_lasts
-from workers.loop import work
 from workers.runner import Worker
+from workers.work import work
 
 VENV_BIN = Path(sys.executable).parent
 SEED = 20261209

@@ -46,8 +46,9 @@ from remem.db.migrate import upgrade
 from remem.queue.store import ClaimedTask
 from remem.team.ship import BATCH_EVENTS, ship
 from workers.handlers import PromoteHandler
-from workers.runner import Worker, run_burst
+from workers.runner import Worker
 from workers.team import TeamPromoter
+from workers.work import run_burst
 
 if TYPE_CHECKING:
     from tests.pg_server import PostgresServer

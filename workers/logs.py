@@ -7,8 +7,8 @@ import os
 from io import TextIOWrapper
 from logging.handlers import RotatingFileHandler
 
-from remem.capture.redact import redact_text
 from remem.config import Settings
+from remem.record.redact import redact_text
 
 LOG_FILE = "worker.log"
 FORMAT = "%(asctime)s %(levelname)s %(action)s %(message)s"

@@ -1,4 +1,4 @@
-"""The one worker loop: `work(burst=...)`.
+"""The one worker loop: a tick of duties, then a drain (workers/work.py runs it).
 
 A tick runs the duties that are due, then drains the queue: first those that feed it (reap
 expired leases, ingest the spool, a re-derivation a migration asked for), then the drain, then
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workers.daemon import StopFlag
     from workers.runner import Worker
     from workers.team import TeamJobs
 
@@ -121,30 +120,3 @@ class Loop:
         if self.team is not None:
             total.update(self.team.stats)
         return total
-
-
-def work(
-    worker: Worker,
-    team: TeamJobs | None = None,
-    *,
-    burst: bool,
-    stop: StopFlag | None = None,
-    max_seconds: float | None = None,
-    on_task: Callable[[], None] | None = None,
-    on_started: Callable[[], None] | None = None,
-) -> Counter[str]:
-    """Run the worker: with `burst`, every duty once and the queue drained (for at most
-    `max_seconds`), then return; else as the daemon until `stop` is set. The stats of the run."""
-    if stop is not None:
-        worker.stopping = stop.is_set
-    if burst:
-        loop = Loop(worker, team, burst=True)
-        loop.tick(max_seconds, on_task)
-        worker.flush_checkpoints()
-        return loop.stats()
-    # Imported here: a burst, which the commands that queue work run, needs no scheduler.
-    from workers.daemon import Daemon, StopFlag
-
-    daemon = Daemon(Loop(worker, team), stop or StopFlag())
-    daemon.run(on_started)
-    return daemon.loop.stats()

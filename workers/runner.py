@@ -226,13 +226,3 @@ class Worker:
         self.stats["stale"] += result["stale"]
         self.stats["broken"] += result["broken"]
         self.stats["aged_groups"] += result["aged_groups"]
-
-
-def run_burst(
-    worker: Worker, max_seconds: float | None = None, on_task: Callable[[], None] | None = None
-) -> Counter[str]:
-    """`work(burst=True)` of workers/loop.py, without team duties: what the commands that queue
-    work themselves (import, rebuild, forget) run before they report."""
-    from workers.loop import work  # which imports this module
-
-    return work(worker, burst=True, max_seconds=max_seconds, on_task=on_task)

@@ -1,17 +1,19 @@
 """The digest's reads (DESIGN.md §7): per workflow, the procedure that holds on a branch, this
 machine's or the team's pulled one, with its pitfalls, and the project's known errors. The
 SessionStart hook, `remem context`, the MCP `procedures` tool and `remem procedures errors`
-read them here; remem.procedures.digest renders the pages.
+read them here; remem.agent.digest renders the pages.
 
 Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 """
 
 from __future__ import annotations
 
-from remem.agent.record import Record, in_list, json_list
+import os
+
+from remem.agent import digest
+from remem.agent.frozen import Record, in_list, json_list
 from remem.config import Settings
-from remem.procedures import digest
-from remem.procedures.digest import needs_credentials, pitfall_text
+from remem.record.quote import needs_credentials, pitfall_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -314,3 +316,32 @@ def read_context(
 ) -> Context:
     entries = read_entries(execute, root, branch, inherit_from, directory)
     return Context(root, branch, directory, entries, digest_known_errors(execute, root))
+
+
+def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
+    """What `remem context` prints for a directory: a page of the digest, or every entry as
+    JSON. Stdlib only, as the hook reads it."""
+    from remem.config import load_settings
+    from remem.db.snapshot import read_snapshot
+    from remem.errors import RememError
+    from remem.record.identity import locate
+
+    page = 1 if page is None else page
+    if page < 1:
+        raise RememError("--page counts from 1.")
+    settings = load_settings()
+    root, branch, _work_tree, directory = locate(
+        os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+    )
+    with read_snapshot(settings) as execute:
+        context = read_context(execute, root, branch, directory, settings.inherit_from)
+    if as_json:
+        from remem import json_contract
+
+        return json_contract.dumps(context.as_json())
+    pages = context.pages(settings.context_max_chars, settings.context_max_lines)
+    if not pages:
+        return ""
+    if page > len(pages):
+        raise RememError(f"The digest has {len(pages)} page(s): ask for --page 1 to {len(pages)}.")
+    return pages[page - 1]

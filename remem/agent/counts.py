@@ -1,5 +1,5 @@
 """The counts `remem status` reports of the memory: events, drops, unresolved Codex outcomes
-and procedures by status (the queue's are remem.status's, until they move to remem/queue/).
+and procedures by status (the queue's are remem.admin.status's, until they move to remem/queue/).
 
 Its own module, beside remem.agent.read: `remem status` answers in the time of an interpreter
 start, and needs none of the read model's other records.
@@ -7,7 +7,7 @@ start, and needs none of the read model's other records.
 
 from __future__ import annotations
 
-from remem.agent.record import Record
+from remem.agent.frozen import Record
 from remem.db.vocabulary import PROCEDURE_STATUSES
 
 TYPE_CHECKING = False

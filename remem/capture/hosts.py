@@ -11,16 +11,26 @@ import json
 import os
 import re
 
-from remem.capture.event import (
+from remem.capture.fields import (
+    change_hash,
+    command_text,
+    edit_change,
+    excerpt,
+    exit_code_in,
+    exit_code_value,
+    field,
+    parse_timestamp,
+    payload_hash,
+    stored_payload,
+)
+from remem.record.event import (
     DROP_EXCERPT_CHARS,
-    ERROR_EXCERPT_CHARS,
-    OUTPUT_HEAD_CHARS,
-    OUTPUT_TAIL_CHARS,
     CapturedEvent,
     Dropped,
 )
-from remem.capture.identity import spelt_root
-from remem.capture.redact import redact_json, redact_text
+from remem.record.identity import spelt_root
+from remem.record.output import OUTPUT_FIELDS, output_excerpt, output_text
+from remem.record.redact import redact_json, redact_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -33,12 +43,6 @@ COMMAND_TOOLS = frozenset({"Bash", "Shell", "shell", "exec_command", "local_shel
 EDIT_TOOLS = frozenset(
     {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "StrReplace", "Delete"}
 )
-STORED_STRING_CHARS = 2000
-# Compiled on first use, not at import: most payloads never need them.
-_EXIT_CODE = r"(?:exit code|status code|exit status)\s*:?\s*(-?\d+)"
-# An exit code written as text: an integer, or an integral decimal ("3.0"), in ASCII digits.
-_EXIT_CODE_TEXT = r"[+-]?[0-9]{1,18}(?:\.0*)?"
-_PATCH_FILE = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$"
 # `remem forget` names what it forgets, so it is never recorded: a command that runs it, alone,
 # by a path, after `;`, `&&`, `|`, `(` or inside quotes (`bash -c "remem forget ..."`). A
 # regular expression rather than the shell parser, on the hook's hot path; a command it takes
@@ -64,159 +68,6 @@ def detect_host(payload: dict[str, Any]) -> str | None:
     ):
         return "codex"
     return "claude-code"
-
-
-def _field(
-    payload: dict[str, Any], name: str, kind: type | tuple[type, ...], required: bool, host: str
-) -> Any:
-    value = payload.get(name)
-    if value is None:
-        if required:
-            raise Dropped("missing_field", name, host, payload.get("hook_event_name"))
-        return None
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise Dropped(
-            "invalid_field", f"{name} has the wrong type", host, payload.get("hook_event_name")
-        )
-    return value
-
-
-def _exit_code_in(text: str | None) -> int | None:
-    if not text:
-        return None
-    match = re.search(_EXIT_CODE, text, re.IGNORECASE)
-    return int(match.group(1)) if match else None
-
-
-def exit_code_value(value: Any) -> int | None:
-    """An exit code as a payload may carry it: an integer, an integral number or numeric text
-    (" 2 ", "-1", "3.0"); None for anything else, booleans included."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    if isinstance(value, str):
-        text = value.strip()
-        if re.fullmatch(_EXIT_CODE_TEXT, text, re.ASCII):
-            return int(text.split(".", 1)[0])
-    return None
-
-
-def _excerpt(text: Any) -> str | None:
-    if not isinstance(text, str) or not text:
-        return None
-    # Redact the whole text before cutting: a cut could leave a token too short to recognise.
-    return redact_text(text)[:ERROR_EXCERPT_CHARS]
-
-
-def _command_text(value: Any) -> str | None:
-    """A command as the agent ran it; Codex may send argv, unwrapped from `bash -lc`."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
-        argv: list[str] = value
-        shell_wrapped = os.path.basename(argv[0]) in ("bash", "sh", "zsh")
-        if len(argv) == 3 and shell_wrapped and argv[1] in ("-c", "-lc"):
-            return argv[2]
-        import shlex  # only for argv-shaped commands
-
-        return shlex.join(argv)
-    return None
-
-
-def _normalise_ws(text: Any) -> str:
-    return "".join(str(text).split()) if text is not None else ""
-
-
-def _edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(files, normalised change parts) of an edit tool's input."""
-    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
-    files = [path] if isinstance(path, str) else []
-    parts: list[str] = []
-    if tool_name == "apply_patch":
-        patch = tool_input.get("input") or tool_input.get("patch") or tool_input.get("command")
-        patch_text = patch if isinstance(patch, str) else json.dumps(patch, sort_keys=True)
-        files = re.findall(_PATCH_FILE, patch_text, re.MULTILINE)
-        parts.append(_normalise_ws(patch_text))
-    elif isinstance(tool_input.get("edits"), list):
-        for edit in tool_input["edits"]:
-            if isinstance(edit, dict):
-                parts.append(_normalise_ws(edit.get("old_string")))
-                parts.append(_normalise_ws(edit.get("new_string")))
-    else:
-        for key in ("old_string", "new_string", "content", "new_source", "cell_id", "edit_mode"):
-            if key in tool_input:
-                parts.append(_normalise_ws(tool_input[key]))
-    return [f.strip() for f in files if isinstance(f, str) and f.strip()], parts
-
-
-def _sha256_constructor() -> Any:
-    # The interpreter's own SHA-256 module loads in microseconds; hashlib loads OpenSSL, which
-    # costs the hook about 3 ms. Its name changed in Python 3.12.
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found]
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found]
-        except ImportError:
-            from hashlib import sha256
-    return sha256
-
-
-_sha256: Any = None  # found on first use: a failed import is not retried per call
-
-
-def sha256_hex(data: bytes) -> str:
-    global _sha256
-    if _sha256 is None:
-        _sha256 = _sha256_constructor()
-    return str(_sha256(data).hexdigest())
-
-
-def _change_hash(files: list[str], parts: list[str]) -> str:
-    return sha256_hex("\0".join([*files, "\0", *parts]).encode("utf-8", "surrogatepass"))[:32]
-
-
-def _stored_payload(payload: dict[str, Any]) -> str:
-    """The redacted payload as stored: long strings cut, so one output cannot bloat the row."""
-
-    def shorten(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: shorten(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [shorten(v) for v in value]
-        if isinstance(value, str) and len(value) > STORED_STRING_CHARS:
-            return value[:STORED_STRING_CHARS] + f"…[{len(value) - STORED_STRING_CHARS} more]"
-        return value
-
-    return json.dumps(shorten(payload), ensure_ascii=False, sort_keys=True)
-
-
-def payload_hash(payload: dict[str, Any]) -> str:
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return sha256_hex(canonical.encode("utf-8", "surrogatepass"))
-
-
-def _parse_timestamp(value: Any, host: str) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        try:
-            return float(value)
-        except OverflowError:  # an integer beyond any float: no moment at all
-            return float("inf")
-    if isinstance(value, str):
-        from datetime import UTC, datetime  # only when a payload carries its own time
-
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            pass
-        else:
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-            return moment.timestamp()
-    raise Dropped("invalid_field", "timestamp is not ISO-8601 or epoch seconds", host)
 
 
 class _Draft:
@@ -247,18 +98,18 @@ def _tool_draft(draft: _Draft, payload: dict[str, Any], ignored: str) -> dict[st
     """Fill tool name, id and kind; returns tool_input. Drops tools that are neither shell nor
     edit."""
     host = draft.host
-    draft.tool_name = _field(payload, "tool_name", str, True, host)
-    draft.tool_use_id = _field(payload, "tool_use_id", str, False, host)
-    tool_input = _field(payload, "tool_input", dict, False, host) or {}
+    draft.tool_name = field(payload, "tool_name", str, True, host)
+    draft.tool_use_id = field(payload, "tool_use_id", str, False, host)
+    tool_input = field(payload, "tool_input", dict, False, host) or {}
     if draft.tool_name in COMMAND_TOOLS:
-        draft.command = _command_text(tool_input.get("command"))
+        draft.command = command_text(tool_input.get("command"))
         if draft.command is None:
             raise Dropped("missing_field", "tool_input.command", host, draft.hook_event)
     elif draft.tool_name in EDIT_TOOLS:
         draft.kind = "edit"
-        files, parts = _edit_change(draft.tool_name, tool_input)
+        files, parts = edit_change(draft.tool_name, tool_input)
         draft.files = files
-        draft.change_hash = _change_hash(files, parts)
+        draft.change_hash = change_hash(files, parts)
     else:
         raise Dropped(ignored, f"tool {draft.tool_name}", host, draft.hook_event)
     return tool_input
@@ -276,7 +127,7 @@ def _claude_code(payload: dict[str, Any], draft: _Draft) -> None:
         return
     if event == "PostToolUseFailure":
         error = payload.get("error")
-        draft.error_excerpt = _excerpt(error)
+        draft.error_excerpt = excerpt(error)
         # `<tool_use_error>` is the harness speaking: the command never ran (a sibling call
         # failed first, a permission was refused), so it neither failed nor passed.
         never_ran = isinstance(error, str) and error.lstrip().startswith("<tool_use_error>")
@@ -284,7 +135,7 @@ def _claude_code(payload: dict[str, Any], draft: _Draft) -> None:
             draft.outcome = "interrupted"
         else:
             draft.outcome = "failure"
-            draft.exit_code = _exit_code_in(error if isinstance(error, str) else None)
+            draft.exit_code = exit_code_in(error if isinstance(error, str) else None)
             draft.exit_code_source = "error_text" if draft.exit_code is not None else None
         return
     response = payload.get("tool_response")
@@ -315,7 +166,7 @@ def _cursor(payload: dict[str, Any], draft: _Draft) -> None:
     if event == "sessionStart":
         draft.kind = "session_start"
     elif event == "afterShellExecution":
-        draft.command = _field(payload, "command", str, True, draft.host)
+        draft.command = field(payload, "command", str, True, draft.host)
         exit_code = exit_code_value(payload.get("exit_code", payload.get("exitCode")))
         if exit_code is not None:
             draft.outcome = "success" if exit_code == 0 else "failure"
@@ -324,8 +175,8 @@ def _cursor(payload: dict[str, Any], draft: _Draft) -> None:
             draft.outcome = "unknown"
     elif event == "afterFileEdit":
         draft.kind, draft.tool_name = "edit", "afterFileEdit"
-        draft.files, parts = _edit_change("Edit", payload)
-        draft.change_hash = _change_hash(draft.files, parts)
+        draft.files, parts = edit_change("Edit", payload)
+        draft.change_hash = change_hash(draft.files, parts)
     elif event in ("postToolUse", "postToolUseFailure"):
         _tool_draft(draft, payload, "ignored_tool")
         if draft.kind != "command":
@@ -336,8 +187,8 @@ def _cursor(payload: dict[str, Any], draft: _Draft) -> None:
             draft.outcome = "interrupted"
         else:
             error = payload.get("error_message") or payload.get("error")
-            draft.outcome, draft.error_excerpt = "failure", _excerpt(error)
-            draft.exit_code = _exit_code_in(error if isinstance(error, str) else None)
+            draft.outcome, draft.error_excerpt = "failure", excerpt(error)
+            draft.exit_code = exit_code_in(error if isinstance(error, str) else None)
             draft.exit_code_source = "error_text" if draft.exit_code is not None else None
     else:
         raise Dropped("ignored_event", event, draft.host, event)
@@ -345,20 +196,20 @@ def _cursor(payload: dict[str, Any], draft: _Draft) -> None:
 
 def _generic(payload: dict[str, Any], draft: _Draft) -> None:
     host = draft.host
-    draft.command = _field(payload, "command", str, False, host)
-    files = _field(payload, "files", list, False, host) or []
+    draft.command = field(payload, "command", str, False, host)
+    files = field(payload, "files", list, False, host) or []
     if not all(isinstance(f, str) for f in files):
         raise Dropped("invalid_field", "files must be a list of strings", host)
     draft.files = list(files)
-    draft.branch = _field(payload, "branch", str, False, host)
-    draft.event_id = _field(payload, "event_id", (str, int), False, host)
+    draft.branch = field(payload, "branch", str, False, host)
+    draft.event_id = field(payload, "event_id", (str, int), False, host)
     if payload.get("timestamp") is not None:
-        draft.event_at = _parse_timestamp(payload["timestamp"], host)
+        draft.event_at = parse_timestamp(payload["timestamp"], host)
     if draft.command is None:
         if not draft.files:
             raise Dropped("missing_field", "command", host)
         draft.kind = "edit"
-        draft.change_hash = _change_hash(draft.files, [])
+        draft.change_hash = change_hash(draft.files, [])
         return
     exit_code = exit_code_value(payload.get("exit_code"))
     if exit_code is None and payload.get("exit_code") is not None:
@@ -369,7 +220,7 @@ def _generic(payload: dict[str, Any], draft: _Draft) -> None:
         draft.outcome = "success" if exit_code == 0 else "failure"
         draft.exit_code, draft.exit_code_source = exit_code, "payload"
         if exit_code != 0:
-            draft.error_excerpt = _excerpt(payload.get("error") or payload.get("output"))
+            draft.error_excerpt = excerpt(payload.get("error") or payload.get("output"))
 
 
 _ADAPTERS = {"claude-code": _claude_code, "codex": _codex, "cursor": _cursor, "generic": _generic}
@@ -379,7 +230,7 @@ def _start_draft(payload: dict[str, Any], host: str) -> _Draft:
     if host == "generic":
         hook_event = "command"
     else:
-        hook_event = _field(payload, "hook_event_name", str, True, host)
+        hook_event = field(payload, "hook_event_name", str, True, host)
     session_field = "conversation_id" if host == "cursor" else "session_id"
     session_key = payload.get(session_field) or payload.get("session_id")
     if not isinstance(session_key, str | int) or isinstance(session_key, bool) or session_key == "":
@@ -409,39 +260,6 @@ def _relative(path: str, roots: tuple[tuple[str, str], ...]) -> str:
         if relative != ".." and not relative.startswith("../"):
             return os.path.normpath(os.path.join(inside, relative))
     return path
-
-
-# Where each host puts a shell command's output, in the order they are joined.
-OUTPUT_FIELDS = {
-    "claude-code": (("tool_response", "stdout"), ("tool_response", "stderr"), ("error",)),
-    "codex": (("tool_response",), ("tool_response", "output"), ("tool_response", "stdout")),
-    "cursor": (("output",), ("tool_output",), ("error_message",), ("error",)),
-    "generic": (("output",), ("error",)),
-}
-
-
-def output_text(host: str, payload: dict[str, Any]) -> str | None:
-    """A command's output as the host reported it (stdout and stderr joined), else None."""
-    parts = []
-    for path in OUTPUT_FIELDS.get(host, ()):
-        value: Any = payload
-        for name in path:
-            value = value.get(name) if isinstance(value, dict) else None
-        if isinstance(value, str) and value:
-            parts.append(value)
-    return "\n".join(parts) or None
-
-
-def output_excerpt(text: str | None, already_cut: int = 0) -> str | None:
-    """The head and the tail of an already redacted output, within a fixed size; already_cut
-    counts what an oversized payload lost before (see cut_output)."""
-    if not text:
-        return None
-    if len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
-        return text
-    cut = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS + already_cut
-    head, tail = text[:OUTPUT_HEAD_CHARS], text[-OUTPUT_TAIL_CHARS:]
-    return f"{head}\n…[{cut} characters cut]…\n{tail}"
 
 
 # An oversized payload keeps this much of each end of each output field. Far wider than the
@@ -545,19 +363,8 @@ def build_event(
         files=files or None,
         change_hash=draft.change_hash,
         transcript_path=draft.transcript_path,
-        payload=_stored_payload(redacted),
+        payload=stored_payload(redacted),
         event_at=event_at,
         event_at_reported=reported,
         captured_at=now,
     )
-
-
-def without_lone_surrogates(value: Any) -> Any:
-    """Lone surrogates are valid JSON but not UTF-8: they could be stored nowhere."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, dict):
-        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_lone_surrogates(item) for item in value]
-    return value

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from remem.capture import spool
-from remem.capture.event import CapturedEvent
 from remem.capture.store import store_drop, store_event
+from remem.record.event import CapturedEvent
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

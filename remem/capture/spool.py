@@ -13,9 +13,9 @@ import json
 import os
 import time
 
-from remem import files
-from remem.capture.redact import redact_text
 from remem.db import columns
+from remem.record import rewrite as files
+from remem.record.redact import redact_text
 
 # Event fields newer than the first spool format; a record without them is still an event.
 ADDED_EVENT_FIELDS = ("directory", "output_excerpt", "event_at_reported")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from remem.capture.event import CapturedEvent
 from remem.db import columns
 from remem.queue import statements as queue_sql
+from remem.record.event import CapturedEvent
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:

@@ -13,7 +13,11 @@ from remem.cli.memory import procedures
 from remem.db.snapshot import reading
 from remem.errors import RememError
 
-FORMATS = ("claude-skill", "agents-md", "runbook")  # remem.export.FORMATS, without importing it
+FORMATS = (
+    "claude-skill",
+    "agents-md",
+    "runbook",
+)  # remem.agent.export.FORMATS, without importing it
 
 
 @cli.command("recall")
@@ -50,9 +54,9 @@ def recall_command(
     """
     import time
 
-    from remem import recall
-    from remem.capture.identity import locate
+    from remem.agent import recall
     from remem.config import parse_duration
+    from remem.record.identity import locate
 
     regex = recall.compile_pattern(pattern)
     since_at = None
@@ -117,7 +121,7 @@ def mcp_command() -> None:
     Example:
       claude mcp add --transport stdio --scope user remem -- remem mcp
     """
-    from remem.mcp_server import serve
+    from remem.agent.mcp import serve
 
     serve()
 
@@ -149,7 +153,7 @@ def procedures_export(
     """
     import time
 
-    from remem import export
+    from remem.agent import export
     from remem.cli.app import open_home
     from remem.db.engine import executor
 

@@ -79,8 +79,8 @@ def current_settings() -> Settings:
 
 
 def print_json(data: Any) -> None:
-    """Print data as the JSON contract has it (remem.agent.json_contract, docs/json.md)."""
-    from remem.agent import json_contract
+    """Print data as the JSON contract has it (remem.json_contract, docs/json.md)."""
+    from remem import json_contract
 
     click.echo(json_contract.dumps(data), nl=False)
 
@@ -104,7 +104,7 @@ def cli() -> None:
 
 
 def open_home(require_current_schema: bool = True) -> tuple[Settings, Engine]:
-    from remem.home import open_engine
+    from remem.admin.home import open_engine
 
     settings = current_settings()
     return settings, open_engine(settings, require_current_schema=require_current_schema)
@@ -117,7 +117,7 @@ def project_root(path: str | None) -> str | None:
         return None
     import os
 
-    from remem.capture.identity import locate
+    from remem.record.identity import locate
 
     return locate(os.path.realpath(os.path.expanduser(path)))[0]
 

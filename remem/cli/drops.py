@@ -45,7 +45,7 @@ def drops(limit: int, as_json: bool) -> None:
 def _cells(row: dict[str, Any]) -> list[str]:
     from rich.markup import escape  # what a payload holds must print as text, never as markup
 
-    from remem.agent.json_contract import rfc3339
+    from remem.json_contract import rfc3339
 
     return [
         str(row["id"]),

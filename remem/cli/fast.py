@@ -11,11 +11,8 @@ click commands call the same functions below, so there is one implementation of 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
-
-from remem.errors import RememError
 
 TYPE_CHECKING = False  # `typing` costs the answer a tenth of an interpreter start
 if TYPE_CHECKING:
@@ -87,44 +84,16 @@ def _parse(
     return options
 
 
-def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
-    """What `remem context` prints: a page of the digest, or every entry as JSON."""
-    from remem.agent.context import read_context
-    from remem.capture.identity import locate
-    from remem.config import load_settings
-    from remem.db.snapshot import read_snapshot
+def _context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
+    from remem.agent.context import context_text
 
-    page = 1 if page is None else page
-    if page < 1:
-        raise RememError("--page counts from 1.")
-    settings = load_settings()
-    root, branch, _work_tree, directory = locate(
-        os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-    )
-    with read_snapshot(settings) as execute:
-        context = read_context(execute, root, branch, directory, settings.inherit_from)
-    if as_json:
-        from remem.agent import json_contract
-
-        return json_contract.dumps(context.as_json())
-    pages = context.pages(settings.context_max_chars, settings.context_max_lines)
-    if not pages:
-        return ""
-    if page > len(pages):
-        raise RememError(f"The digest has {len(pages)} page(s): ask for --page 1 to {len(pages)}.")
-    return pages[page - 1]
+    return context_text(cwd, page, as_json)
 
 
-def status_text(as_json: bool) -> str:
-    from remem.config import load_settings
-    from remem.status import collect_status, render
+def _status_text(as_json: bool) -> str:
+    from remem.admin.status import status_text
 
-    report = collect_status(load_settings())
-    if not as_json:
-        return render(report)
-    from remem.agent import json_contract
-
-    return json_contract.dumps(report)
+    return status_text(as_json)
 
 
 def _page_number(value: str) -> int:
@@ -135,8 +104,8 @@ def _page_number(value: str) -> int:
 
 
 ANSWERS: dict[str, Callable[..., str]] = {
-    "context": lambda cwd, page, json: context_text(cwd, page, json),
-    "status": lambda json: status_text(json),
+    "context": lambda cwd, page, json: _context_text(cwd, page, json),
+    "status": lambda json: _status_text(json),
 }
 OPTIONS: dict[str, tuple[dict[str, Callable[[str], Any]], dict[str, str]]] = {
     "context": ({"--cwd": str, "--page": _page_number}, {"--json": "json"}),

@@ -70,7 +70,7 @@ def forget_command(
       remem forget --event 412 --event 413 --yes
       remem forget --procedure 7 --json
     """
-    from remem.forget import forget_everywhere
+    from remem.admin.forget import forget_everywhere
     from remem.forgetting.selection import Selection, compile_pattern
 
     if not (event_ids or procedure_ids or pattern is not None):
@@ -116,7 +116,8 @@ def _confirm(found: Plan, yes: bool) -> None:
 
 
 def _rederive(engine: Engine, settings: Settings) -> dict[str, int]:
-    from workers.runner import Worker, run_burst
+    from workers.runner import Worker
+    from workers.work import run_burst
 
     stats = run_burst(Worker(engine, settings))
     return {"promoted": int(stats.get("promoted", 0)), "events": int(stats.get("events", 0))}

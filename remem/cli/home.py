@@ -34,10 +34,10 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from remem.agents_settings import install, present_agents
-    from remem.capture.install import hook_executable
+    from remem.admin.agents_settings import install, present_agents
+    from remem.admin.home import init_home
+    from remem.admin.hook_settings import hook_executable
     from remem.cli.hooks import echo_init_hooks
-    from remem.home import init_home
 
     result = init_home(current_settings())
     if not as_json:
@@ -69,7 +69,7 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
         )
         return
     echo_init_hooks(changes, with_hooks, found, user_home)
-    from remem.mcp_server import mcp_instructions
+    from remem.agent.mcp import mcp_instructions
 
     click.echo("")
     click.echo(mcp_instructions(result.home))
@@ -103,7 +103,7 @@ def status(as_json: bool) -> None:
     Example:
       remem status --json
     """
-    from remem.cli.fast import status_text
+    from remem.admin.status import status_text
 
     click.echo(status_text(as_json), nl=False)
 
@@ -137,10 +137,10 @@ def db_upgrade(team: bool) -> None:
     """
     import contextlib
 
+    from remem.admin.home import migration_lock, open_engine
     from remem.db import migrate
     from remem.db.engine import make_engine
     from remem.errors import RememError
-    from remem.home import migration_lock, open_engine
 
     settings = current_settings()
     if team and not settings.team_database_url:
@@ -174,8 +174,8 @@ def db_current() -> None:
     Example:
       remem db current
     """
+    from remem.admin.home import open_engine
     from remem.db import migrate
-    from remem.home import open_engine
 
     engine = open_engine(current_settings(), require_current_schema=False)
     try:
@@ -206,8 +206,8 @@ def spool_ingest(as_json: bool) -> None:
     Example:
       remem spool ingest --json
     """
+    from remem.admin.home import open_engine
     from remem.capture.ingest import ingest_spool
-    from remem.home import open_engine
 
     settings = current_settings()
     engine = open_engine(settings)
@@ -236,7 +236,8 @@ def doctor(as_json: bool) -> None:
     Example:
       remem doctor --json
     """
-    from remem.doctor import FAIL, run_checks
+    from remem.admin.checks import FAIL
+    from remem.admin.doctor import run_checks
 
     checks = run_checks()
     if as_json:
@@ -264,8 +265,8 @@ def service() -> None:
 def _service_file(kind: str | None) -> Any:
     from pathlib import Path
 
-    from remem import service as definitions
-    from remem.home import require_home
+    from remem.admin import service as definitions
+    from remem.admin.home import require_home
 
     settings = current_settings()
     require_home(settings)
@@ -319,8 +320,8 @@ def service_cron() -> None:
     Example:
       (crontab -l; remem service cron) | crontab -
     """
-    from remem.home import require_home
-    from remem.service import cron_line
+    from remem.admin.home import require_home
+    from remem.admin.service import cron_line
 
     settings = current_settings()
     require_home(settings)

@@ -13,7 +13,7 @@ from remem.errors import RememError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from remem.agents_settings import AgentChange
+    from remem.admin.agents_settings import AgentChange
 
 AGENT_NAMES = ("claude-code", "codex", "cursor")
 AGENT = click.Choice([*AGENT_NAMES, "all"])
@@ -59,8 +59,8 @@ def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from remem.agents_settings import install
-    from remem.home import require_home
+    from remem.admin.agents_settings import install
+    from remem.admin.home import require_home
 
     settings = current_settings()
     require_home(settings)
@@ -94,7 +94,7 @@ def hooks_uninstall(agent: str, dry_run: bool, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from remem.agents_settings import uninstall
+    from remem.admin.agents_settings import uninstall
     from remem.paths import resolve_home
 
     agents = AGENT_NAMES if agent == "all" else (agent,)
@@ -115,8 +115,8 @@ def hooks_show(agent: str, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from remem import agents_settings
-    from remem.capture.install import render_instructions, settings_for
+    from remem.admin import agents_settings
+    from remem.admin.hook_settings import render_instructions, settings_for
     from remem.paths import resolve_home
 
     home = resolve_home()
@@ -138,7 +138,7 @@ def hooks_show(agent: str, as_json: bool) -> None:
 
 
 def _chosen(agent: str, user_home: Path) -> tuple[str, ...]:
-    from remem.agents_settings import present_agents
+    from remem.admin.agents_settings import present_agents
 
     if agent != "all":
         return (agent,)
@@ -149,7 +149,7 @@ def _chosen(agent: str, user_home: Path) -> tuple[str, ...]:
 
 
 def _folder(agent: str) -> str:
-    from remem.agents_settings import AGENT_FOLDERS
+    from remem.admin.agents_settings import AGENT_FOLDERS
 
     return AGENT_FOLDERS[agent]
 

@@ -170,7 +170,8 @@ def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
     from remem.agent.read import Procedure, read_procedures
     from remem.db.snapshot import engine_reader
     from workers.logs import configure
-    from workers.runner import Worker, run_burst
+    from workers.runner import Worker
+    from workers.work import run_burst
 
     def active() -> list[Procedure]:
         with engine_reader(engine) as execute:

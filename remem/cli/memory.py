@@ -74,8 +74,8 @@ def procedures_list(
     Example:
       remem procedures list --all --json
     """
-    from remem.agent.json_contract import date
     from remem.agent.read import read_procedures
+    from remem.json_contract import date
 
     statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
     root = project_root(project)
@@ -107,7 +107,7 @@ def procedures_list(
 
 
 def _command_cell(command: str, needs_credentials: bool) -> str:
-    from remem.procedures.digest import NEEDS_CREDENTIALS
+    from remem.record.quote import NEEDS_CREDENTIALS
 
     return f"{command}  ({NEEDS_CREDENTIALS})" if needs_credentials else command
 
@@ -149,8 +149,8 @@ def procedures_show(procedure_id: int, as_json: bool, evidence_page: int) -> Non
 
 
 def _print_procedure(detail: Detail) -> None:
-    from remem.agent.json_contract import rfc3339
-    from remem.procedures.digest import NO_EDIT, NO_OUTPUT
+    from remem.json_contract import rfc3339
+    from remem.record.quote import NO_EDIT, NO_OUTPUT
 
     procedure, evidence, unverified = detail.procedure, detail.evidence, detail.unverified_runs
 
@@ -225,8 +225,8 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
       remem procedures errors --project ~/src/shop
     """
     from remem.agent.context import read_known_errors
-    from remem.agent.json_contract import date
-    from remem.procedures.digest import NO_OUTPUT
+    from remem.json_contract import date
+    from remem.record.quote import NO_OUTPUT
 
     root = project_root(project)
     with read_snapshot(current_settings()) as execute:
@@ -264,7 +264,8 @@ def procedures_rebuild(no_drain: bool) -> None:
     """
 
     from remem.procedures.rebuild import rebuild
-    from workers.runner import Worker, run_burst
+    from workers.runner import Worker
+    from workers.work import run_burst
 
     settings, engine = open_home()
     try:
@@ -293,11 +294,15 @@ def procedures_archive(procedure_id: int) -> None:
     Example:
       remem procedures archive 3
     """
+    from remem.agent.read import read_procedure
+    from remem.db.snapshot import engine_reader
     from remem.procedures.store import archive
 
     _settings_unused, engine = open_home()
     try:
-        archived = archive(engine, procedure_id)
+        archive(engine, procedure_id)
+        with engine_reader(engine) as execute:
+            archived = read_procedure(execute, procedure_id)
     finally:
         engine.dispose()
     click.echo(f"Archived procedure {archived.id}: {archived.command}")
@@ -324,7 +329,7 @@ def context(cwd: str | None, page: int, as_json: bool) -> None:
     Example:
       remem context --cwd ~/src/shop --page 2
     """
-    from remem.cli.fast import context_text
+    from remem.agent.context import context_text
 
     click.echo(context_text(cwd, page, as_json), nl=False)
 
@@ -342,8 +347,8 @@ def demo(keep: bool) -> None:
     import subprocess
     import tempfile
 
-    from remem.capture.install import hook_executable
-    from remem.demo import demo_payloads
+    from remem.admin.demo import demo_payloads
+    from remem.admin.hook_settings import hook_executable
 
     workdir = tempfile.mkdtemp(prefix="remem-demo-")
     project = os.path.join(workdir, "shop")

@@ -124,7 +124,7 @@ def _count(number: int, word: str) -> str:
 
 
 def _print_team_procedure(p: TeamProcedure) -> None:
-    from remem.procedures.digest import inert_command
+    from remem.record.quote import inert_command
 
     click.echo(
         f"Team procedure {p.id} ({p.status}, confidence {p.confidence:.2f}; team procedure "

@@ -53,7 +53,7 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
         if burst:
             _burst(runner, team, stop, max_seconds, as_json)
         else:
-            from workers.loop import work
+            from workers.work import work
 
             work(
                 runner,
@@ -72,7 +72,7 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
 
 def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json: bool) -> None:
     from remem.queue.heartbeats import list_heartbeats
-    from workers.loop import work
+    from workers.work import work
 
     if sys.stdout.isatty() and not as_json:
         from rich.progress import Progress
@@ -161,7 +161,7 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
     """
     if ctx.invoked_subcommand is not None:
         return
-    from remem.agent.json_contract import rfc3339
+    from remem.json_contract import rfc3339
     from remem.queue.store import list_tasks
 
     _settings_unused, engine = open_home()

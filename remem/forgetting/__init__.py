@@ -6,5 +6,5 @@ from them are deleted; everything derived is then re-derived from what remains b
 `procedures.rebuild`. Archived procedures survive a rebuild, so those that match are deleted
 here. Spool, dead-letter and log lines that carry what was forgotten are rewritten away. The
 team's memory pulled here goes when it matches. Forgetting everywhere (the team database too,
-then a pull) is remem/forget.py's.
+then a pull) is remem/admin/forget.py's.
 """

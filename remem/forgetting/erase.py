@@ -11,7 +11,6 @@ from typing import Any
 
 from sqlalchemy import Engine, Table, text
 
-from remem import files
 from remem.capture import spool
 from remem.config import Settings
 from remem.db.engine import begin_secure_delete
@@ -20,6 +19,7 @@ from remem.forgetting.plan import plan
 from remem.forgetting.selection import Plan, Selection, chunks, with_ids
 from remem.procedures import rebuild
 from remem.queue import store as queue
+from remem.record import rewrite as files
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,6 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from remem import files
-from remem.agent.json_contract import rfc3339
 from remem.capture import spool
 from remem.config import Settings
 from remem.db.engine import READ_ONLY
@@ -27,8 +25,10 @@ from remem.forgetting.selection import (
     hit,
     with_ids,
 )
+from remem.json_contract import rfc3339
 from remem.procedures.groups import Group
 from remem.queue import store as queue
+from remem.record import rewrite as files
 
 # Where captured text is kept, and what a match there makes us forget: (kind, id, rows, text).
 # Derived rows are searched too: a rebuild would otherwise derive the same text again.

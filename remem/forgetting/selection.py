@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import TextClause, bindparam, text
 
 from remem.capture import spool
-from remem.capture.redact import redact_text
 from remem.errors import RememError
+from remem.record.redact import redact_text
 
 EXCERPT_CHARS = 100
 MASK = "[forgotten]"

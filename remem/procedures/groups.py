@@ -16,9 +16,9 @@ from sqlalchemy import text
 
 from remem.db.driver import Driver
 from remem.procedures import evidence, policy
-from remem.procedures.digest import needs_credentials
 from remem.procedures.tally import Tally, variant_rows
 from remem.procedures.tally import decide as decide_from_tally
+from remem.record.quote import needs_credentials
 
 BRANCH, PROJECT = "branch", "project"
 VARIANTS_KEPT = 10

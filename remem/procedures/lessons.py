@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from remem.commands import recognisers
-from remem.procedures.digest import NO_EDIT, inert_path, pitfall_text
-from remem.procedures.digest import quote_excerpt as quote
 from remem.procedures.policy import iso_date
+from remem.record.quote import NO_EDIT, inert_path, pitfall_text
+from remem.record.quote import quote_excerpt as quote
+from remem.shell import recognisers
 
 LESSONS_KEPT = 3
 FILES_NAMED = 5

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from remem.procedures.digest import NEEDS_CREDENTIALS, inert_command, inert_path, needs_credentials
+from remem.record.quote import NEEDS_CREDENTIALS, inert_command, inert_path, needs_credentials
 
 ACTIVE, BROKEN, STALE, ARCHIVED = "active", "broken", "stale", "archived"
 BASE_CONFIDENCE = 0.70

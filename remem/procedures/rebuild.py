@@ -18,12 +18,12 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from remem.capture.identity import directory_under, locate
-from remem.commands.analysis import analyse, resolve_directory
 from remem.db.engine import READ_ONLY
 from remem.db.schema import metadata
 from remem.procedures.steps import workflow_hash
 from remem.queue.store import rewind_promote_tasks
+from remem.record.identity import directory_under, locate
+from remem.shell.analysis import analyse, resolve_directory
 
 REBUILD_JOB = "rebuild_procedures"
 # The tables a rebuild clears whole (remem/db/schema.py marks them), referring rows first.

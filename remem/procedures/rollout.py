@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from remem.capture.event import ERROR_EXCERPT_CHARS
-from remem.capture.hosts import output_excerpt
-from remem.capture.redact import redact_text
+from remem.record.event import ERROR_EXCERPT_CHARS
+from remem.record.output import output_excerpt
+from remem.record.redact import redact_text
 
 # The exit codes a database column holds on every backend (PostgreSQL's INTEGER is 32 bits):
 # a record claiming one outside is skipped like any other unreadable record.

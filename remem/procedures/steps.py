@@ -13,9 +13,9 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from remem.capture.identity import spelt_root
-from remem.commands import recognisers
-from remem.commands.analysis import Step, analyse, resolve_directory
+from remem.record.identity import spelt_root
+from remem.shell import recognisers
+from remem.shell.analysis import Step, analyse, resolve_directory
 
 VERIFIED, FAILED, UNVERIFIED = "verified", "failed", "unverified"
 

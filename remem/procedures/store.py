@@ -7,13 +7,11 @@ import time
 
 from sqlalchemy import Engine, text
 
-from remem.agent.read import Procedure, read_procedure
-from remem.db.snapshot import engine_reader
 from remem.errors import NotFound
 from remem.procedures.policy import ARCHIVED
 
 
-def archive(engine: Engine, procedure_id: int, now: float | None = None) -> Procedure:
+def archive(engine: Engine, procedure_id: int, now: float | None = None) -> None:
     now = time.time() if now is None else now
     with engine.begin() as connection:
         updated = connection.execute(
@@ -22,5 +20,3 @@ def archive(engine: Engine, procedure_id: int, now: float | None = None) -> Proc
         ).rowcount
     if not updated:
         raise NotFound(f"No procedure {procedure_id}: see `remem procedures list --all`.")
-    with engine_reader(engine) as execute:
-        return read_procedure(execute, procedure_id)

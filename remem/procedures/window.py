@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from remem.capture.hosts import output_excerpt, output_text
-from remem.capture.identity import directory_under
 from remem.config import Settings
 from remem.procedures.rollout import Resolution, resolve_exit_codes
 from remem.procedures.steps import StepRun, classify
+from remem.record.identity import directory_under
+from remem.record.output import output_excerpt, output_text
 
 if TYPE_CHECKING:
     from remem.procedures.reads import Reads

@@ -45,12 +45,6 @@ SELECT 1 FROM extraction_tasks WHERE status = 'pending' AND run_after <= :now LI
 """
 
 # Up to :n due tasks, counted along the claim index: enough to tell a backlog from a trickle.
-COUNT_DUE = """
-SELECT count(*) FROM (
-    SELECT 1 FROM extraction_tasks WHERE status = 'pending' AND run_after <= :now LIMIT :n
-) AS due
-"""
-
 # The first due pending task by priority then age becomes ours. One statement: on SQLite the
 # engine's BEGIN IMMEDIATE serialises claimers; on PostgreSQL SKIP LOCKED lets them pass.
 # {scope} may narrow it to one project's sessions (CLAIM_IN_PROJECT).

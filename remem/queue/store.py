@@ -74,13 +74,6 @@ def has_due_task(engine: Engine, now: float) -> bool:
         return found is not None
 
 
-def count_due(engine: Engine, now: float, up_to: int) -> int:
-    """How many tasks are due, counting no further than `up_to`."""
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        params = {"now": now, "n": up_to}
-        return int(Driver(connection).execute(_statement(sql.COUNT_DUE), params).scalar_one())
-
-
 def claim_next(
     engine: Engine,
     owner: str,

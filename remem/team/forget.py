@@ -1,5 +1,5 @@
 """`remem forget` on the team database: what of a forgetting done here is to be forgotten
-there too. remem/forget.py connects to the team database and runs remem/forgetting/ there."""
+there too. remem/admin/forget.py connects to the team database and runs remem/forgetting/ there."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import fnmatch
 import os
 import re
 
-from remem.capture.identity import _git_dir, _read_small
+from remem.record.identity import _git_dir, _read_small
 
 # scheme://[user[:password]@]host[:port][/path]; the host may be an [IPv6] literal.
 _URL = re.compile(

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from remem.capture.redact import redact_text
 from remem.db import migrate
 from remem.db.engine import executor, make_engine
 from remem.errors import TeamSchemaMismatch
+from remem.record.redact import redact_text
 from remem.team import state
 
 # After a failure the link waits this long, doubling up to the cap, before trying again.

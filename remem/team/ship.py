@@ -18,14 +18,14 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from remem.capture.hosts import output_excerpt, output_text
-from remem.capture.identity import directory_under
 from remem.capture.store import raise_task
 from remem.config import Settings
 from remem.db.columns import EVENT_COLUMNS, names
 from remem.db.engine import READ_ONLY, executor
 from remem.db.schema import tables_marked
 from remem.faults import crash_point
+from remem.record.identity import directory_under
+from remem.record.output import output_excerpt, output_text
 from remem.team.keys import is_shared, project_key
 
 BATCH_EVENTS = 2000

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from remem.capture.hosts import without_lone_surrogates
+from remem.record.output import without_lone_surrogates
 
 SHELL_WRAPPERS = frozenset({"bash", "sh", "zsh"})
 

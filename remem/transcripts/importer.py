@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from remem.capture.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
 from remem.capture.hosts import FUTURE_SLACK_S, build_event
-from remem.capture.identity import locate
 from remem.capture.store import store_event
 from remem.errors import NotFound
+from remem.record.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
+from remem.record.identity import locate
 from remem.transcripts.claude import read_claude
 from remem.transcripts.codex import read_codex
 from remem.transcripts.common import ReadStats, TranscriptCall

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from remem.cli import main
+from remem.cli.fast import main
 from workers import handlers, runner
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from remem.agent.mcp import mcp_instructions
 from remem.db import migrate
 from remem.db.engine import make_engine
-from remem.mcp_server import mcp_instructions
 from tests.conftest import REMEM, Home
 
 TEST = "python -m pytest -q tests/test_cart.py"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from remem.agent import digest
 from remem.agent.context import digest_known_errors, read_entries
 from remem.config import Settings
-from remem.procedures import digest
 from tests.conftest import Home, load_fixture
 from tests.integration.conftest import World
 

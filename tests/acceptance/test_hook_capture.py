@@ -152,7 +152,7 @@ def test_bad_input_is_dropped_with_its_reason(home: Home, stdin: bytes, reason: 
 def test_hook_never_imports_sqlalchemy(home: Home) -> None:
     script = (
         "import sys, json\n"
-        "from remem.capture.hook import main\n"
+        "from remem.hook import main\n"
         "code = main([])\n"
         "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
     )
@@ -173,7 +173,7 @@ def test_hook_never_imports_sqlalchemy(home: Home) -> None:
         "typing",
         "dataclasses",
         "tree_sitter",
-        "remem.commands.analysis",
+        "remem.shell.analysis",
     }
     assert forbidden.isdisjoint(report["modules"])
 
@@ -192,7 +192,7 @@ def test_session_start_reads_its_digest_without_typing_or_dataclasses(
     home.remem("worker", "--burst")
     script = (
         "import sys, json\n"
-        "from remem.capture.hook import main\n"
+        "from remem.hook import main\n"
         "code = main(['--host', 'claude-code'])\n"
         "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
     )

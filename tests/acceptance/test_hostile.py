@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remem.capture import hook
+from remem import hook
 from tests.conftest import REMEM, Home, load_fixture
 
 HOSTS = ["claude-code", "codex", "cursor", "generic"]

@@ -16,7 +16,7 @@ from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from remem import recall
+from remem.agent import recall
 from tests.conftest import REMEM, Home
 
 TEST = "python -m pytest -q tests/test_cart.py"

@@ -20,7 +20,7 @@ import pytest
 from detect_secrets import SecretsCollection
 from detect_secrets.settings import default_settings
 
-from remem.procedures.digest import NEEDS_CREDENTIALS as MARK
+from remem.record.quote import NEEDS_CREDENTIALS as MARK
 from tests.acceptance.secrets_corpus import CORPUS, RSA_BODY
 from tests.conftest import Home, load_fixture
 

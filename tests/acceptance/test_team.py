@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from remem.capture import hook
+from remem import hook
 from remem.db.engine import make_engine
 from tests.conftest import EVERY, REMEM, Home, load_fixture, unmasked, wait_for
 from tests.pg_server import PostgresServer

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from remem.agent.json_contract import rfc3339
 from remem.db.sqlite import SCHEMA_HEAD
+from remem.json_contract import rfc3339
 from tests.conftest import Home
 from tests.pg_server import free_port
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from remem.procedures.digest import NEEDS_CREDENTIALS
+from remem.record.quote import NEEDS_CREDENTIALS
 from tests.acceptance.test_context import context, make_project
 from tests.conftest import REMEM, Home, load_fixture
 

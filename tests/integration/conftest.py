@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from remem.capture import hook
+from remem import hook
 from remem.capture.store import store_event
 from remem.config import Settings, load_settings
 from remem.db.engine import executor, is_sqlite, make_engine
 from tests.conftest import Home
 from tests.pg_server import DatabaseCopies
-from workers.runner import Worker, run_burst
+from workers.runner import Worker
+from workers.work import run_burst
 
 DAY = 86400.0
 NOW = 1_800_000_000.0

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from remem.admin.status import collect_status
 from remem.procedures.promote import resolve_late
 from remem.queue import store as queue
-from remem.status import collect_status
 from tests.conftest import load_fixture
 from tests.integration.conftest import DAY, World
 from workers.handlers import PromoteHandler

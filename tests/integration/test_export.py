@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import inspect, text
 
-from remem import export
+from remem.agent import export
 from remem.cli import agent
 from remem.db import migrate
 from remem.db.engine import make_engine

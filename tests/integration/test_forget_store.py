@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from remem import files
+from remem.admin.forget import forget_everywhere
 from remem.capture import spool
 from remem.capture.hosts import build_event
 from remem.db.engine import Compacted, compact
 from remem.errors import NotFound
-from remem.forget import forget_everywhere
 from remem.forgetting import erase
 from remem.forgetting.plan import plan
 from remem.forgetting.selection import MASK, Plan, Selection
+from remem.record import rewrite as files
 from tests.integration.conftest import World
 
 SECRET = "zq8Kp2Vx7Lm4Rt9Wb3Nc6Yh1Jd5Fg0Qs8Ue2Ia7Ox"

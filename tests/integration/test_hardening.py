@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from remem.agent import digest
 from remem.agent.context import digest_known_errors, read_entries
-from remem.procedures import digest
 from remem.procedures.store import archive
 from tests.integration.conftest import DAY, World
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from remem.capture import hook
+from remem import hook
 from remem.config import load_settings
 from remem.db.engine import make_engine
 from remem.transcripts import read_claude, read_codex

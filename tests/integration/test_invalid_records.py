@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from remem.capture import hook
-from remem.capture.event import CapturedEvent
+from remem import hook
+from remem.record.event import CapturedEvent
 from tests.conftest import Home
 
 NOW = 1_800_000_000.0

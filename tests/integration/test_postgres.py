@@ -18,14 +18,14 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
 
-from remem.capture import hook
+from remem import hook
+from remem.admin.home import open_engine
 from remem.capture.store import store_event
 from remem.config import load_settings
 from remem.db import migrate
 from remem.db.engine import executor, make_engine
 from remem.db.schema import metadata
 from remem.errors import SchemaBehind
-from remem.home import open_engine
 from remem.queue import store as queue
 from tests.conftest import REMEM
 from tests.pg_server import PostgresServer

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from remem import recall
-from remem.capture import hook
+from remem import hook
+from remem.agent import recall
 from remem.capture.store import store_event
 from remem.db import sqlite as sqlite_settings
 from tests.conftest import Home

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from remem.procedures.digest import COMMAND_CHARS, header_for
+from remem.agent.digest import COMMAND_CHARS, header_for
 from remem.procedures.steps import workflow_hash
 from remem.procedures.store import archive
 from tests.conftest import REMEM, load_fixture

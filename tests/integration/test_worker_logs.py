@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from remem.capture.redact import MASK
 from remem.config import load_settings
+from remem.record.redact import MASK
 from tests.conftest import Home
 from workers import logs
 

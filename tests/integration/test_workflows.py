@@ -9,9 +9,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from remem.agent import read
+from remem.agent import digest, read
 from remem.agent.context import digest_known_errors, read_entries, read_known_errors
-from remem.procedures import digest
 from tests.integration.conftest import World, make_repository, make_worktree
 
 MIX = "mix test"

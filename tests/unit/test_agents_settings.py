@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from remem.agents_settings import (
+from remem.admin.agents_settings import (
     codex_hooks_enabled,
     enable_codex_hooks,
     is_current,
@@ -17,7 +17,7 @@ from remem.agents_settings import (
     render_json,
     unmerge,
 )
-from remem.capture.install import AGENTS, settings_for
+from remem.admin.hook_settings import AGENTS, settings_for
 
 HOOK = "/opt/remem/.venv/bin/remem-hook"
 OLD_HOOK = "/old/checkout/.venv/bin/remem-hook"

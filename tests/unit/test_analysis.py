@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remem.commands.analysis import Step, analyse, resolve_directory
 from remem.config import DEFAULT_IGNORE_COMMANDS
+from remem.shell.analysis import Step, analyse, resolve_directory
 
 HEREDOC = "python3 - <<'EOF'\nprint('a  b')\nEOF"
 
@@ -394,7 +394,7 @@ def test_characters_that_crash_the_grammar_s_scanner_are_read_safely(char: str) 
     command = f"{{{char} && make test && echo '{char}'"
     script = (
         "import json, sys\n"
-        "from remem.commands.analysis import analyse\n"
+        "from remem.shell.analysis import analyse\n"
         "steps = analyse(sys.argv[1]).steps\n"
         "print(json.dumps([[s.text, s.workflow] for s in steps]))\n"
     )

@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remem import config
-from remem.capture import hook
+from remem import config, hook
 from remem.config import SETTINGS, Settings, load_settings, parse_duration, render_example_config
 from remem.errors import ConfigError, RememError
 

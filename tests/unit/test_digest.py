@@ -9,15 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remem.agent.context import LOCAL, TEAM, Entry, KnownError, choose, make_entry
-from remem.capture.redact import MASK, redact_text
+from remem.agent.digest import COMMAND_CHARS, header_for, paginate
 from remem.config import Settings
-from remem.procedures.digest import (
-    COMMAND_CHARS,
-    header_for,
-    needs_credentials,
-    paginate,
-    pitfall_text,
-)
+from remem.record.quote import needs_credentials, pitfall_text
+from remem.record.redact import MASK, redact_text
 
 # The budget a page has when config.toml does not set one.
 DEFAULT_MAX_CHARS, DEFAULT_MAX_LINES = Settings.context_max_chars, Settings.context_max_lines

@@ -5,20 +5,17 @@ from typing import Any
 
 import pytest
 
-from remem.capture.event import DROP_EXCERPT_CHARS, OUTPUT_TAIL_CHARS, CapturedEvent, Dropped
+from remem.capture.fields import STORED_STRING_CHARS, exit_code_value
 from remem.capture.hosts import (
     CUT_OUTPUT_KEEP_CHARS,
-    OUTPUT_FIELDS,
-    STORED_STRING_CHARS,
     build_event,
     cut_output,
     detect_host,
-    exit_code_value,
-    output_excerpt,
-    output_text,
     payload_excerpt,
 )
-from remem.capture.redact import MASK
+from remem.record.event import DROP_EXCERPT_CHARS, OUTPUT_TAIL_CHARS, CapturedEvent, Dropped
+from remem.record.output import OUTPUT_FIELDS, output_excerpt, output_text
+from remem.record.redact import MASK
 from tests.conftest import fixtures_dir
 from tests.fixture_expectations import EXPECTED
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from remem.capture.identity import branch_of, locate
+from remem.record.identity import branch_of, locate
 
 SHA = "3f9a2b7c8d1e4f5a6b7c8d9e0f1a2b3c4d5e6f70"
 HAS_GIT = shutil.which("git") is not None

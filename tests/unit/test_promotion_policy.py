@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remem.capture.redact import MASK
 from remem.procedures.groups import recommended
 from remem.procedures.policy import (
     Decision,
@@ -25,6 +24,7 @@ from remem.procedures.policy import (
     slug,
     topic_key,
 )
+from remem.record.redact import MASK
 
 DAY = 86400.0
 NOW = 1_750_000_000.0  # 2025-06-15 15:06:40 UTC

@@ -34,7 +34,7 @@ def test_the_queue_table_is_named_only_in_the_queue_and_the_schema() -> None:
 def test_the_scan_reads_the_library_and_the_workers_but_not_the_queue() -> None:
     scanned = [path.relative_to(REPO).parts for path in _sources()]
     assert {"remem", "workers"} == {parts[0] for parts in scanned}
-    assert ("remem", "capture", "hook.py") in scanned
+    assert ("remem", "hook.py") in scanned
     assert not any(parts[:2] == ("remem", "queue") for parts in scanned)
     assert ("remem", "db", "schema.py") not in scanned
     assert TABLE in (REPO / "remem" / "queue" / "statements.py").read_text()

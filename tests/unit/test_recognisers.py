@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from remem.commands.recognisers import (
+from remem.shell.recognisers import (
     RECOGNISERS,
     SALIENT_MAX_CHARS,
     error_key,

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from remem.capture.password_flags import PASSWORD_FLAGS
-from remem.capture.redact import MASK, is_secret_key, redact_json, redact_text
+from remem.record.password_flags import PASSWORD_FLAGS
+from remem.record.redact import MASK, is_secret_key, redact_json, redact_text
 from tests.acceptance.secrets_corpus import CORPUS
 
 GITHUB_TOKEN = "ghp_4fK9sLm2Qx7Rt8Vw1Yz3Bc5Nd6Hj0PqAeUi"

@@ -276,7 +276,7 @@ def test_a_wrong_team_setting_is_one_line_naming_it(
 
 def test_the_hook_imports_nothing_of_the_team() -> None:
     probe = (
-        "import sys, remem.capture.hook; "
+        "import sys, remem.hook; "
         "print([m for m in sys.modules if m.startswith(('remem.team', 'tomllib', "
         "'sqlalchemy', 'psycopg'))])"
     )

@@ -1,6 +1,6 @@
 """The hook settings remem installs into each agent (or prints), calling remem-hook by absolute
 path. What the settings are lives here; merging them into an agent's file is
-`remem.agents_settings`."""
+`remem.admin.agents_settings`."""
 
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ class Record:
         return copy
 
     def as_json(self) -> dict[str, Any]:
-        """The fields, for remem.agent.json_contract to write out."""
+        """The fields, for remem.json_contract to write out."""
         return self.fields()
 
     def __eq__(self, other: object) -> bool:

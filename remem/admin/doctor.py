@@ -7,12 +7,12 @@ import shutil
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, text
 
+from remem.admin.checks import FAIL, OK, WARN, Check
 from remem.capture import spool
 from remem.config import Settings, load_settings
 from remem.db import migrate
@@ -22,19 +22,7 @@ from remem.paths import foreign_owner
 from remem.queue import counts as task_counts
 from remem.queue.heartbeats import list_heartbeats, lock_is_free, lock_path
 
-OK, WARN, FAIL = "ok", "warn", "fail"
 CLOCK_SKEW_S = 300.0
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str
-    detail: str
-    fix: str = ""
-
-    def as_json(self) -> dict[str, str]:
-        return asdict(self)
 
 
 def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = None) -> list[Check]:
@@ -60,7 +48,7 @@ def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = N
             checks.append(_codex_outcomes(engine))
             checks.append(_dropped_payloads(engine))
             checks.append(_drafts(engine))
-        from remem.team.checks import team_checks
+        from remem.admin.team_checks import team_checks
 
         checks += team_checks(settings, engine if database.status != FAIL else None)
     finally:
@@ -217,9 +205,9 @@ def _codex_outcomes(engine: Engine) -> Check:
 
 
 def _dropped_payloads(engine: Engine) -> Check:
-    from remem.capture.event import DROPS_BY_DESIGN
     from remem.capture.store import count_drops_since
     from remem.db.engine import executor
+    from remem.record.event import DROPS_BY_DESIGN
 
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         counts = count_drops_since(executor(connection), time.time() - 86_400)
@@ -239,8 +227,8 @@ def _dropped_payloads(engine: Engine) -> Check:
 def _drafts(engine: Engine) -> Check:
     from sqlalchemy.exc import DBAPIError
 
+    from remem.agent.export import outdated_drafts
     from remem.db.engine import executor
-    from remem.export import outdated_drafts
 
     try:
         with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
@@ -295,7 +283,7 @@ def _spool(settings: Settings) -> Check:
 def _hooks(user_home: Path, remem_home: str | None = None) -> Iterator[Check]:
     """Per agent: are remem's hooks in its settings file, calling a remem-hook that exists (and
     for Codex, are hooks turned on)? One failure when no agent captures anything."""
-    from remem.capture.install import AGENTS
+    from remem.admin.hook_settings import AGENTS
 
     installed = 0
     for agent in AGENTS:
@@ -312,8 +300,8 @@ def _hooks(user_home: Path, remem_home: str | None = None) -> Iterator[Check]:
 
 
 def _agent_hooks(agent: str, user_home: Path, remem_home: str | None) -> Check:
-    from remem import agents_settings
-    from remem.capture.install import settings_for
+    from remem.admin import agents_settings
+    from remem.admin.hook_settings import settings_for
 
     name, install = f"hooks:{agent}", f"run `remem hooks install {agent}`"
     path = agents_settings.settings_file(agent, user_home)
@@ -346,7 +334,7 @@ def _agent_hooks(agent: str, user_home: Path, remem_home: str | None) -> Check:
 
 
 def _codex_hooks_on(user_home: Path) -> bool:
-    from remem import agents_settings
+    from remem.admin import agents_settings
 
     try:
         text = agents_settings.codex_config(user_home).read_text(encoding="utf-8")

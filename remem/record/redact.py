@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from remem.capture.password_flags import PASSWORD_FLAGS, WORD
+from remem.record.password_flags import PASSWORD_FLAGS, WORD
 
 TYPE_CHECKING = False  # `typing` is not imported on the hot path
 if TYPE_CHECKING:

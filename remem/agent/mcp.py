@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from remem import recall
-from remem.agent import json_contract, read
+from remem import json_contract
+from remem.agent import read, recall
 from remem.agent.context import read_context
 from remem.config import Settings, load_settings
 from remem.db.snapshot import reading
@@ -45,7 +45,7 @@ def _settings(environ: Mapping[str, str] | None) -> Settings:
 
 
 def _where(cwd: str | None) -> tuple[str, str | None, str]:
-    from remem.capture.identity import locate
+    from remem.record.identity import locate
 
     directory = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
     if not os.path.isdir(directory):

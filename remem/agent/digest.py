@@ -2,7 +2,7 @@
 machine's and, for shared projects, the team's pulled into the local database (§9).
 
 Stdlib only: the SessionStart hook renders it on the hot path. Rendering is a pure function of
-what remem.agent.read read; the quoting here is what every reader of recorded text uses.
+what remem.agent.context read; recorded text is quoted by remem.record.quote.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import time
 
-from remem.capture.redact import MASK
 from remem.config import Settings
+from remem.record.quote import NEEDS_CREDENTIALS, inert_command, name_files
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -22,81 +22,8 @@ if TYPE_CHECKING:
 # A command longer than this is shortened in the digest (never in storage): one procedure must
 # not crowd out every other.
 COMMAND_CHARS = 600
-FILES_NAMED = 5
 PITFALLS_SHOWN = 3
 TEAM = "team"  # remem.agent.context.TEAM: the source of the team's entries
-QUOTED_CHARS = 160
-# What redaction leaves in place of a secret: MASK, and the private key block's own marker,
-# open alike. A command holding one cannot run as it was stored.
-REDACTION_MARK = MASK[:-1]
-NEEDS_CREDENTIALS = "needs your credentials: redacted in memory"
-NO_OUTPUT = "no output recorded"
-NO_EDIT = "passed again with no edit in between"
-
-
-def needs_credentials(command: str) -> bool:
-    """Whether redaction took something out of the command: it runs only once the user puts
-    their credentials back."""
-    return REDACTION_MARK in command
-
-
-def quote_excerpt(text: str | None) -> str:
-    """A capped, escaped, double-quoted excerpt: whatever it says stays inside the quotes. No
-    text (or only blanks) is said so, unquoted: `""` would read as an error that printed nothing
-    visible."""
-    if text is None or not text.strip():
-        return f"({NO_OUTPUT})"
-    capped = text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 1] + "…"
-    return json.dumps(capped, ensure_ascii=False)
-
-
-def pitfall_text(
-    failed_attempts: int,
-    last_error: str | None,
-    repeats: Sequence[Sequence[int]],
-    fix_files: Sequence[str],
-) -> str:
-    """One line of what a streak of failures taught: how often it failed, its last error or
-    that no output was recorded, repeated changes, and what came between the last failure and
-    the pass (the edits, or none)."""
-    times = "time" if failed_attempts == 1 else "times"
-    failed = f"failed {failed_attempts} {times} before passing"
-    if last_error and last_error.strip():
-        parts = [failed, f"last error {quote_excerpt(last_error)}"]
-    elif failed_attempts == 1:
-        parts = [f"{failed} ({NO_OUTPUT})"]
-    else:
-        parts = [f"{failed} (the last with {NO_OUTPUT})"]
-    repeated = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
-    if repeated:
-        parts.append(repeated)
-    parts.append(f"fixed after editing {name_files(fix_files)}" if fix_files else NO_EDIT)
-    return "; ".join(parts)
-
-
-_PATH_CHARS = frozenset("._/-+@=,~:")
-
-
-def inert_command(command: str) -> str:
-    """A command as inert text: a code span, or a JSON string when it holds a backtick or a line
-    break, which could close the span and let recorded text speak as free text."""
-    if "`" in command or "\n" in command or "\r" in command:
-        return json.dumps(command, ensure_ascii=False)
-    return f"`{command}`"
-
-
-def inert_path(path: str) -> str:
-    """A file name as is when it is plainly a path, else quoted like an excerpt."""
-    if path and all(ch.isalnum() or ch in _PATH_CHARS for ch in path):
-        return path
-    return json.dumps(path, ensure_ascii=False)
-
-
-def name_files(names: Sequence[str], more: int = 0) -> str:
-    """At most FILES_NAMED file names, inert, then how many more there were."""
-    named = ", ".join(inert_path(name) for name in names[:FILES_NAMED])
-    more += max(len(names) - FILES_NAMED, 0)
-    return f"{named} +{more} more" if more else named
 
 
 def _block(entry: Entry) -> str:

@@ -7,11 +7,11 @@ import time
 
 from sqlalchemy import Engine
 
+from remem.admin.checks import FAIL, OK, WARN, Check
 from remem.config import Settings
 from remem.db import migrate
 from remem.db.engine import READ_ONLY, make_engine
 from remem.db.sqlite import SCHEMA_HEAD
-from remem.doctor import FAIL, OK, WARN, Check
 
 # Doctor asks the team database once and answers at once: an unreachable server is a finding.
 TEAM_CONNECT_TIMEOUT_S = 3
@@ -31,7 +31,7 @@ def team_checks(settings: Settings, engine: Engine | None) -> list[Check]:
 def _team_database(settings: Settings) -> list[Check]:
     from sqlalchemy import make_url
 
-    from remem.status import one_line, team_label
+    from remem.admin.status import one_line, team_label
 
     label = team_label(settings)
     try:
@@ -96,8 +96,8 @@ def _team_share(settings: Settings) -> Check:
 def _team_link(engine: Engine) -> Check:
     from sqlalchemy.exc import DBAPIError
 
+    from remem.admin.status import age_text, one_line
     from remem.db.engine import executor
-    from remem.status import age_text, one_line
     from remem.team.state import read_link
 
     try:

@@ -1,7 +1,7 @@
 """A captured command as a bash program: its steps, each step's workflow, directory and whether
 its exit status is masked (DESIGN.md §5).
 
-The command is parsed once (remem/commands/syntax.py). The original text is never rewritten: a
+The command is parsed once (remem/shell/syntax.py). The original text is never rewritten: a
 step's `text` is a slice of the command as it was run, heredoc bodies included.
 """
 
@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from remem.commands.syntax import (
+from remem.shell.syntax import (
     AndOr,
     Pipeline,
     Unit,

@@ -27,12 +27,12 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from remem.agent.json_contract import date
 from remem.agent.read import Lesson, Procedure, read_lessons, read_procedure
-from remem.capture.redact import redact_text
 from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
-from remem.procedures.digest import NEEDS_CREDENTIALS, needs_credentials
+from remem.json_contract import date
+from remem.record.quote import NEEDS_CREDENTIALS, needs_credentials
+from remem.record.redact import redact_text
 
 FORMATS = ("claude-skill", "agents-md", "runbook")
 DRAFTS_DIR = "remem-drafts"

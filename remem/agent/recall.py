@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from remem.agent.json_contract import date
 from remem.agent.read import read_lessons
 from remem.db.snapshot import Execute
 from remem.errors import RememError
-from remem.procedures.digest import (
+from remem.json_contract import date
+from remem.record.quote import (
     NEEDS_CREDENTIALS,
     NO_EDIT,
     inert_command,

@@ -13,14 +13,14 @@ from typing import Any
 
 from remem.agent.counts import read_counts
 from remem.capture import spool
-from remem.capture.event import DROPS_BY_DESIGN
-from remem.capture.redact import redact_text
 from remem.config import Settings
 from remem.db import snapshot
 from remem.db.snapshot import Execute
 from remem.db.sqlite import SCHEMA_HEAD
 from remem.queue import counts as task_counts
 from remem.queue import heartbeats
+from remem.record.event import DROPS_BY_DESIGN
+from remem.record.redact import redact_text
 from remem.team.state import Link, read_link
 
 
@@ -298,3 +298,15 @@ def _team_schema_line(revision: str | None, head: str) -> str:
     if revision < head:
         return f"{revision}, behind this remem's {head}: run `remem db upgrade --team`"
     return f"{revision}, newer than this remem's {head}: upgrade remem on this machine"
+
+
+def status_text(as_json: bool) -> str:
+    """What `remem status` prints: the report as a table of lines, or as JSON."""
+    from remem.config import load_settings
+
+    report = collect_status(load_settings())
+    if not as_json:
+        return render(report)
+    from remem import json_contract
+
+    return json_contract.dumps(report)

@@ -427,7 +427,7 @@ def install(
 ) -> list[AgentChange]:
     """Install remem's hooks for these agents. Every file is planned first, so one invalid
     file stops the lot before anything is written."""
-    from remem.capture.install import settings_for
+    from remem.admin.hook_settings import settings_for
 
     planned = [plan_install(agent, user_home, settings_for(agent, remem_home)) for agent in agents]
     return planned if dry_run else apply(planned)
@@ -436,7 +436,7 @@ def install(
 def uninstall(
     agents: Iterable[str], user_home: Path, remem_home: str, dry_run: bool = False
 ) -> list[AgentChange]:
-    from remem.capture.install import settings_for
+    from remem.admin.hook_settings import settings_for
 
     planned = []
     for agent in agents:

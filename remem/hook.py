@@ -15,19 +15,19 @@ import sys
 import time
 
 from remem import paths
-from remem.capture.event import HOSTS, CapturedEvent, Dropped
+from remem.capture.fields import sha256_hex
 from remem.capture.hosts import (
     build_event,
     cut_output,
     detect_host,
     payload_excerpt,
-    sha256_hex,
-    without_lone_surrogates,
 )
-from remem.capture.identity import locate
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
 from remem.config import Settings, load_settings
 from remem.db import sqlite as sqlite_settings
+from remem.record.event import HOSTS, CapturedEvent, Dropped
+from remem.record.identity import locate
+from remem.record.output import without_lone_surrogates
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:

@@ -1,0 +1,55 @@
+"""A command's output as the hosts report it, and the excerpt of it that is kept: what the
+hook stores, what the worker reads from a rollout, and what the team ships. Stdlib only.
+"""
+
+from __future__ import annotations
+
+from remem.record.event import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from typing import Any
+
+
+# Where each host puts a shell command's output, in the order they are joined.
+OUTPUT_FIELDS = {
+    "claude-code": (("tool_response", "stdout"), ("tool_response", "stderr"), ("error",)),
+    "codex": (("tool_response",), ("tool_response", "output"), ("tool_response", "stdout")),
+    "cursor": (("output",), ("tool_output",), ("error_message",), ("error",)),
+    "generic": (("output",), ("error",)),
+}
+
+
+def output_text(host: str, payload: dict[str, Any]) -> str | None:
+    """A command's output as the host reported it (stdout and stderr joined), else None."""
+    parts = []
+    for path in OUTPUT_FIELDS.get(host, ()):
+        value: Any = payload
+        for name in path:
+            value = value.get(name) if isinstance(value, dict) else None
+        if isinstance(value, str) and value:
+            parts.append(value)
+    return "\n".join(parts) or None
+
+
+def output_excerpt(text: str | None, already_cut: int = 0) -> str | None:
+    """The head and the tail of an already redacted output, within a fixed size; already_cut
+    counts what an oversized payload lost before (see cut_output)."""
+    if not text:
+        return None
+    if len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
+        return text
+    cut = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS + already_cut
+    head, tail = text[:OUTPUT_HEAD_CHARS], text[-OUTPUT_TAIL_CHARS:]
+    return f"{head}\n…[{cut} characters cut]…\n{tail}"
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """Lone surrogates are valid JSON but not UTF-8: they could be stored nowhere."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    return value
