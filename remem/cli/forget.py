@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from remem.cli.app import cli, open_home, print_json, project_root
+from remem.cli.app import cli, json_option, open_home, print_json, project_root
 from remem.errors import RememError
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ SHOWN = 20  # items listed in text; --json lists them all
 )
 @click.option("--dry-run", is_flag=True, help="List what would go; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--json", "as_json", is_flag=True, help="Print what goes (or went) as JSON.")
+@json_option("what goes (or went)")
 def forget_command(
     event_ids: tuple[int, ...],
     procedure_ids: tuple[int, ...],
