@@ -26,7 +26,8 @@ from tests.integration.test_group_state import assert_full_derivation_agrees
 from workers import loop as worker_loop
 from workers.daemon import Daemon, StopFlag
 from workers.handlers import PromoteHandler
-from workers.loop import Loop, work
+from workers.loop import Loop
+from workers.work import work
 
 TEST_COMMAND = "make test"
 DUTIES = ("reap", "ingest", "run_pending_jobs", "maintain")
