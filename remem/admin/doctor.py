@@ -8,15 +8,15 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from remem.admin.checks import FAIL, OK, WARN, Check
 from remem.capture import spool
 from remem.config import Settings, load_settings
 from remem.db import migrate
-from remem.db.engine import READ_ONLY, executor, integrity_check, make_engine
+from remem.db.engine import integrity_check, make_engine
+from remem.db.snapshot import engine_reader
 from remem.errors import ConfigError, HomeUnusable, RememError
 from remem.paths import foreign_owner
 from remem.queue import counts as task_counts
@@ -117,19 +117,8 @@ def _schema(engine: Engine) -> Check:
     return Check("schema", OK, f"at head ({head})")
 
 
-def _scalar(engine: Engine, sql: str) -> Any:
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        return connection.execute(text(sql)).scalar()
-
-
-def _task_counts(engine: Engine) -> dict[str, int]:
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        return task_counts.count_by_status(executor(connection))
-
-
 def _failed_tasks(engine: Engine) -> Check:
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        execute = executor(connection)
+    with engine_reader(engine) as execute:
         failed = task_counts.count_by_status(execute)["failed"]
         latest = task_counts.latest_failed(execute) if failed else None
     if latest is not None:
@@ -147,7 +136,8 @@ def _worker(settings: Settings, engine: Engine) -> Check:
     now = time.time()
     beats = list_heartbeats(engine)
     if not beats:
-        pending = _task_counts(engine)["pending"]
+        with engine_reader(engine) as execute:
+            pending = task_counts.count_by_status(execute)["pending"]
         status = WARN if pending else OK
         return Check(
             "worker",
@@ -175,7 +165,8 @@ def _worker(settings: Settings, engine: Engine) -> Check:
 
 
 def _clock(engine: Engine) -> Check:
-    newest = _scalar(engine, "SELECT max(captured_at) FROM captured_events")
+    with engine_reader(engine) as execute:
+        newest = execute("SELECT max(captured_at) FROM captured_events", {})[0][0]
     now = time.time()
     if newest is not None and newest > now + CLOCK_SKEW_S:
         return Check(
@@ -190,10 +181,8 @@ def _clock(engine: Engine) -> Check:
 def _codex_outcomes(engine: Engine) -> Check:
     from remem.agent.counts import UNRESOLVED_CODEX
 
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        count = connection.execute(
-            text(UNRESOLVED_CODEX), {"before": time.time() - 86_400}
-        ).scalar_one()
+    with engine_reader(engine) as execute:
+        count = execute(UNRESOLVED_CODEX, {"before": time.time() - 86_400})[0][0]
     if count:
         return Check(
             "codex",
@@ -206,11 +195,10 @@ def _codex_outcomes(engine: Engine) -> Check:
 
 def _dropped_payloads(engine: Engine) -> Check:
     from remem.capture.store import count_drops_since
-    from remem.db.engine import executor
     from remem.record.event import DROPS_BY_DESIGN
 
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        counts = count_drops_since(executor(connection), time.time() - 86_400)
+    with engine_reader(engine) as execute:
+        counts = count_drops_since(execute, time.time() - 86_400)
     lost = [(reason, count) for reason, count in counts if reason not in DROPS_BY_DESIGN]
     if lost:
         reason, count = lost[0]
@@ -228,11 +216,10 @@ def _drafts(engine: Engine) -> Check:
     from sqlalchemy.exc import DBAPIError
 
     from remem.agent.export import outdated_drafts
-    from remem.db.engine import executor
 
     try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            outdated = outdated_drafts(executor(connection))
+        with engine_reader(engine) as execute:
+            outdated = outdated_drafts(execute)
     except DBAPIError:  # no exports table: the schema check already says what to do
         return Check("drafts", WARN, "the registry of exported drafts cannot be read", "")
     if outdated:
