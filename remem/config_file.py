@@ -7,10 +7,10 @@ Stdlib only, and no `typing` at run time: the hook reads its settings through th
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from remem.errors import ConfigError, ConfigSyntaxError
+from remem.paths import write_whole
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -88,17 +88,10 @@ def _remember(cache: str, text: str, document: dict[str, Any]) -> None:
         data = json.dumps({"text": text, "document": document}, ensure_ascii=False)
     except (TypeError, ValueError):
         return
-    temporary = f"{cache}.{os.getpid()}.tmp"
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(data)
-        os.replace(temporary, cache)  # whole or not at all, for a reader at the same moment
-    except OSError:
-        from contextlib import suppress  # the rare path: the hook does not import it otherwise
+    from contextlib import suppress  # the rare path: the hook does not import it otherwise
 
-        with suppress(OSError):
-            os.unlink(temporary)
+    with suppress(OSError):
+        write_whole(cache, data.encode("utf-8"))  # whole or not at all, for a reader meanwhile
 
 
 def line_of(text: str, section: str, key: str | None = None) -> int | None:

@@ -7,22 +7,16 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import sys
 from collections.abc import Callable
 
-from remem.paths import DEFAULT_HOME
+from remem.paths import DEFAULT_HOME, installed_executable
 
 CLAUDE_TOOLS = "Bash|Edit|Write|MultiEdit|NotebookEdit"
 AGENTS = ("claude-code", "codex", "cursor")
 
 
 def hook_executable() -> str:
-    """remem-hook beside the running interpreter (the venv's bin/), else on PATH."""
-    beside = os.path.join(os.path.dirname(sys.executable), "remem-hook")
-    if os.path.exists(beside):
-        return beside
-    return shutil.which("remem-hook") or beside
+    return installed_executable("remem-hook")
 
 
 def _command(executable: str, host: str, home: str) -> str:

@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from remem.agent.read import Lesson, Procedure, read_lessons, read_procedure
 from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
 from remem.json_contract import date
+from remem.paths import write_whole
 from remem.record.quote import NEEDS_CREDENTIALS, needs_credentials
 from remem.record.redact import redact_text
 
@@ -384,19 +384,8 @@ def write(execute: Execute, draft: Draft, now: float, force: bool = False) -> st
 
 
 def _write_file(path: str, content: str) -> None:
-    """Whole or not at all: a temporary file beside it, renamed over it."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=".remem-draft-", dir=directory)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_whole(path, content.encode("utf-8"), 0o644)
 
 
 # --- what `remem doctor` reports -------------------------------------------------------------
