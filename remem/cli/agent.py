@@ -160,12 +160,8 @@ def procedures_export(
     settings = current_settings()
     with reading(settings) as execute:
         draft = export.prepare(execute, procedure_id, fmt, out)
-    _settings_unused, engine = open_home()
-    try:
-        with engine.begin() as connection:
-            outcome = export.write(executor(connection), draft, time.time(), force)
-    finally:
-        engine.dispose()
+    with open_home() as (_settings, engine), engine.begin() as connection:
+        outcome = export.write(executor(connection), draft, time.time(), force)
     if as_json:
         print_json(
             {

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from remem.cli.app import cli, current_settings, json_option, print_json
+from remem.cli.app import cli, current_settings, json_option, open_home, print_json
 
 
 @cli.command()
@@ -174,14 +174,10 @@ def db_current() -> None:
     Example:
       remem db current
     """
-    from remem.admin.home import open_engine
     from remem.db import migrate
 
-    engine = open_engine(current_settings(), require_current_schema=False)
-    try:
+    with open_home(require_current_schema=False) as (_settings, engine):
         current = migrate.current_revision(engine)
-    finally:
-        engine.dispose()
     head = migrate.head_revision()
     state = "up to date" if current == head else "behind: run `remem db upgrade`"
     click.echo(f"{current or 'none'} (head {head}, {state})")
@@ -206,15 +202,10 @@ def spool_ingest(as_json: bool) -> None:
     Example:
       remem spool ingest --json
     """
-    from remem.admin.home import open_engine
     from remem.capture.ingest import ingest_spool
 
-    settings = current_settings()
-    engine = open_engine(settings)
-    try:
+    with open_home() as (settings, engine):
         report = ingest_spool(engine, settings.spool_dir).as_dict()
-    finally:
-        engine.dispose()
     if as_json:
         print_json(report)
         return

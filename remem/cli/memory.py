@@ -267,8 +267,7 @@ def procedures_rebuild(no_drain: bool) -> None:
     from workers.runner import Worker
     from workers.work import run_burst
 
-    settings, engine = open_home()
-    try:
+    with open_home() as (settings, engine):
         report = rebuild(engine, time.time(), settings.ignore_commands)
         click.echo(
             f"Cleared {report.procedures_cleared} procedure(s), kept {report.archived_kept} "
@@ -281,8 +280,6 @@ def procedures_rebuild(no_drain: bool) -> None:
                 f"Re-derived: {stats['promoted']} procedure(s) promoted from "
                 f"{stats['events']} event(s)."
             )
-    finally:
-        engine.dispose()
 
 
 @procedures.command("archive")
@@ -298,13 +295,10 @@ def procedures_archive(procedure_id: int) -> None:
     from remem.db.snapshot import engine_reader
     from remem.procedures.store import archive
 
-    _settings_unused, engine = open_home()
-    try:
+    with open_home() as (_settings, engine):
         archive(engine, procedure_id)
         with engine_reader(engine) as execute:
             archived = read_procedure(execute, procedure_id)
-    finally:
-        engine.dispose()
     click.echo(f"Archived procedure {archived.id}: {archived.command}")
 
 

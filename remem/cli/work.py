@@ -41,33 +41,32 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
     from workers.logs import configure
     from workers.runner import Worker
 
-    settings, engine = open_home()
-    configure(settings, verbose)
-    runner = Worker(engine, settings)
-    team = None
-    if settings.team_database_url:
-        from workers.team import TeamJobs
+    with open_home() as (settings, engine):
+        configure(settings, verbose)
+        runner = Worker(engine, settings)
+        team = None
+        if settings.team_database_url:
+            from workers.team import TeamJobs
 
-        team = TeamJobs(engine, settings, stopping=stop.is_set)
-    try:
-        if burst:
-            _burst(runner, team, stop, max_seconds, as_json)
-        else:
-            from workers.work import work
+            team = TeamJobs(engine, settings, stopping=stop.is_set)
+        try:
+            if burst:
+                _burst(runner, team, stop, max_seconds, as_json)
+            else:
+                from workers.work import work
 
-            work(
-                runner,
-                team,
-                burst=False,
-                stop=stop,
-                on_started=lambda: click.echo(
-                    f"remem worker running (pid {os.getpid()}); logs in {settings.log_dir}"
-                ),
-            )
-    finally:
-        if team is not None:
-            team.close()
-        engine.dispose()
+                work(
+                    runner,
+                    team,
+                    burst=False,
+                    stop=stop,
+                    on_started=lambda: click.echo(
+                        f"remem worker running (pid {os.getpid()}); logs in {settings.log_dir}"
+                    ),
+                )
+        finally:
+            if team is not None:
+                team.close()
 
 
 def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json: bool) -> None:
@@ -164,11 +163,8 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
     from remem.json_contract import rfc3339
     from remem.queue.store import list_tasks
 
-    _settings_unused, engine = open_home()
-    try:
+    with open_home() as (_settings, engine):
         rows = list_tasks(engine, status_filter, limit)
-    finally:
-        engine.dispose()
     if as_json:
         print_json([{**row.__dict__, "run_after": rfc3339(row.run_after)} for row in rows])
         return
@@ -207,11 +203,8 @@ def tasks_retry(task_id: int) -> None:
 
     from remem.queue.store import retry_task
 
-    _settings_unused, engine = open_home()
-    try:
+    with open_home() as (_settings, engine):
         found = retry_task(engine, task_id, time.time())
-    finally:
-        engine.dispose()
     if not found:
         raise NotFound(f"No failed or pending task {task_id}: see `remem tasks`.")
     click.echo(f"Task {task_id} is pending again.")
