@@ -1,6 +1,6 @@
 """The one read model (DESIGN.md §7): what `remem procedures`, `remem status`, recall, export
 and the MCP server read, written once against an `execute(sql, params) -> rows` callable and
-returned as small frozen records (remem.agent.frozen); the digest's own reads, the hook's
+returned as small frozen records (remem.record.frozen); the digest's own reads, the hook's
 road, are in remem.agent.context.
 
 Stdlib only. A SQLite home is read with sqlite3 (remem.db.snapshot); a command that already
@@ -11,8 +11,8 @@ seconds here; remem.json_contract writes them out.
 from __future__ import annotations
 
 from remem.agent.context import KnownError, read_known_errors
-from remem.agent.frozen import Record, in_list, json_list
 from remem.errors import NotFound
+from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import needs_credentials, pitfall_text
 
 TYPE_CHECKING = False
