@@ -131,13 +131,7 @@ class IngestReport:
         self.dead_lettered: dict[str, int] = {}
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "files": self.files,
-            "events_stored": self.events_stored,
-            "events_already_stored": self.events_already_stored,
-            "drops_stored": self.drops_stored,
-            "dead_lettered": dict(sorted(self.dead_lettered.items())),
-        }
+        return {**self.__dict__, "dead_lettered": dict(sorted(self.dead_lettered.items()))}
 
 
 def _rotate_active(spool_dir: str) -> None:
