@@ -257,10 +257,10 @@ def _service_file(kind: str | None) -> Any:
     from pathlib import Path
 
     from remem.admin import service as definitions
-    from remem.admin.home import require_home
+    from remem.db.snapshot import require_home
 
     settings = current_settings()
-    require_home(settings)
+    require_home(settings.home)
     chosen = kind or definitions.default_kind()
     build = definitions.systemd if chosen == "systemd" else definitions.launchd
     return build(settings.home, Path.home())
@@ -311,9 +311,9 @@ def service_cron() -> None:
     Example:
       (crontab -l; remem service cron) | crontab -
     """
-    from remem.admin.home import require_home
     from remem.admin.service import cron_line
+    from remem.db.snapshot import require_home
 
     settings = current_settings()
-    require_home(settings)
+    require_home(settings.home)
     click.echo(cron_line(settings.home))
