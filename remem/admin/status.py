@@ -104,7 +104,7 @@ def collect_status(settings: Settings, now: float | None = None) -> dict[str, An
     drops = counts.drops
     return {
         "home": settings.home,
-        "database": snapshot.database_label(settings),
+        "database": snapshot.url_label(settings.database_url),
         "schema_revision": revision,
         "schema_head": SCHEMA_HEAD,
         "events": counts.events,

@@ -19,7 +19,6 @@ so a draft a person edited is never overwritten without `--force`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from remem.agent.read import Lesson, Procedure, read_lessons, read_procedure
+from remem.capture.fields import sha256_hex
 from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
 from remem.json_contract import date
@@ -95,11 +95,7 @@ class Draft:
 
     @property
     def draft_sha256(self) -> str:
-        return _sha256(self.content.encode("utf-8"))
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+        return sha256_hex(self.content.encode("utf-8"))
 
 
 def procedure_sha256(procedure: Procedure, lessons: Sequence[Lesson]) -> str:
@@ -111,7 +107,7 @@ def procedure_sha256(procedure: Procedure, lessons: Sequence[Lesson]) -> str:
         procedure.directory,
         [lesson.pitfall for lesson in lessons[:PITFALLS_SHOWN]],
     ]
-    return _sha256(json.dumps(said, ensure_ascii=False).encode("utf-8"))
+    return sha256_hex(json.dumps(said, ensure_ascii=False).encode("utf-8"))
 
 
 # --- the guards ------------------------------------------------------------------------------
@@ -355,7 +351,7 @@ def write(execute: Execute, draft: Draft, now: float, force: bool = False) -> st
         if not os.path.isfile(draft.path):
             raise RememError(f"Export refused: {draft.path} exists and is not a file.")
         with open(draft.path, "rb") as handle:
-            current = _sha256(handle.read())
+            current = sha256_hex(handle.read())
         rows = execute(_RECORDED, {"path": draft.path})
         recorded = rows[0][0] if rows else None
         if current != draft.draft_sha256 and current != recorded and not force:

@@ -39,10 +39,6 @@ INSTRUCTIONS = (
 QUERY_HELP = "Words that must all appear (any case) in the command or the error text."
 
 
-def _settings(environ: Mapping[str, str] | None) -> Settings:
-    return load_settings(dict(environ) if environ is not None else None)
-
-
 def _where(cwd: str | None) -> tuple[str, str | None, str]:
     from remem.record.identity import locate
 
@@ -138,7 +134,7 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
 
     def answer(ask: Callable[[Settings], dict[str, Any]]) -> dict[str, Any]:
         try:
-            result: dict[str, Any] = json_contract.contract(ask(_settings(environ)))
+            result: dict[str, Any] = json_contract.contract(ask(load_settings(environ)))
         except RememError as exc:
             raise ToolError(str(exc)) from None
         return result
