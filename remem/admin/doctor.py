@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from remem.admin.checks import FAIL, OK, WARN, Check
+from remem.admin.status import spool_backlog, worker_health
 from remem.capture import spool
 from remem.config import Settings, load_settings
 from remem.db import migrate
@@ -20,7 +21,6 @@ from remem.db.snapshot import engine_reader
 from remem.errors import ConfigError, HomeUnusable, RememError
 from remem.paths import foreign_owner
 from remem.queue import counts as task_counts
-from remem.queue.heartbeats import list_heartbeats, lock_is_free, lock_path
 
 CLOCK_SKEW_S = 300.0
 
@@ -133,35 +133,32 @@ def _failed_tasks(engine: Engine) -> Check:
 
 
 def _worker(settings: Settings, engine: Engine) -> Check:
-    now = time.time()
-    beats = list_heartbeats(engine)
-    if not beats:
-        with engine_reader(engine) as execute:
-            pending = task_counts.count_by_status(execute)["pending"]
-        status = WARN if pending else OK
+    with engine_reader(engine) as execute:
+        worker = worker_health(execute, settings, time.time())
+        pending = task_counts.count_by_status(execute)["pending"]
+    pid, state = worker["pid"], worker["state"]
+    if state == "not running":
         return Check(
             "worker",
-            status,
+            WARN if pending else OK,
             f"no daemon running; {pending} task(s) pending",
             "run `remem worker`, `remem service install` or `remem service cron`",
         )
-    newest = beats[0]
-    health = newest.health(now, lock_is_free(lock_path(settings.sqlite_file, settings.home)))
-    if health == "dead":
+    if state == "dead":
         return Check(
             "worker",
             WARN,
-            f"the daemon (pid {newest.pid}) is gone; its heartbeat remains",
+            f"the daemon (pid {pid}) is gone; its heartbeat remains",
             "start it again: `remem worker` (the start clears the heartbeat)",
         )
-    if health != "running":
+    if state != "running":
         return Check(
             "worker",
             WARN,
-            f"pid {newest.pid} on {newest.hostname} last seen {now - newest.heartbeat_at:.0f}s ago",
+            f"pid {pid} on {worker['hostname']} last seen {worker['heartbeat_age_s']:.0f}s ago",
             "check that machine's daemon, or restart it there: `remem worker`",
         )
-    return Check("worker", OK, f"running, pid {newest.pid}")
+    return Check("worker", OK, f"running, pid {pid}")
 
 
 def _clock(engine: Engine) -> Check:
@@ -236,28 +233,22 @@ def _drafts(engine: Engine) -> Check:
 
 
 def _spool(settings: Settings) -> Check:
-    directory = settings.spool_dir
-    names = os.listdir(directory) if os.path.isdir(directory) else []
-    waiting = sum(
-        1 for n in names if n == spool.ACTIVE_FILE or n.startswith(spool.INGESTING_PREFIX)
-    )
-    dead = spool.DEAD_LETTER_FILE in names
-    overflow = spool.read_overflow(directory).get("dropped", 0)
-    if overflow:
+    backlog = spool_backlog(settings.spool_dir)
+    if backlog["overflow_dropped"]:
         return Check(
             "spool",
             FAIL,
-            f"{overflow} event(s) dropped: the spool was full",
+            f"{backlog['overflow_dropped']} event(s) dropped: the spool was full",
             "start the worker so it drains the spool; raise capture.spool_max_bytes",
         )
-    if dead:
+    if backlog["dead_letters"]:
         return Check(
             "spool",
             WARN,
-            f"unreadable lines in {directory}/{spool.DEAD_LETTER_FILE}",
+            f"unreadable lines in {settings.spool_dir}/{spool.DEAD_LETTER_FILE}",
             "read them; delete the file once understood",
         )
-    if waiting:
+    if backlog["pending"]:
         return Check(
             "spool",
             WARN,
