@@ -13,10 +13,10 @@ from sqlalchemy import Engine, Table, text
 
 from remem.capture import spool
 from remem.config import Settings
-from remem.db.engine import begin_secure_delete
+from remem.db.engine import begin_secure_delete, with_ids
 from remem.db.schema import metadata, tables_marked
 from remem.forgetting.plan import plan
-from remem.forgetting.selection import Plan, Selection, chunks, with_ids
+from remem.forgetting.selection import Plan, Selection, chunks
 from remem.procedures import rebuild
 from remem.queue import store as queue
 from remem.record import rewrite as files

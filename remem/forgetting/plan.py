@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.capture import spool
 from remem.config import Settings
-from remem.db.engine import READ_ONLY
+from remem.db.engine import READ_ONLY, with_ids
 from remem.db.schema import tables_marked
 from remem.errors import NotFound
 from remem.forgetting.selection import (
@@ -23,7 +23,6 @@ from remem.forgetting.selection import (
     compile_pattern,
     excerpt,
     hit,
-    with_ids,
 )
 from remem.json_contract import rfc3339
 from remem.procedures.groups import Group
