@@ -8,16 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    TextClause,
-    bindparam,
-    create_engine,
-    event,
-    make_url,
-    text,
-)
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 
 from remem.db import sqlite as sqlite_settings
 from remem.paths import sqlite_path
@@ -135,8 +126,3 @@ def executor(connection: Connection) -> Callable[[str, dict[str, Any]], Sequence
         return result.all() if result.returns_rows else []
 
     return execute
-
-
-def with_ids(sql: str) -> TextClause:
-    """The statement with :ids as a list (an expanding parameter)."""
-    return text(sql).bindparams(bindparam("ids", expanding=True))

@@ -13,7 +13,8 @@ from sqlalchemy import Engine, Table, text
 
 from remem.capture import spool
 from remem.config import Settings
-from remem.db.engine import begin_secure_delete, with_ids
+from remem.db.driver import with_ids
+from remem.db.engine import begin_secure_delete
 from remem.db.schema import metadata, tables_marked
 from remem.forgetting.plan import plan
 from remem.forgetting.selection import Plan, Selection, chunks

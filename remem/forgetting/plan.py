@@ -11,7 +11,8 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.capture import spool
 from remem.config import Settings
-from remem.db.engine import READ_ONLY, with_ids
+from remem.db.driver import with_ids
+from remem.db.engine import READ_ONLY
 from remem.db.schema import tables_marked
 from remem.errors import NotFound
 from remem.forgetting.selection import (

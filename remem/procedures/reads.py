@@ -14,8 +14,7 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.config import Settings
-from remem.db.driver import Driver
-from remem.db.engine import with_ids
+from remem.db.driver import Driver, with_ids
 from remem.procedures import evidence, journal, policy, tallies
 from remem.procedures.evidence import Evidence
 from remem.procedures.groups import BRANCH, Group

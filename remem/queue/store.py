@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, TextClause, select, text
 
-from remem.db.driver import Driver
-from remem.db.engine import READ_ONLY, with_ids
+from remem.db.driver import Driver, with_ids
+from remem.db.engine import READ_ONLY
 from remem.db.schema import extraction_tasks
 from remem.faults import crash_point
 from remem.queue import policy

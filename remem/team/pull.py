@@ -14,7 +14,8 @@ from sqlalchemy import Engine, Table, text
 
 from remem.db import schema
 from remem.db.columns import names
-from remem.db.engine import READ_ONLY, with_ids
+from remem.db.driver import with_ids
+from remem.db.engine import READ_ONLY
 
 SELECT_LINKS = text("SELECT project_id, project_key FROM team_links ORDER BY project_id")
 UNLINKED = tuple(
