@@ -34,7 +34,6 @@ from remem.paths import write_whole
 from remem.record.quote import NEEDS_CREDENTIALS, needs_credentials
 from remem.record.redact import redact_text
 
-FORMATS = ("claude-skill", "agents-md", "runbook")
 DRAFTS_DIR = "remem-drafts"
 # Where agents read instructions from: a draft is moved there by a person, never written there.
 GUARDED_DIRECTORIES = frozenset({".claude", ".codex", ".cursor", "skills"})

@@ -11,13 +11,8 @@ import click
 from remem.cli.app import cli, current_settings, json_option, print_json
 from remem.cli.memory import procedures
 from remem.db.snapshot import reading
+from remem.db.vocabulary import EXPORT_FORMATS as FORMATS
 from remem.errors import RememError
-
-FORMATS = (
-    "claude-skill",
-    "agents-md",
-    "runbook",
-)  # remem.agent.export.FORMATS, without importing it
 
 
 @cli.command("recall")
