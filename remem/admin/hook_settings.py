@@ -15,10 +15,6 @@ CLAUDE_TOOLS = "Bash|Edit|Write|MultiEdit|NotebookEdit"
 AGENTS = ("claude-code", "codex", "cursor")
 
 
-def hook_executable() -> str:
-    return installed_executable("remem-hook")
-
-
 def _command(executable: str, host: str, home: str) -> str:
     command = f"{shlex.quote(executable)} --host {host}"
     if os.path.abspath(os.path.expanduser(DEFAULT_HOME)) != home:
@@ -81,7 +77,7 @@ _WHERE = {
 
 def settings_for(agent: str, home: str, executable: str | None = None) -> dict[str, object]:
     """What `remem hooks install AGENT` merges into the agent's file."""
-    return SETTINGS[agent](executable or hook_executable(), home)
+    return SETTINGS[agent](executable or installed_executable("remem-hook"), home)
 
 
 def render_instructions(

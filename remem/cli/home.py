@@ -36,8 +36,8 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
 
     from remem.admin.agents_settings import install, present_agents
     from remem.admin.home import init_home
-    from remem.admin.hook_settings import hook_executable
     from remem.cli.hooks import echo_init_hooks
+    from remem.paths import installed_executable
 
     result = init_home(current_settings())
     if not as_json:
@@ -62,7 +62,7 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
                 "created": result.created_home,
                 "database": result.database_url,
                 "revision": result.revision,
-                "hook": hook_executable(),
+                "hook": installed_executable("remem-hook"),
                 "hooks": [change.as_json() for change in changes],
                 "sessions_to_import": count_sessions(str(user_home)),
             }

@@ -342,7 +342,7 @@ def demo(keep: bool) -> None:
     import tempfile
 
     from remem.admin.demo import demo_payloads
-    from remem.admin.hook_settings import hook_executable
+    from remem.paths import installed_executable
 
     workdir = tempfile.mkdtemp(prefix="remem-demo-")
     project = os.path.join(workdir, "shop")
@@ -351,7 +351,8 @@ def demo(keep: bool) -> None:
         head.write("ref: refs/heads/main\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
     env["REMEM_HOME"] = os.path.join(workdir, "home")
-    remem = os.path.join(os.path.dirname(hook_executable()), "remem")
+    hook = installed_executable("remem-hook")
+    remem = os.path.join(os.path.dirname(hook), "remem")
     try:
 
         def run(args: list[str], stdin: str | None = None) -> str:
@@ -363,7 +364,7 @@ def demo(keep: bool) -> None:
         run([remem, "init"])
         click.echo(f"$ remem init  (REMEM_HOME={env['REMEM_HOME']})")
         for label, payload in demo_payloads(project):
-            run([hook_executable(), "--host", "claude-code"], json.dumps(payload))
+            run([hook, "--host", "claude-code"], json.dumps(payload))
             click.echo(f"$ remem-hook --host claude-code   # {label}")
         click.echo("$ remem worker --burst")
         click.echo(run([remem, "worker", "--burst"]).rstrip())
