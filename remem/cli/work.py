@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -73,21 +76,15 @@ def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json
     from remem.queue.heartbeats import list_heartbeats
     from workers.work import work
 
-    if sys.stdout.isatty() and not as_json:
-        from rich.progress import Progress
+    on_task: Callable[[], None] | None = None
+    with contextlib.ExitStack() as stack:
+        if sys.stdout.isatty() and not as_json:
+            from rich.progress import Progress
 
-        with Progress(transient=True) as progress:
+            progress = stack.enter_context(Progress(transient=True))
             bar = progress.add_task("processing tasks", total=None)
-            stats = work(
-                runner,
-                team,
-                burst=True,
-                stop=stop,
-                max_seconds=max_seconds,
-                on_task=lambda: progress.advance(bar),
-            )
-    else:
-        stats = work(runner, team, burst=True, stop=stop, max_seconds=max_seconds)
+            on_task = functools.partial(progress.advance, bar)
+        stats = work(runner, team, burst=True, stop=stop, max_seconds=max_seconds, on_task=on_task)
     keys = (
         "tasks_done",
         "tasks_retried",
