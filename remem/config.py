@@ -11,12 +11,12 @@ Stdlib only, and no `typing` at run time: the hook reads its settings here too.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
 from remem import paths
-from remem.errors import ConfigError, ConfigSyntaxError, HomeUnusable
+from remem.config_file import CACHE_FILE, line_of, read_file
+from remem.errors import ConfigError, HomeUnusable
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -337,108 +337,6 @@ def render_example_config() -> str:
     return "\n".join(lines) + "\n"
 
 
-_TOML_POSITION = r"\s*\(at line (\d+), column \d+\)$"
-# What TOML refuses even in a comment: the control characters other than tab (a newline ends
-# the comment; CR only before one).
-_COMMENT_REFUSES = tuple(chr(code) for code in (*range(0x09), *range(0x0B, 0x20), 0x7F))
-
-
-def _nothing_but_comments(text: str) -> bool:
-    """Whether TOML reads nothing at all in this text (blank lines and comments, as `remem init`
-    writes it): the hook then spares itself tomllib, which costs it a fifth of its time."""
-    text = text.replace("\r\n", "\n")
-    for line in text.split("\n"):
-        stripped = line.lstrip(" \t")
-        if stripped and not stripped.startswith("#"):
-            return False
-    return not any(character in text for character in _COMMENT_REFUSES)
-
-
-# What tomllib made of the config's text, kept in the home (never beside a REMEM_CONFIG that
-# lies outside it) and keyed by the whole text, for the next reader.
-CACHE_FILE = ".config.toml.parsed.json"
-
-
-def _read_file(path: str, cache: str) -> tuple[dict[str, Any], str]:
-    """The parsed config file and its text; a missing file is no settings at all."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        return {}, ""
-    except OSError as exc:
-        raise ConfigError(path, "(file)", f"cannot be read ({exc.strerror})") from None
-    text = raw.decode("utf-8", errors="replace")
-    if _nothing_but_comments(text):
-        return {}, text
-    document = _cached(cache, text)
-    if document is None:
-        document = _parse(path, text)
-        _remember(cache, text, document)
-    return document, text
-
-
-def _parse(path: str, text: str) -> dict[str, Any]:
-    import tomllib  # only for a file that sets something, and that the cache does not know
-
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        position = re.search(_TOML_POSITION, message)
-        line = int(position.group(1)) if position else None
-        raise ConfigSyntaxError(path, line, re.sub(_TOML_POSITION, "", message)) from None
-
-
-def _cached(cache: str, text: str) -> dict[str, Any] | None:
-    try:
-        with open(cache, encoding="utf-8") as handle:
-            saved = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(saved, dict) or saved.get("text") != text:
-        return None
-    document = saved.get("document")
-    return document if isinstance(document, dict) else None
-
-
-def _remember(cache: str, text: str, document: dict[str, Any]) -> None:
-    """Best effort: a folder we cannot write to, or a value JSON cannot hold (a TOML date),
-    only means the next reader parses the file again."""
-    try:
-        data = json.dumps({"text": text, "document": document}, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return
-    temporary = f"{cache}.{os.getpid()}.tmp"
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(data)
-        os.replace(temporary, cache)  # whole or not at all, for a reader at the same moment
-    except OSError:
-        from contextlib import suppress  # the rare path: the hook does not import it otherwise
-
-        with suppress(OSError):
-            os.unlink(temporary)
-
-
-def _line_of(text: str, section: str, key: str | None = None) -> int | None:
-    """Where a [section] header, or a key inside it, is written; None when it is not found
-    (a dotted or inline form): the message then names the key alone."""
-    current = ""
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if stripped.startswith("["):
-            current = stripped.strip("[] \t").strip().strip('"')
-            if key is None and current == section:
-                return number
-        elif key is not None and current == section:
-            name = stripped.split("=", 1)[0].strip().strip('"')
-            if name == key:
-                return number
-    return None
-
-
 def load_settings(environ: Mapping[str, str] | None = None, home: str | None = None) -> Settings:
     """The settings in force for a home (REMEM_HOME's by default): the hook, the worker and
     every command read them here. Touches no disk beyond the config file and its cache."""
@@ -448,21 +346,21 @@ def load_settings(environ: Mapping[str, str] | None = None, home: str | None = N
     if problem:
         raise HomeUnusable(home, problem)
     config_file = paths.config_path(home, env)
-    document, text = _read_file(config_file, os.path.join(home, CACHE_FILE))
+    document, text = read_file(config_file, os.path.join(home, CACHE_FILE))
     declared = {(each.section, each.key) for each in SETTINGS}
     for section, body in document.items():
         if not isinstance(body, dict):
-            line = _line_of(text, section, None) or _line_of(text, "", section)
+            line = line_of(text, section, None) or line_of(text, "", section)
             raise ConfigError(config_file, section, "must be a [section] table", line)
         for key in body:
             if (section, key) not in declared:
-                line = _line_of(text, section, key)
+                line = line_of(text, section, key)
                 raise ConfigError(config_file, f"{section}.{key}", "is not a remem setting", line)
     values: dict[str, Any] = {}
     for each in SETTINGS:
         written = document.get(each.section, {})
         raw, source = written.get(each.key, each.default), config_file
-        line = _line_of(text, each.section, each.key) if each.key in written else None
+        line = line_of(text, each.section, each.key) if each.key in written else None
         if each.env_name in env:
             raw, source, line = env[each.env_name], f"environment variable {each.env_name}", None
         try:

@@ -1,4 +1,5 @@
-"""Where a remem home and its files are. Stdlib only: the hook imports this."""
+"""Where a remem home and its files are, and how a file is replaced whole. Stdlib only: the
+hook imports this."""
 
 from __future__ import annotations
 
@@ -51,3 +52,34 @@ def home_problem(home: str) -> str | None:
     if os.path.isdir(home) and not os.access(home, os.R_OK | os.X_OK):
         return "cannot be read by this user"
     return None
+
+
+def installed_executable(name: str) -> str:
+    """A command of remem's beside the running interpreter (the venv's bin/), else on PATH."""
+    import shutil
+    import sys
+
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.exists(beside):
+        return beside
+    return shutil.which(name) or beside
+
+
+def write_whole(path: str, data: bytes, mode: int = 0o600, sync: bool = False) -> None:
+    """Replace a file in one step, with this mode: a temporary file beside it, renamed over it,
+    so that a reader at the same moment finds the old content or the new, never a part. With
+    `sync` the new content is on disk before the rename."""
+    temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), mode)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shlex
-import tempfile
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from remem.errors import RememError
+from remem.paths import write_whole
 
 HOOK_NAME = "remem-hook"
 AGENT_FOLDERS = {"claude-code": ".claude", "codex": ".codex", "cursor": ".cursor"}
@@ -407,19 +407,7 @@ def atomic_write(path: Path, text: str) -> None:
         os.umask(umask)
         mode = 0o666 & ~umask
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_whole(str(path), text.encode("utf-8"), mode, sync=True)
 
 
 def install(

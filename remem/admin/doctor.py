@@ -8,19 +8,19 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from remem.admin.checks import FAIL, OK, WARN, Check
+from remem.admin.status import spool_backlog, worker_health
 from remem.capture import spool
 from remem.config import Settings, load_settings
 from remem.db import migrate
-from remem.db.engine import READ_ONLY, executor, integrity_check, make_engine
+from remem.db.engine import integrity_check, make_engine
+from remem.db.snapshot import engine_reader
 from remem.errors import ConfigError, HomeUnusable, RememError
 from remem.paths import foreign_owner
 from remem.queue import counts as task_counts
-from remem.queue.heartbeats import list_heartbeats, lock_is_free, lock_path
 
 CLOCK_SKEW_S = 300.0
 
@@ -117,19 +117,8 @@ def _schema(engine: Engine) -> Check:
     return Check("schema", OK, f"at head ({head})")
 
 
-def _scalar(engine: Engine, sql: str) -> Any:
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        return connection.execute(text(sql)).scalar()
-
-
-def _task_counts(engine: Engine) -> dict[str, int]:
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        return task_counts.count_by_status(executor(connection))
-
-
 def _failed_tasks(engine: Engine) -> Check:
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        execute = executor(connection)
+    with engine_reader(engine) as execute:
         failed = task_counts.count_by_status(execute)["failed"]
         latest = task_counts.latest_failed(execute) if failed else None
     if latest is not None:
@@ -144,38 +133,37 @@ def _failed_tasks(engine: Engine) -> Check:
 
 
 def _worker(settings: Settings, engine: Engine) -> Check:
-    now = time.time()
-    beats = list_heartbeats(engine)
-    if not beats:
-        pending = _task_counts(engine)["pending"]
-        status = WARN if pending else OK
+    with engine_reader(engine) as execute:
+        worker = worker_health(execute, settings, time.time())
+        pending = task_counts.count_by_status(execute)["pending"]
+    pid, state = worker["pid"], worker["state"]
+    if state == "not running":
         return Check(
             "worker",
-            status,
+            WARN if pending else OK,
             f"no daemon running; {pending} task(s) pending",
             "run `remem worker`, `remem service install` or `remem service cron`",
         )
-    newest = beats[0]
-    health = newest.health(now, lock_is_free(lock_path(settings.sqlite_file, settings.home)))
-    if health == "dead":
+    if state == "dead":
         return Check(
             "worker",
             WARN,
-            f"the daemon (pid {newest.pid}) is gone; its heartbeat remains",
+            f"the daemon (pid {pid}) is gone; its heartbeat remains",
             "start it again: `remem worker` (the start clears the heartbeat)",
         )
-    if health != "running":
+    if state != "running":
         return Check(
             "worker",
             WARN,
-            f"pid {newest.pid} on {newest.hostname} last seen {now - newest.heartbeat_at:.0f}s ago",
+            f"pid {pid} on {worker['hostname']} last seen {worker['heartbeat_age_s']:.0f}s ago",
             "check that machine's daemon, or restart it there: `remem worker`",
         )
-    return Check("worker", OK, f"running, pid {newest.pid}")
+    return Check("worker", OK, f"running, pid {pid}")
 
 
 def _clock(engine: Engine) -> Check:
-    newest = _scalar(engine, "SELECT max(captured_at) FROM captured_events")
+    with engine_reader(engine) as execute:
+        newest = execute("SELECT max(captured_at) FROM captured_events", {})[0][0]
     now = time.time()
     if newest is not None and newest > now + CLOCK_SKEW_S:
         return Check(
@@ -190,10 +178,8 @@ def _clock(engine: Engine) -> Check:
 def _codex_outcomes(engine: Engine) -> Check:
     from remem.agent.counts import UNRESOLVED_CODEX
 
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        count = connection.execute(
-            text(UNRESOLVED_CODEX), {"before": time.time() - 86_400}
-        ).scalar_one()
+    with engine_reader(engine) as execute:
+        count = execute(UNRESOLVED_CODEX, {"before": time.time() - 86_400})[0][0]
     if count:
         return Check(
             "codex",
@@ -206,11 +192,10 @@ def _codex_outcomes(engine: Engine) -> Check:
 
 def _dropped_payloads(engine: Engine) -> Check:
     from remem.capture.store import count_drops_since
-    from remem.db.engine import executor
     from remem.record.event import DROPS_BY_DESIGN
 
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        counts = count_drops_since(executor(connection), time.time() - 86_400)
+    with engine_reader(engine) as execute:
+        counts = count_drops_since(execute, time.time() - 86_400)
     lost = [(reason, count) for reason, count in counts if reason not in DROPS_BY_DESIGN]
     if lost:
         reason, count = lost[0]
@@ -228,11 +213,10 @@ def _drafts(engine: Engine) -> Check:
     from sqlalchemy.exc import DBAPIError
 
     from remem.agent.export import outdated_drafts
-    from remem.db.engine import executor
 
     try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            outdated = outdated_drafts(executor(connection))
+        with engine_reader(engine) as execute:
+            outdated = outdated_drafts(execute)
     except DBAPIError:  # no exports table: the schema check already says what to do
         return Check("drafts", WARN, "the registry of exported drafts cannot be read", "")
     if outdated:
@@ -249,28 +233,22 @@ def _drafts(engine: Engine) -> Check:
 
 
 def _spool(settings: Settings) -> Check:
-    directory = settings.spool_dir
-    names = os.listdir(directory) if os.path.isdir(directory) else []
-    waiting = sum(
-        1 for n in names if n == spool.ACTIVE_FILE or n.startswith(spool.INGESTING_PREFIX)
-    )
-    dead = spool.DEAD_LETTER_FILE in names
-    overflow = spool.read_overflow(directory).get("dropped", 0)
-    if overflow:
+    backlog = spool_backlog(settings.spool_dir)
+    if backlog["overflow_dropped"]:
         return Check(
             "spool",
             FAIL,
-            f"{overflow} event(s) dropped: the spool was full",
+            f"{backlog['overflow_dropped']} event(s) dropped: the spool was full",
             "start the worker so it drains the spool; raise capture.spool_max_bytes",
         )
-    if dead:
+    if backlog["dead_letters"]:
         return Check(
             "spool",
             WARN,
-            f"unreadable lines in {directory}/{spool.DEAD_LETTER_FILE}",
+            f"unreadable lines in {settings.spool_dir}/{spool.DEAD_LETTER_FILE}",
             "read them; delete the file once understood",
         )
-    if waiting:
+    if backlog["pending"]:
         return Check(
             "spool",
             WARN,

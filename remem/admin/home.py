@@ -30,7 +30,7 @@ def init_home(settings: Settings) -> InitResult:
     home = settings.home
     created_home = not os.path.isdir(home)
     os.makedirs(home, mode=0o700, exist_ok=True)
-    require_home(settings)
+    snapshot.require_home(settings.home)
     os.chmod(home, 0o700)
     for sub in (settings.spool_dir, settings.log_dir):
         os.makedirs(sub, mode=0o700, exist_ok=True)
@@ -51,10 +51,6 @@ def init_home(settings: Settings) -> InitResult:
     return InitResult(home, created_home, created_config, settings.database_url, revision)
 
 
-def require_home(settings: Settings) -> None:
-    snapshot.require_home(settings.home)
-
-
 @contextlib.contextmanager
 def migration_lock(settings: Settings) -> Iterator[None]:
     """Upgrades of one database run one after another (each is also one IMMEDIATE
@@ -70,7 +66,7 @@ def migration_lock(settings: Settings) -> Iterator[None]:
 
 def open_engine(settings: Settings, *, require_current_schema: bool = True) -> Engine:
     """The engine of an existing home's database; never creates a file."""
-    require_home(settings)
+    snapshot.require_home(settings.home)
     path = settings.sqlite_file
     if path is not None and not os.path.isfile(path):
         raise DatabaseUnavailable(path, "the file does not exist: run `remem init`")

@@ -7,22 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import sys
 from collections.abc import Callable
 
-from remem.paths import DEFAULT_HOME
+from remem.paths import DEFAULT_HOME, installed_executable
 
 CLAUDE_TOOLS = "Bash|Edit|Write|MultiEdit|NotebookEdit"
 AGENTS = ("claude-code", "codex", "cursor")
-
-
-def hook_executable() -> str:
-    """remem-hook beside the running interpreter (the venv's bin/), else on PATH."""
-    beside = os.path.join(os.path.dirname(sys.executable), "remem-hook")
-    if os.path.exists(beside):
-        return beside
-    return shutil.which("remem-hook") or beside
 
 
 def _command(executable: str, host: str, home: str) -> str:
@@ -87,7 +77,7 @@ _WHERE = {
 
 def settings_for(agent: str, home: str, executable: str | None = None) -> dict[str, object]:
     """What `remem hooks install AGENT` merges into the agent's file."""
-    return SETTINGS[agent](executable or hook_executable(), home)
+    return SETTINGS[agent](executable or installed_executable("remem-hook"), home)
 
 
 def render_instructions(

@@ -24,7 +24,7 @@ from remem.record.redact import redact_text
 from remem.team.state import Link, read_link
 
 
-def _spool_backlog(spool_dir: str) -> dict[str, Any]:
+def spool_backlog(spool_dir: str) -> dict[str, Any]:
     pending_lines = dead_letters = 0
     last_reason = None
     if os.path.isdir(spool_dir):
@@ -66,7 +66,7 @@ def _database_access(settings: Settings) -> dict[str, Any]:
     return {"file": path, "writable": writable}
 
 
-def _worker_health(execute: Execute, settings: Settings, now: float) -> dict[str, Any]:
+def worker_health(execute: Execute, settings: Settings, now: float) -> dict[str, Any]:
     beats = heartbeats.read(execute)
     if not beats:
         return {
@@ -99,12 +99,12 @@ def collect_status(settings: Settings, now: float | None = None) -> dict[str, An
         counts = read_counts(execute, now)
         tasks = task_counts.count_by_status(execute)
         oldest_pending = task_counts.oldest_pending_at(execute)
-        worker = _worker_health(execute, settings, now)
+        worker = worker_health(execute, settings, now)
         link = _read_team_link(execute, settings, revision)
     drops = counts.drops
     return {
         "home": settings.home,
-        "database": snapshot.database_label(settings),
+        "database": snapshot.url_label(settings.database_url),
         "schema_revision": revision,
         "schema_head": SCHEMA_HEAD,
         "events": counts.events,
@@ -116,7 +116,7 @@ def collect_status(settings: Settings, now: float | None = None) -> dict[str, An
         "oldest_pending_age_s": None if oldest_pending is None else round(now - oldest_pending, 1),
         "procedures": counts.procedures,
         "worker": worker,
-        "spool": _spool_backlog(settings.spool_dir),
+        "spool": spool_backlog(settings.spool_dir),
         "database_access": _database_access(settings),
         "team": team_report(settings, link, now),
     }

@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 from remem.admin.checks import FAIL, OK, WARN, Check
 from remem.config import Settings
 from remem.db import migrate
-from remem.db.engine import READ_ONLY, make_engine
+from remem.db.engine import make_engine
 from remem.db.sqlite import SCHEMA_HEAD
 
 # Doctor asks the team database once and answers at once: an unreachable server is a finding.
@@ -97,12 +97,12 @@ def _team_link(engine: Engine) -> Check:
     from sqlalchemy.exc import DBAPIError
 
     from remem.admin.status import age_text, one_line
-    from remem.db.engine import executor
+    from remem.db.snapshot import engine_reader
     from remem.team.state import read_link
 
     try:
-        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            link = read_link(executor(connection))
+        with engine_reader(engine) as execute:
+            link = read_link(execute)
     except DBAPIError:  # no link tables yet: the schema check already says what to do
         return Check("team link", WARN, "this home's team link cannot be read", "")
     now = time.time()

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 from remem.agent import digest
-from remem.agent.frozen import Record, in_list, json_list
 from remem.config import Settings
+from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import needs_credentials, pitfall_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path

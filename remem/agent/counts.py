@@ -7,8 +7,8 @@ start, and needs none of the read model's other records.
 
 from __future__ import annotations
 
-from remem.agent.frozen import Record
 from remem.db.vocabulary import PROCEDURE_STATUSES
+from remem.record.frozen import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -19,22 +19,21 @@ so a draft a person edited is never overwritten without `--force`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from remem.agent.read import Lesson, Procedure, read_lessons, read_procedure
+from remem.capture.fields import sha256_hex
 from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
 from remem.json_contract import date
+from remem.paths import write_whole
 from remem.record.quote import NEEDS_CREDENTIALS, needs_credentials
 from remem.record.redact import redact_text
 
-FORMATS = ("claude-skill", "agents-md", "runbook")
 DRAFTS_DIR = "remem-drafts"
 # Where agents read instructions from: a draft is moved there by a person, never written there.
 GUARDED_DIRECTORIES = frozenset({".claude", ".codex", ".cursor", "skills"})
@@ -95,11 +94,7 @@ class Draft:
 
     @property
     def draft_sha256(self) -> str:
-        return _sha256(self.content.encode("utf-8"))
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+        return sha256_hex(self.content.encode("utf-8"))
 
 
 def procedure_sha256(procedure: Procedure, lessons: Sequence[Lesson]) -> str:
@@ -111,7 +106,7 @@ def procedure_sha256(procedure: Procedure, lessons: Sequence[Lesson]) -> str:
         procedure.directory,
         [lesson.pitfall for lesson in lessons[:PITFALLS_SHOWN]],
     ]
-    return _sha256(json.dumps(said, ensure_ascii=False).encode("utf-8"))
+    return sha256_hex(json.dumps(said, ensure_ascii=False).encode("utf-8"))
 
 
 # --- the guards ------------------------------------------------------------------------------
@@ -355,7 +350,7 @@ def write(execute: Execute, draft: Draft, now: float, force: bool = False) -> st
         if not os.path.isfile(draft.path):
             raise RememError(f"Export refused: {draft.path} exists and is not a file.")
         with open(draft.path, "rb") as handle:
-            current = _sha256(handle.read())
+            current = sha256_hex(handle.read())
         rows = execute(_RECORDED, {"path": draft.path})
         recorded = rows[0][0] if rows else None
         if current != draft.draft_sha256 and current != recorded and not force:
@@ -384,19 +379,8 @@ def write(execute: Execute, draft: Draft, now: float, force: bool = False) -> st
 
 
 def _write_file(path: str, content: str) -> None:
-    """Whole or not at all: a temporary file beside it, renamed over it."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=".remem-draft-", dir=directory)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_whole(path, content.encode("utf-8"), 0o644)
 
 
 # --- what `remem doctor` reports -------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The one read model (DESIGN.md §7): what `remem procedures`, `remem status`, recall, export
 and the MCP server read, written once against an `execute(sql, params) -> rows` callable and
-returned as small frozen records (remem.agent.frozen); the digest's own reads, the hook's
+returned as small frozen records (remem.record.frozen); the digest's own reads, the hook's
 road, are in remem.agent.context.
 
 Stdlib only. A SQLite home is read with sqlite3 (remem.db.snapshot); a command that already
@@ -10,9 +10,9 @@ seconds here; remem.json_contract writes them out.
 
 from __future__ import annotations
 
-from remem.agent.context import KnownError, read_known_errors
-from remem.agent.frozen import Record, in_list, json_list
+from remem.agent.context import ACTIVE, KnownError, read_known_errors
 from remem.errors import NotFound
+from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import needs_credentials, pitfall_text
 
 TYPE_CHECKING = False
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
     from remem.db.snapshot import Execute
 
-ACTIVE = "active"
 EVIDENCE_PAGE = 50
 
 
@@ -76,14 +75,22 @@ _PROCEDURES = (
 )
 
 
+def _fields(kind: type[Record], row: Sequence[Any]) -> dict[str, Any]:
+    """A procedure's row of either table as its record's fields: one that holds on every
+    branch has no branch, and the lists the table keeps as JSON are tuples."""
+    data = dict(zip(kind._fields, row, strict=True))
+    if data["scope"] == "project":
+        data["branch"] = None
+    for name in ("branches", "evidence_event_ids", "files"):
+        if name in data:
+            data[name] = tuple(json_list(data[name]))
+    return data
+
+
 def _procedure(row: Sequence[Any]) -> Procedure:
-    values = list(row)
-    if values[2] == "project":
-        values[3] = None
-    values[8] = tuple((v["command"], int(v["runs"])) for v in json_list(values[8]))
-    for index in (13, 14, 15):
-        values[index] = tuple(json_list(values[index]))
-    return Procedure(*values)
+    data = _fields(Procedure, row)
+    data["variants"] = tuple((v["command"], int(v["runs"])) for v in json_list(data["variants"]))
+    return Procedure(**data)
 
 
 def read_procedures(
@@ -412,21 +419,13 @@ _TEAM_PROCEDURES = (
 )
 
 
-def _team_procedure(row: Sequence[Any]) -> TeamProcedure:
-    values = list(row)
-    if values[3] == "project":
-        values[4] = None
-    values[13], values[14] = tuple(json_list(values[13])), tuple(json_list(values[14]))
-    return TeamProcedure(*values)
-
-
 def read_team_procedures(execute: Execute, root: str) -> list[TeamProcedure]:
     """The team's procedures pulled for the project, by confidence, then most recently
     verified, then id."""
     rows = execute(_TEAM_PROCEDURES.format(where="pr.root = :root"), {"root": root})
-    return [_team_procedure(row) for row in rows]
+    return [TeamProcedure(**_fields(TeamProcedure, row)) for row in rows]
 
 
 def read_team_procedure(execute: Execute, row_id: int) -> TeamProcedure | None:
     rows = execute(_TEAM_PROCEDURES.format(where="t.id = :id"), {"id": row_id})
-    return _team_procedure(rows[0]) if rows else None
+    return TeamProcedure(**_fields(TeamProcedure, rows[0])) if rows else None

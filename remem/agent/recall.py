@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from remem.agent.read import read_lessons
+from remem.agent.read import read_lessons, read_procedures
 from remem.db.snapshot import Execute
 from remem.errors import RememError
 from remem.json_contract import date
@@ -105,11 +105,6 @@ def _line(regex: re.Pattern[str], *texts: str | None) -> str | None:
     return None
 
 
-_PROCEDURES = (
-    "SELECT p.id, pr.root, p.scope, p.branch, p.directory, p.workflow, p.command, p.variants, "
-    "p.status, p.verified_runs, p.last_verified_at FROM procedures p "
-    "JOIN projects pr ON pr.id = p.project_id WHERE 1 = 1{where}"
-)
 _COMMANDS = (
     "SELECT e.id, pr.root, e.branch, e.directory, e.command, e.outcome, e.exit_code, "
     "e.error_excerpt, e.event_at FROM captured_events e JOIN projects pr ON pr.id = e.project_id "
@@ -134,19 +129,17 @@ def search(
 def _procedure_hits(
     execute: Execute, regex: re.Pattern[str], root: str | None, since_at: float | None
 ) -> Iterator[Hit]:
-    params: dict[str, Any] = {}
-    where = _scope(root, params) + _since("p.last_verified_at", since_at, params)
-    for row in execute(_PROCEDURES.format(where=where), params):
-        pid, project, scope, branch, directory, workflow, command, variants, status, runs, at = row
-        branch = None if scope == "project" else branch
-        if regex.search(command) or regex.search(workflow):
-            yield Hit("procedure", pid, status, runs, at, project, branch, directory, command)
-        for variant in json.loads(variants or "[]"):
-            if variant["command"] != command and regex.search(variant["command"]):
-                count = int(variant["runs"])
+    for p in read_procedures(execute, root, statuses=None):
+        if since_at is not None and p.last_verified_at < since_at:
+            continue
+        at, where = p.last_verified_at, (p.project, p.branch, p.directory)
+        if regex.search(p.command) or regex.search(p.workflow):
+            yield Hit("procedure", p.id, p.status, p.verified_runs, at, *where, p.command)
+        for command, count in p.variants:
+            if command != p.command and regex.search(command):
                 yield Hit(
-                    "variant", pid, status, count, at, project, branch, directory,
-                    variant["command"], procedure_id=pid, runs=count,
+                    "variant", p.id, p.status, count, at, *where, command,
+                    procedure_id=p.id, runs=count,
                 )  # fmt: skip
 
 

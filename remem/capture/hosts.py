@@ -117,9 +117,6 @@ def _tool_draft(draft: _Draft, payload: dict[str, Any], ignored: str) -> dict[st
 
 def _claude_code(payload: dict[str, Any], draft: _Draft) -> None:
     event = draft.hook_event
-    if event == "SessionStart":
-        draft.kind = "session_start"
-        return
     if event not in ("PostToolUse", "PostToolUseFailure"):
         raise Dropped("ignored_event", event, draft.host, event)
     tool_input = _tool_draft(draft, payload, "ignored_tool")
@@ -150,9 +147,6 @@ def _claude_code(payload: dict[str, Any], draft: _Draft) -> None:
 
 def _codex(payload: dict[str, Any], draft: _Draft) -> None:
     event = draft.hook_event
-    if event == "SessionStart":
-        draft.kind = "session_start"
-        return
     if event != "PostToolUse":
         raise Dropped("ignored_event", event, draft.host, event)
     _tool_draft(draft, payload, "ignored_tool")
@@ -163,9 +157,7 @@ def _codex(payload: dict[str, Any], draft: _Draft) -> None:
 
 def _cursor(payload: dict[str, Any], draft: _Draft) -> None:
     event = draft.hook_event
-    if event == "sessionStart":
-        draft.kind = "session_start"
-    elif event == "afterShellExecution":
+    if event == "afterShellExecution":
         draft.command = field(payload, "command", str, True, draft.host)
         exit_code = exit_code_value(payload.get("exit_code", payload.get("exitCode")))
         if exit_code is not None:
@@ -224,6 +216,8 @@ def _generic(payload: dict[str, Any], draft: _Draft) -> None:
 
 
 _ADAPTERS = {"claude-code": _claude_code, "codex": _codex, "cursor": _cursor, "generic": _generic}
+# The hook event each host sends when a session starts (the generic host has none).
+_SESSION_START = {"claude-code": "SessionStart", "codex": "SessionStart", "cursor": "sessionStart"}
 
 
 def _start_draft(payload: dict[str, Any], host: str) -> _Draft:
@@ -320,7 +314,10 @@ def build_event(
     """Normalise and redact one payload; raises Dropped when it is not to be stored.
     output_cut: the characters of output cut_output took from it."""
     draft = _start_draft(payload, host)
-    _ADAPTERS[host](payload, draft)
+    if draft.hook_event == _SESSION_START.get(host):
+        draft.kind = "session_start"
+    else:
+        _ADAPTERS[host](payload, draft)
     if draft.kind == "command" and _runs_remem_forget(draft.command):
         raise Dropped("own_command", "remem forget is never recorded", host, draft.hook_event)
     root, branch, work_tree, directory = locate(draft.cwd)

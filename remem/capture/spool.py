@@ -14,6 +14,7 @@ import os
 import time
 
 from remem.db import columns
+from remem.paths import write_whole
 from remem.record import rewrite as files
 from remem.record.redact import redact_text
 
@@ -109,13 +110,7 @@ def _count_overflow(spool_dir: str, reason: str) -> None:
     path = os.path.join(spool_dir, OVERFLOW_FILE)
     state = read_overflow(spool_dir)
     state = {"dropped": int(state.get("dropped", 0)) + 1, "reason": reason, "last_at": time.time()}
-    temporary = f"{path}.{os.getpid()}"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(descriptor, json.dumps(state).encode())
-    finally:
-        os.close(descriptor)
-    os.replace(temporary, path)
+    write_whole(path, json.dumps(state).encode())
 
 
 def read_overflow(spool_dir: str) -> dict[str, Any]:
@@ -136,13 +131,7 @@ class IngestReport:
         self.dead_lettered: dict[str, int] = {}
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "files": self.files,
-            "events_stored": self.events_stored,
-            "events_already_stored": self.events_already_stored,
-            "drops_stored": self.drops_stored,
-            "dead_lettered": dict(sorted(self.dead_lettered.items())),
-        }
+        return {**self.__dict__, "dead_lettered": dict(sorted(self.dead_lettered.items()))}
 
 
 def _rotate_active(spool_dir: str) -> None:

@@ -11,13 +11,8 @@ import click
 from remem.cli.app import cli, current_settings, json_option, print_json
 from remem.cli.memory import procedures
 from remem.db.snapshot import reading
+from remem.db.vocabulary import EXPORT_FORMATS as FORMATS
 from remem.errors import RememError
-
-FORMATS = (
-    "claude-skill",
-    "agents-md",
-    "runbook",
-)  # remem.agent.export.FORMATS, without importing it
 
 
 @cli.command("recall")
@@ -160,12 +155,8 @@ def procedures_export(
     settings = current_settings()
     with reading(settings) as execute:
         draft = export.prepare(execute, procedure_id, fmt, out)
-    _settings_unused, engine = open_home()
-    try:
-        with engine.begin() as connection:
-            outcome = export.write(executor(connection), draft, time.time(), force)
-    finally:
-        engine.dispose()
+    with open_home() as (_settings, engine), engine.begin() as connection:
+        outcome = export.write(executor(connection), draft, time.time(), force)
     if as_json:
         print_json(
             {

@@ -5,10 +5,11 @@ This module holds the group and what every command shares; the commands live bes
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -103,11 +104,17 @@ def cli() -> None:
     """
 
 
-def open_home(require_current_schema: bool = True) -> tuple[Settings, Engine]:
+@contextlib.contextmanager
+def open_home(require_current_schema: bool = True) -> Iterator[tuple[Settings, Engine]]:
+    """The settings and an engine on the home's database, disposed of when the command ends."""
     from remem.admin.home import open_engine
 
     settings = current_settings()
-    return settings, open_engine(settings, require_current_schema=require_current_schema)
+    engine = open_engine(settings, require_current_schema=require_current_schema)
+    try:
+        yield settings, engine
+    finally:
+        engine.dispose()
 
 
 def project_root(path: str | None) -> str | None:

@@ -80,8 +80,7 @@ def forget_command(
     if pattern is not None:
         compile_pattern(pattern)  # a bad one is refused before the home is opened
     selection = Selection(event_ids, procedure_ids, pattern, project_root(project))
-    settings, engine = open_home()
-    try:
+    with open_home() as (settings, engine):
         report = forget_everywhere(
             engine,
             settings,
@@ -90,8 +89,6 @@ def forget_command(
             confirm=lambda found: _confirm(found, yes),
             rederive=_rederive,
         )
-    finally:
-        engine.dispose()
     summary = report.as_json()
     if as_json:
         print_json(summary)

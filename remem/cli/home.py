@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from remem.cli.app import cli, current_settings, json_option, print_json
+from remem.cli.app import cli, current_settings, json_option, open_home, print_json
 
 
 @cli.command()
@@ -36,8 +36,8 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
 
     from remem.admin.agents_settings import install, present_agents
     from remem.admin.home import init_home
-    from remem.admin.hook_settings import hook_executable
     from remem.cli.hooks import echo_init_hooks
+    from remem.paths import installed_executable
 
     result = init_home(current_settings())
     if not as_json:
@@ -62,7 +62,7 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
                 "created": result.created_home,
                 "database": result.database_url,
                 "revision": result.revision,
-                "hook": hook_executable(),
+                "hook": installed_executable("remem-hook"),
                 "hooks": [change.as_json() for change in changes],
                 "sessions_to_import": count_sessions(str(user_home)),
             }
@@ -174,14 +174,10 @@ def db_current() -> None:
     Example:
       remem db current
     """
-    from remem.admin.home import open_engine
     from remem.db import migrate
 
-    engine = open_engine(current_settings(), require_current_schema=False)
-    try:
+    with open_home(require_current_schema=False) as (_settings, engine):
         current = migrate.current_revision(engine)
-    finally:
-        engine.dispose()
     head = migrate.head_revision()
     state = "up to date" if current == head else "behind: run `remem db upgrade`"
     click.echo(f"{current or 'none'} (head {head}, {state})")
@@ -206,15 +202,10 @@ def spool_ingest(as_json: bool) -> None:
     Example:
       remem spool ingest --json
     """
-    from remem.admin.home import open_engine
     from remem.capture.ingest import ingest_spool
 
-    settings = current_settings()
-    engine = open_engine(settings)
-    try:
+    with open_home() as (settings, engine):
         report = ingest_spool(engine, settings.spool_dir).as_dict()
-    finally:
-        engine.dispose()
     if as_json:
         print_json(report)
         return
@@ -266,10 +257,10 @@ def _service_file(kind: str | None) -> Any:
     from pathlib import Path
 
     from remem.admin import service as definitions
-    from remem.admin.home import require_home
+    from remem.db.snapshot import require_home
 
     settings = current_settings()
-    require_home(settings)
+    require_home(settings.home)
     chosen = kind or definitions.default_kind()
     build = definitions.systemd if chosen == "systemd" else definitions.launchd
     return build(settings.home, Path.home())
@@ -320,9 +311,9 @@ def service_cron() -> None:
     Example:
       (crontab -l; remem service cron) | crontab -
     """
-    from remem.admin.home import require_home
     from remem.admin.service import cron_line
+    from remem.db.snapshot import require_home
 
     settings = current_settings()
-    require_home(settings)
+    require_home(settings.home)
     click.echo(cron_line(settings.home))

@@ -59,11 +59,11 @@ def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from remem.admin.agents_settings import install
-    from remem.admin.home import require_home
+    from remem.admin.agents_settings import AGENT_FOLDERS, install
+    from remem.db.snapshot import require_home
 
     settings = current_settings()
-    require_home(settings)
+    require_home(settings.home)
     user_home = Path.home()
     agents = _chosen(agent, user_home)
     changes = install(agents, user_home, settings.home, dry_run)
@@ -72,7 +72,7 @@ def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
     if not as_json:
         for name in skipped:
             click.echo(
-                f"{name}: skipped, no {user_home / _folder(name)} "
+                f"{name}: skipped, no {user_home / AGENT_FOLDERS[name]} "
                 f"(to install anyway: `remem hooks install {name}`)"
             )
         if not dry_run and any(change.changed for change in changes):
@@ -146,12 +146,6 @@ def _chosen(agent: str, user_home: Path) -> tuple[str, ...]:
     if not found:
         raise NoAgentFound(user_home)
     return found
-
-
-def _folder(agent: str) -> str:
-    from remem.admin.agents_settings import AGENT_FOLDERS
-
-    return AGENT_FOLDERS[agent]
 
 
 def _report(

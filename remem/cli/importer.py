@@ -116,8 +116,7 @@ def _import(
     from remem.config import parse_duration
     from remem.transcripts import importer
 
-    settings, engine = open_home()
-    try:
+    with open_home() as (settings, engine):
         try:
             since_s = parse_duration(since) if since else 2 * settings.max_age_s
         except ValueError as exc:
@@ -130,8 +129,6 @@ def _import(
         report: dict[str, Any] = {**summary.as_json(), "since_s": since_s}
         if not dry_run and not no_promote:
             report.update(_promote(engine, settings))
-    finally:
-        engine.dispose()
     if as_json:
         print_json(report)
     else:

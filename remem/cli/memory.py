@@ -267,8 +267,7 @@ def procedures_rebuild(no_drain: bool) -> None:
     from workers.runner import Worker
     from workers.work import run_burst
 
-    settings, engine = open_home()
-    try:
+    with open_home() as (settings, engine):
         report = rebuild(engine, time.time(), settings.ignore_commands)
         click.echo(
             f"Cleared {report.procedures_cleared} procedure(s), kept {report.archived_kept} "
@@ -281,8 +280,6 @@ def procedures_rebuild(no_drain: bool) -> None:
                 f"Re-derived: {stats['promoted']} procedure(s) promoted from "
                 f"{stats['events']} event(s)."
             )
-    finally:
-        engine.dispose()
 
 
 @procedures.command("archive")
@@ -298,13 +295,10 @@ def procedures_archive(procedure_id: int) -> None:
     from remem.db.snapshot import engine_reader
     from remem.procedures.store import archive
 
-    _settings_unused, engine = open_home()
-    try:
+    with open_home() as (_settings, engine):
         archive(engine, procedure_id)
         with engine_reader(engine) as execute:
             archived = read_procedure(execute, procedure_id)
-    finally:
-        engine.dispose()
     click.echo(f"Archived procedure {archived.id}: {archived.command}")
 
 
@@ -348,7 +342,7 @@ def demo(keep: bool) -> None:
     import tempfile
 
     from remem.admin.demo import demo_payloads
-    from remem.admin.hook_settings import hook_executable
+    from remem.paths import installed_executable
 
     workdir = tempfile.mkdtemp(prefix="remem-demo-")
     project = os.path.join(workdir, "shop")
@@ -357,7 +351,8 @@ def demo(keep: bool) -> None:
         head.write("ref: refs/heads/main\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMEM_")}
     env["REMEM_HOME"] = os.path.join(workdir, "home")
-    remem = os.path.join(os.path.dirname(hook_executable()), "remem")
+    hook = installed_executable("remem-hook")
+    remem = os.path.join(os.path.dirname(hook), "remem")
     try:
 
         def run(args: list[str], stdin: str | None = None) -> str:
@@ -369,7 +364,7 @@ def demo(keep: bool) -> None:
         run([remem, "init"])
         click.echo(f"$ remem init  (REMEM_HOME={env['REMEM_HOME']})")
         for label, payload in demo_payloads(project):
-            run([hook_executable(), "--host", "claude-code"], json.dumps(payload))
+            run([hook, "--host", "claude-code"], json.dumps(payload))
             click.echo(f"$ remem-hook --host claude-code   # {label}")
         click.echo("$ remem worker --burst")
         click.echo(run([remem, "worker", "--burst"]).rstrip())

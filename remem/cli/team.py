@@ -6,8 +6,7 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,9 +16,6 @@ from remem.errors import NotFound, RememError
 
 if TYPE_CHECKING:
     from remem.agent.read import TeamProcedure
-    from remem.db.snapshot import Execute
-
-Read = TypeVar("Read")
 
 TEAM_PAGE = 50  # rows of `remem procedures team` a page
 NO_TEAM = (
@@ -55,9 +51,11 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
       remem procedures team 4 --json
     """
     from remem.agent import read
+    from remem.db.snapshot import read_snapshot
 
     if row_id is not None:
-        found = _read_team(lambda execute: read.read_team_procedure(execute, row_id))
+        with read_snapshot(current_settings()) as execute:
+            found = read.read_team_procedure(execute, row_id)
         if found is None:
             raise NotFound(f"No team procedure {row_id}: see `remem procedures team`.")
         if as_json:
@@ -67,7 +65,8 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
         return
     root = project_root(project or os.getcwd())
     assert root is not None
-    everything = _read_team(lambda execute: read.read_team_procedures(execute, root))
+    with read_snapshot(current_settings()) as execute:
+        everything = read.read_team_procedures(execute, root)
     pages = max(-(-len(everything) // TEAM_PAGE), 1)
     if page > pages:
         raise RememError(f"The list has {pages} page(s): ask for --page 1 to {pages}.")
@@ -105,14 +104,6 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
         again = ["--project", project] if project else []
         order = shlex.join(["remem", "procedures", "team", *again, "--page", str(page + 1)])
         click.echo(f"Run: {order}" if page < pages else f"(page {page} of {pages}: the last page)")
-
-
-def _read_team(read: Callable[[Execute], Read]) -> Read:
-    """`read(execute)` in one read-only snapshot of the home's database."""
-    from remem.db.snapshot import read_snapshot
-
-    with read_snapshot(current_settings()) as execute:
-        return read(execute)
 
 
 def _day(epoch_s: float, shape: str = "%Y-%m-%d") -> str:

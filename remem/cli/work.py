@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -41,54 +44,47 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
     from workers.logs import configure
     from workers.runner import Worker
 
-    settings, engine = open_home()
-    configure(settings, verbose)
-    runner = Worker(engine, settings)
-    team = None
-    if settings.team_database_url:
-        from workers.team import TeamJobs
+    with open_home() as (settings, engine):
+        configure(settings, verbose)
+        runner = Worker(engine, settings)
+        team = None
+        if settings.team_database_url:
+            from workers.team import TeamJobs
 
-        team = TeamJobs(engine, settings, stopping=stop.is_set)
-    try:
-        if burst:
-            _burst(runner, team, stop, max_seconds, as_json)
-        else:
-            from workers.work import work
+            team = TeamJobs(engine, settings, stopping=stop.is_set)
+        try:
+            if burst:
+                _burst(runner, team, stop, max_seconds, as_json)
+            else:
+                from workers.work import work
 
-            work(
-                runner,
-                team,
-                burst=False,
-                stop=stop,
-                on_started=lambda: click.echo(
-                    f"remem worker running (pid {os.getpid()}); logs in {settings.log_dir}"
-                ),
-            )
-    finally:
-        if team is not None:
-            team.close()
-        engine.dispose()
+                work(
+                    runner,
+                    team,
+                    burst=False,
+                    stop=stop,
+                    on_started=lambda: click.echo(
+                        f"remem worker running (pid {os.getpid()}); logs in {settings.log_dir}"
+                    ),
+                )
+        finally:
+            if team is not None:
+                team.close()
 
 
 def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json: bool) -> None:
     from remem.queue.heartbeats import list_heartbeats
     from workers.work import work
 
-    if sys.stdout.isatty() and not as_json:
-        from rich.progress import Progress
+    on_task: Callable[[], None] | None = None
+    with contextlib.ExitStack() as stack:
+        if sys.stdout.isatty() and not as_json:
+            from rich.progress import Progress
 
-        with Progress(transient=True) as progress:
+            progress = stack.enter_context(Progress(transient=True))
             bar = progress.add_task("processing tasks", total=None)
-            stats = work(
-                runner,
-                team,
-                burst=True,
-                stop=stop,
-                max_seconds=max_seconds,
-                on_task=lambda: progress.advance(bar),
-            )
-    else:
-        stats = work(runner, team, burst=True, stop=stop, max_seconds=max_seconds)
+            on_task = functools.partial(progress.advance, bar)
+        stats = work(runner, team, burst=True, stop=stop, max_seconds=max_seconds, on_task=on_task)
     keys = (
         "tasks_done",
         "tasks_retried",
@@ -164,11 +160,8 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
     from remem.json_contract import rfc3339
     from remem.queue.store import list_tasks
 
-    _settings_unused, engine = open_home()
-    try:
+    with open_home() as (_settings, engine):
         rows = list_tasks(engine, status_filter, limit)
-    finally:
-        engine.dispose()
     if as_json:
         print_json([{**row.__dict__, "run_after": rfc3339(row.run_after)} for row in rows])
         return
@@ -207,11 +200,8 @@ def tasks_retry(task_id: int) -> None:
 
     from remem.queue.store import retry_task
 
-    _settings_unused, engine = open_home()
-    try:
+    with open_home() as (_settings, engine):
         found = retry_task(engine, task_id, time.time())
-    finally:
-        engine.dispose()
     if not found:
         raise NotFound(f"No failed or pending task {task_id}: see `remem tasks`.")
     click.echo(f"Task {task_id} is pending again.")

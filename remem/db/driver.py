@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, bindparam, text
 from sqlalchemy.sql.elements import TextClause
 
 # Compiled statements kept per dialect; statements are module constants, a few hundred at most.
@@ -169,3 +169,8 @@ def _row_type(names: tuple[str, ...]) -> Callable[[Iterable[Any]], Any]:
         # Invalid or repeated names (`count(*)`, two `id`s) become _0, _1…, as positions.
         found = _row_types[names] = _named_tuple("Row", names, rename=True)._make
     return found
+
+
+def with_ids(sql: str) -> TextClause:
+    """The statement with :ids as a list (an expanding parameter)."""
+    return text(sql).bindparams(bindparam("ids", expanding=True))

@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 
 from remem.db import columns
-from remem.db.vocabulary import PROCEDURE_STATUSES, TASK_STATUSES
+from remem.db.vocabulary import EXPORT_FORMATS, PROCEDURE_STATUSES, TASK_STATUSES
 
 metadata = MetaData()
 
@@ -348,8 +348,6 @@ pending_jobs = Table(
     Column("reason", Text, nullable=False),
     Column("created_at", Float, nullable=False),
 )
-
-EXPORT_FORMATS = ("claude-skill", "agents-md", "runbook")
 
 # Drafts `remem procedures export` wrote, by the path of the file: a draft whose content no
 # longer has the digest written is a person's edit and is never overwritten, and `remem doctor`

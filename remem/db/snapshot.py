@@ -129,11 +129,6 @@ def _engine_snapshot(settings: Settings, require_current_schema: bool) -> Iterat
         engine.dispose()
 
 
-def database_label(settings: Settings) -> str:
-    """The database as status shows it: the URL, any password hidden."""
-    return url_label(settings.database_url)
-
-
 _PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
 
 

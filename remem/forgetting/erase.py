@@ -13,10 +13,11 @@ from sqlalchemy import Engine, Table, text
 
 from remem.capture import spool
 from remem.config import Settings
+from remem.db.driver import with_ids
 from remem.db.engine import begin_secure_delete
 from remem.db.schema import metadata, tables_marked
 from remem.forgetting.plan import plan
-from remem.forgetting.selection import Plan, Selection, chunks, with_ids
+from remem.forgetting.selection import Plan, Selection, chunks
 from remem.procedures import rebuild
 from remem.queue import store as queue
 from remem.record import rewrite as files

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.capture import spool
 from remem.config import Settings
+from remem.db.driver import with_ids
 from remem.db.engine import READ_ONLY
 from remem.db.schema import tables_marked
 from remem.errors import NotFound
@@ -23,7 +24,6 @@ from remem.forgetting.selection import (
     compile_pattern,
     excerpt,
     hit,
-    with_ids,
 )
 from remem.json_contract import rfc3339
 from remem.procedures.groups import Group

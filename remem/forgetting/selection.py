@@ -9,8 +9,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import TextClause, bindparam, text
-
 from remem.capture import spool
 from remem.errors import RememError
 from remem.record.redact import redact_text
@@ -96,11 +94,6 @@ def chunks(ids: Iterable[int]) -> Iterator[list[int]]:
     ordered = sorted(ids)
     for start in range(0, len(ordered), CHUNK):
         yield ordered[start : start + CHUNK]
-
-
-def with_ids(sql: str) -> TextClause:
-    """The statement with :ids as a list (an expanding parameter)."""
-    return text(sql).bindparams(bindparam("ids", expanding=True))
 
 
 def hit(pattern: re.Pattern[str], values: Iterable[Any]) -> bool:

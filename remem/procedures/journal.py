@@ -87,7 +87,6 @@ UPSERT_LESSON = text(
 DELETE_LESSON = text(
     f"DELETE FROM lessons WHERE {_GROUP} AND resolved_by_event_id = :resolved_by_event_id"
 )
-SESSION_OF = text("SELECT session_id FROM captured_events WHERE id = :id")
 
 
 EDITS_BETWEEN = text(

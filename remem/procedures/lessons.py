@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from remem.procedures.policy import iso_date
+from remem.json_contract import date
 from remem.record.quote import NO_EDIT, inert_path, pitfall_text
 from remem.record.quote import quote_excerpt as quote
 from remem.shell import recognisers
@@ -120,7 +120,7 @@ def distill(
     times = "time" if count == 1 else "times"
     repeats = tuple((a.attempt_number, a.duplicate_of) for a in attempts if a.duplicate_of)
     first_error, last_error = first.error(), last.error()
-    body = [f"Failed {count} {times} before it passed on {iso_date(resolved_at)}."]
+    body = [f"Failed {count} {times} before it passed on {date(resolved_at)}."]
     body.append(_error_line("First", first.exit_code, first_error))
     if count > 1:
         body.append(_error_line("Last", last.exit_code, last_error))

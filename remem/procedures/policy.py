@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from remem.json_contract import date
 from remem.record.quote import NEEDS_CREDENTIALS, inert_command, inert_path, needs_credentials
 
 ACTIVE, BROKEN, STALE, ARCHIVED = "active", "broken", "stale", "archived"
@@ -149,10 +149,6 @@ def rank_files(
     return ranked[:kept], max(len(ranked) - kept, 0)
 
 
-def iso_date(epoch_s: float) -> str:
-    return time.strftime("%Y-%m-%d", time.gmtime(epoch_s))
-
-
 @dataclass(frozen=True)
 class Where:
     """Where a procedure applies, as its body says it."""
@@ -183,7 +179,7 @@ def render_body(
     if not decision.verified_runs:
         lines.append(
             "No recent successful run: it last passed on "
-            f"{iso_date(decision.last_verified_at)}; "
+            f"{date(decision.last_verified_at)}; "
             f"confidence {decision.confidence:.2f} ({decision.status})."
         )
         return "\n".join(lines)
@@ -193,7 +189,7 @@ def render_body(
     lines.append(
         f"Verified by {decision.verified_runs} successful {runs} in "
         f"{decision.distinct_sessions} {sessions}{branches}, first on "
-        f"{iso_date(decision.first_verified_at)}, last on {iso_date(decision.last_verified_at)}; "
+        f"{date(decision.first_verified_at)}, last on {date(decision.last_verified_at)}; "
         f"confidence {decision.confidence:.2f} ({decision.status})."
     )
     if files:

@@ -11,10 +11,10 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import text
 
 from remem.config import Settings
-from remem.db.driver import Driver
+from remem.db.driver import Driver, with_ids
 from remem.procedures import evidence, journal, policy, tallies
 from remem.procedures.evidence import Evidence
 from remem.procedures.groups import BRANCH, Group
@@ -184,11 +184,11 @@ def streak_span(
     return first, max((run.at, run.event_id) for run in counted)
 
 
-SELECT_STORED_EVENTS = text(
+SELECT_STORED_EVENTS = with_ids(
     "SELECT event_id FROM verifications WHERE event_id IN :ids UNION "
     "SELECT event_id FROM attempts WHERE event_id IN :ids UNION "
     "SELECT event_id FROM unverified_runs WHERE event_id IN :ids"
-).bindparams(bindparam("ids", expanding=True))
+)
 
 
 def _stored_events(connection: Driver, event_ids: set[int]) -> set[int]:

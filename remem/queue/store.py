@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Engine, TextClause, bindparam, select, text
+from sqlalchemy import Connection, Engine, TextClause, select, text
 
-from remem.db.driver import Driver
+from remem.db.driver import Driver, with_ids
 from remem.db.engine import READ_ONLY
 from remem.db.schema import extraction_tasks
 from remem.faults import crash_point
@@ -266,15 +266,11 @@ def tasks_with_errors(connection: Connection) -> list[tuple[int, str]]:
     return [(int(task_id), str(error)) for task_id, error in rows]
 
 
-def _with_ids(statement: str) -> TextClause:
-    return text(statement).bindparams(bindparam("ids", expanding=True))
-
-
 def clear_errors(connection: Connection, task_ids: list[int]) -> int:
     """Inside the caller's transaction: the tasks stay, their last errors go (forget)."""
     if not task_ids:
         return 0
-    cleared = int(connection.execute(_with_ids(sql.CLEAR_ERRORS), {"ids": task_ids}).rowcount)
+    cleared = int(connection.execute(with_ids(sql.CLEAR_ERRORS), {"ids": task_ids}).rowcount)
     log.info(
         "cleared the last error of %s task(s)",
         cleared,
@@ -288,7 +284,7 @@ def delete_session_tasks(connection: Connection, session_ids: list[int]) -> int:
     if not session_ids:
         return 0
     deleted = int(
-        connection.execute(_with_ids(sql.DELETE_SESSION_TASKS), {"ids": session_ids}).rowcount
+        connection.execute(with_ids(sql.DELETE_SESSION_TASKS), {"ids": session_ids}).rowcount
     )
     log.info(
         "deleted %s task(s) of %s session(s)",

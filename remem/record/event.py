@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from remem.db.columns import EVENT_FIELDS
+from remem.record.frozen import Record
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from typing import Any
 
 
-class CapturedEvent:
-    """One normalised, redacted event: the record that crosses from capture to storage.
-
-    A slotted class rather than a dataclass or namedtuple: building either costs the hook more
-    start-up time than the rest of its work.
-    """
-
-    __slots__ = EVENT_FIELDS
+class CapturedEvent(Record):
+    """One normalised, redacted event: the record that crosses from capture to storage. Its
+    fields are the event columns (remem.db.columns.EVENT_FIELDS), in their order."""
 
     idempotency_key: str
-    host: str
     session_key: str
+    project_root: str
+    host: str
     hook_event: str
     kind: str
     tool_name: str | None
@@ -31,7 +27,6 @@ class CapturedEvent:
     exit_code_source: str | None
     error_excerpt: str | None
     output_excerpt: str | None
-    project_root: str
     branch: str | None
     cwd: str
     directory: str
@@ -43,23 +38,8 @@ class CapturedEvent:
     captured_at: float
     event_at_reported: str | None
 
-    def __init__(self, **fields: object) -> None:
-        for name in EVENT_FIELDS:
-            object.__setattr__(self, name, fields.pop(name))
-        if fields:
-            raise TypeError(f"unknown event fields: {sorted(fields)}")
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("CapturedEvent is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CapturedEvent) and self.as_dict() == other.as_dict()
-
-    def __repr__(self) -> str:
-        return f"CapturedEvent({self.as_dict()!r})"
-
     def as_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in EVENT_FIELDS}
+        return self.fields()
 
 
 HOSTS = ("claude-code", "codex", "cursor", "generic")

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, Table, bindparam, text
+from sqlalchemy import Engine, Table, text
 
 from remem.db import schema
 from remem.db.columns import names
+from remem.db.driver import with_ids
 from remem.db.engine import READ_ONLY
 
 SELECT_LINKS = text("SELECT project_id, project_key FROM team_links ORDER BY project_id")
@@ -41,11 +42,11 @@ TEAM_PROCEDURES = text(
     "WHERE project_id = :project_id AND status != 'archived' ORDER BY id"
 )
 # The machines a procedure's evidence ran on: its sessions' machines.
-TEAM_MACHINES = text(
+TEAM_MACHINES = with_ids(
     "SELECT pe.procedure_id, count(DISTINCT s.machine) FROM procedure_evidence pe "
     "JOIN captured_events e ON e.id = pe.event_id JOIN sessions s ON s.id = e.session_id "
     "WHERE pe.procedure_id IN :ids GROUP BY pe.procedure_id"
-).bindparams(bindparam("ids", expanding=True))
+)
 # Enough for every pitfall and known error the digest shows, newest first.
 LESSONS_PULLED = 500
 TEAM_LESSONS = text(

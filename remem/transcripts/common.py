@@ -10,9 +10,10 @@ import shlex
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from remem.capture.fields import parse_timestamp
+from remem.record.event import Dropped
 from remem.record.output import without_lone_surrogates
 
 SHELL_WRAPPERS = frozenset({"bash", "sh", "zsh"})
@@ -74,16 +75,14 @@ def read_records(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
 
 
 def parse_time(value: Any) -> float | None:
-    """Epoch seconds of an ISO-8601 timestamp; a naive one is taken as UTC."""
+    """Epoch seconds of an ISO-8601 timestamp, read as the hook reads one (a naive one is
+    UTC); None for anything else."""
     if not isinstance(value, str):
         return None
     try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+        return parse_timestamp(value, "")
+    except Dropped:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
 
 
 def text_of(content: Any) -> str:

@@ -320,17 +320,12 @@ def _statements(connection: Connection) -> Execute:
     """`execute(sql, params) -> rows` inside the connection's transaction. On SQLite the
     statements go to the driver as the hook sends them (sqlite3 takes their :named
     parameters): compiling each through SQLAlchemy would cost the import most of its time."""
+    from remem.db import sqlite
     from remem.db.engine import executor
 
     if connection.dialect.name != "sqlite":
         return executor(connection)
-    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-
-    def execute(sql: str, params: dict[str, Any]) -> list[Any]:
-        rows: list[Any] = cursor.execute(sql, params).fetchall()
-        return rows
-
-    return execute
+    return sqlite.executor(connection.connection.driver_connection)  # type: ignore[arg-type]
 
 
 KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"

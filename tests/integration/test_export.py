@@ -127,7 +127,7 @@ def test_a_procedure_of_a_subdirectory_changes_into_it_first(
 
 
 def test_the_formats_are_the_ones_the_schema_allows() -> None:
-    assert export.FORMATS == EXPORT_FORMATS == agent.FORMATS
+    assert tuple(export.RENDERERS) == EXPORT_FORMATS == agent.FORMATS
 
 
 # --- where a draft may go --------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remem import config, hook
+from remem import config_file, hook
 from remem.config import SETTINGS, Settings, load_settings, parse_duration, render_example_config
 from remem.errors import ConfigError, RememError
 
@@ -398,13 +398,13 @@ _TOMLISH = st.text(
 
 @given(_COMMENTS)
 def test_blank_lines_and_comments_are_read_as_nothing_without_tomllib(text: str) -> None:
-    assert config._nothing_but_comments(text)
+    assert config_file._nothing_but_comments(text)
     assert tomllib.loads(text) == {}
 
 
 @given(_TOMLISH)
 def test_the_shortcut_only_takes_what_toml_reads_as_nothing(text: str) -> None:
-    if config._nothing_but_comments(text):
+    if config_file._nothing_but_comments(text):
         assert tomllib.loads(text) == {}
 
 

@@ -543,6 +543,12 @@ def test_captured_event_rejects_unknown_fields() -> None:
         CapturedEvent(**fields, surprise=1)
 
 
+def test_captured_event_fields_are_the_event_columns_in_order() -> None:
+    from remem.db.columns import EVENT_FIELDS
+
+    assert tuple(build(load("generic/command.json")).as_dict()) == EVENT_FIELDS
+
+
 def test_captured_events_compare_by_value() -> None:
     event = build(load("generic/command.json"))
 

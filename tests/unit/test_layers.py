@@ -21,6 +21,7 @@ ROOMS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "remem.paths",
             "remem.faults",
             "remem.config",
+            "remem.config_file",
             "remem.json_contract",
         ),
     ),

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from remem.json_contract import date
 from remem.procedures.groups import recommended
 from remem.procedures.policy import (
     Decision,
@@ -17,7 +18,6 @@ from remem.procedures.policy import (
     command_hash,
     confidence,
     decide,
-    iso_date,
     qualified,
     rank_files,
     render_body,
@@ -414,7 +414,7 @@ def test_slug_is_lowercase_words_joined_by_dashes(command: str, expected: str) -
     [(0.0, "1970-01-01"), (86399.9, "1970-01-01"), (86400.0, "1970-01-02"), (NOW, "2025-06-15")],
 )
 def test_iso_date_is_the_utc_calendar_day(epoch_s: float, expected: str) -> None:
-    assert iso_date(epoch_s) == expected
+    assert date(epoch_s) == expected
 
 
 @pytest.fixture
@@ -430,7 +430,7 @@ def far_east_timezone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_iso_date_ignores_the_local_timezone() -> None:
     assert time.localtime(NOW).tm_mday == 16
 
-    assert iso_date(NOW) == "2025-06-15"
+    assert date(NOW) == "2025-06-15"
 
 
 def sample_decision() -> Decision:

@@ -1,11 +1,11 @@
-"""The read model's frozen records (remem/agent/frozen.py), which stand in for frozen
+"""The read model's frozen records (remem/record/frozen.py), which stand in for frozen
 dataclasses on the hook's road."""
 
 from __future__ import annotations
 
 import pytest
 
-from remem.agent.frozen import Record
+from remem.record.frozen import Record
 
 
 class Run(Record):

@@ -1,7 +1,8 @@
-"""The small frozen records the read model returns, and what its readers share.
+"""Small frozen records: the captured event (remem.record.event) and what the read model
+returns (remem.agent), and what the read model's readers share.
 
-Stdlib only, without `typing` or `dataclasses` at run time: the SessionStart hook reads its
-digest through these records.
+Stdlib only, without `typing` or `dataclasses` at run time: the hook builds its event and reads
+its digest through these records.
 """
 
 from __future__ import annotations
