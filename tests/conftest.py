@@ -150,6 +150,11 @@ class Home:
     def tasks(self, *args: str) -> list[dict[str, Any]]:
         return self.json("tasks", *args)
 
+    def events(self) -> list[dict[str, Any]]:
+        """Every captured event as `remem forget --match EVERY --dry-run` lists it, in id order:
+        its id, time and command (an excerpt; `(session_start)` and the like for the rest)."""
+        return unmasked(self.json("forget", "--match", EVERY, "--dry-run")["events"])
+
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         connection = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=10)
         try:
