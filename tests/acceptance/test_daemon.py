@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
 import json
 import os
 import plistlib
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REMEM, Home, wait_for
+from tests.conftest import REMEM, Home, contract_time, wait_for
 
 HARNESS = str(Path(__file__).with_name("daemon_harness.py"))
 
@@ -40,11 +39,6 @@ def _no_heartbeat(home: Home) -> bool:
     """`remem status` counts every heartbeat row left, dead or alive, as a worker."""
     worker = home.status()["worker"]
     return (worker["state"], worker["workers"]) == ("not running", 0)
-
-
-def _at(text: str) -> float:
-    """A contract time (RFC 3339, UTC, to the second) as seconds since the epoch."""
-    return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
 
 
 def _task(home: Home, task_id: int) -> dict[str, Any]:
@@ -359,7 +353,7 @@ def test_a_long_task_keeps_its_lease_so_a_burst_beside_it_does_not_take_it(home:
         now = time.time()
         held = [t for t in home.tasks() if t["status"] == "processing"]
         # Written to the second, floored: when that second is after now, so is the lease's end.
-        assert held and _at(held[0]["lease_expires_at"]) > now
+        assert held and contract_time(held[0]["lease_expires_at"]) > now
         burst = json.loads(home.remem("worker", "--burst", "--json").stdout)
         assert burst["leases_reaped"] == 0
         home.wait_until_drained(timeout=30)
