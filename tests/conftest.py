@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import shutil
@@ -56,6 +57,11 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
 # A pattern every text matches at its start and nowhere else: `remem forget --match EVERY
 # --dry-run` lists everything, each excerpt with one "[forgotten]" mark in front.
 EVERY = r"\A"
+
+
+def contract_time(text: str) -> float:
+    """A time as the JSON contract writes it (RFC 3339, UTC, to the second), in epoch seconds."""
+    return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
 
 
 def unmasked(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -150,6 +156,11 @@ class Home:
     def tasks(self, *args: str) -> list[dict[str, Any]]:
         return self.json("tasks", *args)
 
+    def events(self) -> list[dict[str, Any]]:
+        """Every captured event as `remem forget --match EVERY --dry-run` lists it, in id order:
+        its id, time and command (an excerpt; `(session_start)` and the like for the rest)."""
+        return unmasked(self.json("forget", "--match", EVERY, "--dry-run")["events"])
+
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         connection = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=10)
         try:
@@ -172,17 +183,15 @@ class Home:
     def wait_for_leases_to_expire(self, timeout: float = 30) -> None:
         """Until no task is held under a lease still running: a dead worker's task can only be
         reaped once its lease has run out."""
-        wait_for(
-            lambda: (
-                self.scalar(
-                    "SELECT count(*) FROM extraction_tasks WHERE status = 'processing' "
-                    "AND lease_expires_at >= ?",
-                    (time.time(),),
-                )
-                == 0
-            ),
-            timeout,
-        )
+
+        def expired() -> bool:
+            # `remem tasks` writes a lease's end to the second, floored: past that second and
+            # one more, it has run out.
+            now = time.time()
+            held = self.tasks("--status", "processing", "--limit", "100000")
+            return all(contract_time(task["lease_expires_at"]) + 1 <= now for task in held)
+
+        wait_for(expired, timeout)
 
 
 @pytest.fixture(scope="session")

@@ -85,7 +85,7 @@ def test_export_of_a_project_not_on_this_machine_asks_for_out(home: Home, tmp_pa
     shop = _project(tmp_path)
     _verify(home, shop)
     shutil.rmtree(shop)
-    (procedure_id,) = [row[0] for row in home.query("SELECT id FROM procedures")]
+    (procedure_id,) = [p["id"] for p in home.procedures()]
     args = ("procedures", "export", str(procedure_id), "--format", "agents-md")
     _one_line(_run(home, str(tmp_path), *args), "not on this machine", "--out")
     out = tmp_path / "drafts"

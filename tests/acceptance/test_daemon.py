@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REMEM, Home, wait_for
+from tests.conftest import REMEM, Home, contract_time, wait_for
 
 HARNESS = str(Path(__file__).with_name("daemon_harness.py"))
 
@@ -31,12 +31,19 @@ def _start(home: Home, *, harness: bool = False, **env: str) -> subprocess.Popen
     )
 
 
-def _status(home: Home) -> dict[str, Any]:
-    return json.loads(home.remem("status", "--json").stdout)
-
-
 def _running(home: Home) -> bool:
-    return _status(home)["worker"]["state"] == "running"
+    return home.status()["worker"]["state"] == "running"
+
+
+def _no_heartbeat(home: Home) -> bool:
+    """`remem status` counts every heartbeat row left, dead or alive, as a worker."""
+    worker = home.status()["worker"]
+    return (worker["state"], worker["workers"]) == ("not running", 0)
+
+
+def _task(home: Home, task_id: int) -> dict[str, Any]:
+    (task,) = [t for t in home.tasks() if t["id"] == task_id]
+    return task
 
 
 def _generic(
@@ -71,16 +78,16 @@ def test_daemon_promotes_within_three_poll_intervals(home: Home) -> None:
         for session in ("a", "b"):
             assert home.hook(_generic(session)).returncode == 0
         posted = time.monotonic()
-        wait_for(lambda: home.query("SELECT id FROM procedures"), timeout=3.0)
+        wait_for(home.procedures, timeout=3.0)
         assert time.monotonic() - posted <= 3.0
-        status = _status(home)
+        status = home.status()
         assert status["worker"]["pid"] == daemon.pid
         assert status["worker"]["heartbeat_age_s"] < 15
         assert status["procedures"]["active"] == 1
     finally:
         code, _out, err = _stop(daemon)
     assert code == 0, err
-    assert home.query("SELECT * FROM worker_heartbeats") == []
+    assert _no_heartbeat(home)
     log = (home.path / "logs" / "worker.log").read_text()
     for action in ("worker_start", "claim_next", "complete", "promote_procedure", "worker_stop"):
         assert f" {action} " in log
@@ -126,16 +133,23 @@ def test_sigterm_during_a_task(
     code, _out, err = _stop(daemon)
     assert code == 0, err
     assert time.monotonic() - started < 5
-    first = home.query(
-        "SELECT status, lease_owner, lease_expires_at FROM extraction_tasks WHERE id = 1"
-    )
+    first = _task(home, 1)
+    assert (first["lease_owner"], first["lease_expires_at"]) == (None, None)
     if finished:
-        assert first == [("done", None, None)]
-        assert home.query("SELECT count(*) FROM verifications")[0][0] >= 1
+        assert first["status"] == "done"
+        assert first["cursor_event_id"] == first["high_watermark_event_id"]
+        # The second session's run alone is one verified run: a procedure of two shows that the
+        # first task's verified run was committed with it.
+        home.remem("worker", "--burst")
+        (procedure,) = home.procedures()
+        assert procedure["verified_runs"] == 2
+        assert first["high_watermark_event_id"] in procedure["evidence_event_ids"]
     else:
-        assert first == [("pending", None, None)]
-        assert home.query("SELECT count(*) FROM procedures")[0][0] == 0
-        assert home.query("SELECT count(*) FROM verifications")[0][0] == 0
+        assert (first["status"], first["cursor_event_id"]) == ("pending", 0)
+        assert home.procedures() == []
+        # A verified run has no output of its own until a procedure cites it: a row left by a
+        # transaction that should have been rolled back would show nowhere.
+        assert home.scalar("SELECT count(*) FROM verifications") == 0
 
 
 def test_a_stop_during_start_up_is_not_lost(home: Home) -> None:
@@ -145,18 +159,20 @@ def test_a_stop_during_start_up_is_not_lost(home: Home) -> None:
     wait_for(marker.exists, timeout=20)
     code, _out, err = _stop(daemon)
     assert code == 0, err
-    assert home.query("SELECT status FROM extraction_tasks") == [("pending",), ("pending",)]
-    assert home.query("SELECT * FROM worker_heartbeats") == []
+    assert [t["status"] for t in home.tasks()] == ["pending", "pending"]
+    assert _no_heartbeat(home)
 
 
-def _procedures(home: Home) -> list[tuple[Any, ...]]:
-    return sorted(
-        home.query(
-            "SELECT scope, branch, directory, workflow, workflow_hash, command, variants, "
-            "branches, status, confidence, verified_runs, distinct_sessions, "
-            "evidence_event_ids, files, files_more FROM procedures"
-        )
-    )
+COMPARED = (
+    "scope", "branch", "directory", "workflow", "workflow_hash", "command", "variants",
+    "branches", "status", "confidence", "verified_runs", "distinct_sessions",
+    "evidence_event_ids", "files", "files_more",
+)  # fmt: skip
+
+
+def _procedures(home: Home) -> list[str]:
+    """Every procedure as `remem procedures list --all --json` gives it, without its id."""
+    return sorted(json.dumps([p[name] for name in COMPARED]) for p in home.procedures())
 
 
 def _stream(home: Home, payloads: list[dict[str, Any]], failures: list[int]) -> None:
@@ -188,7 +204,7 @@ def test_sigkill_mid_stream_then_restart_gives_the_never_killed_result(home: Hom
     stream = threading.Thread(target=_stream, args=(home, payloads, failures))
     stream.start()
     crash_after = chooser.randint(20, 400)  # the random moment of the crash, in events
-    wait_for(lambda: home.scalar("SELECT count(*) FROM captured_events") >= crash_after, 120)
+    wait_for(lambda: home.status()["events"] >= crash_after, 120)
     daemon.kill()
     daemon.wait(timeout=10)
     stream.join(timeout=300)
@@ -200,7 +216,7 @@ def test_sigkill_mid_stream_then_restart_gives_the_never_killed_result(home: Hom
         home.wait_until_drained(timeout=60)
     finally:
         assert _stop(restarted)[0] == 0
-    assert home.query("SELECT count(*) FROM captured_events")[0][0] == 500
+    assert home.status()["events"] == 500
 
     reference = Home(home.path.parent / "reference")
     shutil.copytree(home.path, reference.path)
@@ -309,12 +325,14 @@ def test_a_second_sigint_exits_at_once_and_the_lease_is_reaped_later(home: Home)
     wait_for(lambda: " worker_stopping " in (home.path / "logs" / "worker.log").read_text(), 10)
     daemon.send_signal(signal.SIGINT)
     assert daemon.wait(timeout=5) == 130
-    assert home.query("SELECT status FROM extraction_tasks WHERE id = 1") == [("processing",)]
-    assert home.query("SELECT count(*) FROM verifications")[0][0] == 0  # rolled back
+    first = _task(home, 1)
+    assert (first["status"], first["cursor_event_id"]) == ("processing", 0)
+    # Rolled back; no output shows a verified run that no procedure cites.
+    assert home.scalar("SELECT count(*) FROM verifications") == 0
     home.wait_for_leases_to_expire()  # before that, nobody may take the abandoned task
     home.remem("worker", "--burst")
-    assert home.query("SELECT status FROM extraction_tasks") == [("done",), ("done",)]
-    assert home.query("SELECT count(*) FROM procedures")[0][0] == 1
+    assert [t["status"] for t in home.tasks()] == ["done", "done"]
+    assert len(home.procedures()) == 1
 
 
 def test_a_long_task_keeps_its_lease_so_a_burst_beside_it_does_not_take_it(home: Home) -> None:
@@ -332,10 +350,10 @@ def test_a_long_task_keeps_its_lease_so_a_burst_beside_it_does_not_take_it(home:
         # The point is to outlive the 1.5 s lease the task was claimed with.
         wait_for(lambda: time.time() - marker.stat().st_mtime > 2.5, timeout=20)
         # Past the 1.5 s lease the task was claimed with: only renewal keeps it ours.
-        expires = home.query(
-            "SELECT lease_expires_at FROM extraction_tasks WHERE status = 'processing'"
-        )
-        assert expires and expires[0][0] > time.time()
+        now = time.time()
+        held = [t for t in home.tasks() if t["status"] == "processing"]
+        # Written to the second, floored: when that second is after now, so is the lease's end.
+        assert held and contract_time(held[0]["lease_expires_at"]) > now
         burst = json.loads(home.remem("worker", "--burst", "--json").stdout)
         assert burst["leases_reaped"] == 0
         home.wait_until_drained(timeout=30)

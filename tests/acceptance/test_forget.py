@@ -99,10 +99,13 @@ def test_forget_takes_a_secret_out_of_every_file_of_the_home(home: Home, tmp_pat
         log.write("2026-01-01 INFO complete completed task 1\n")
     (logs / "worker.log.1").write_text(f"Traceback: {DEPLOY}\n")
 
-    text = "SELECT count(*) FROM {} WHERE {} LIKE '%' || ? || '%'"
-    assert home.scalar(text.format("captured_events", "command"), (SECRET,)) == 3  # un-redacted
-    assert home.scalar(text.format("lessons", "last_error"), (SECRET,)) == 1
-    assert home.scalar(text.format("attempts", "error_excerpt"), (SECRET,)) == 1
+    # Un-redacted: three runs of the command, the lesson's error and its failed attempt.
+    assert [(h["command"], h["runs"]) for h in home.command_hits(SECRET)] == [(DEPLOY, 3)]
+    hits = home.json("recall", SECRET, "--all-projects")["hits"]
+    (lesson,) = [hit for hit in hits if hit["kind"] == "lesson"]
+    (learnt,) = home.json("procedures", "show", str(lesson["procedure_id"]))["lessons"]
+    assert learnt["id"] == lesson["id"] and SECRET in learnt["last_error"]
+    assert [SECRET in a["error_excerpt"] for a in learnt["attempts"]] == [True]
     assert SECRET in home.remem("context", "--cwd", str(shop)).stdout
     holding = files_holding(home.path, SECRET.encode())
     assert {"logs/worker.log", "logs/worker.log.1", "spool/dead-letter.jsonl"} < set(holding)
@@ -114,7 +117,7 @@ def test_forget_takes_a_secret_out_of_every_file_of_the_home(home: Home, tmp_pat
     assert SECRET not in result.stdout
     assert files_holding(home.path, SECRET.encode()) == []
     assert [(p["command"], p["verified_runs"]) for p in procedures(home)] == [("make test", 2)]
-    assert home.scalar("SELECT count(*) FROM captured_events") == 2
+    assert home.status()["events"] == 2
     assert "make test" in home.remem("context", "--cwd", str(shop)).stdout
     assert (logs / "worker.log").read_text().endswith("completed task 1\n")
     assert (logs / "worker.log").stat().st_mode & 0o777 == 0o600
@@ -144,7 +147,7 @@ def test_forgetting_events_re_derives_the_procedure_from_the_rest(
     forget(home, "--event", str(second))
 
     assert procedures(home) == []  # one verified run is not a procedure
-    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+    assert home.status()["events"] == 1
 
 
 def test_forgetting_a_procedure_takes_its_evidence_and_keeps_the_rest(
@@ -160,9 +163,13 @@ def test_forgetting_a_procedure_takes_its_evidence_and_keeps_the_rest(
 
     assert forgotten["procedures_deleted"] == 1 and forgotten["events_deleted"] == 2
     assert [p["id"] for p in procedures(home)] == [lint["id"]]
-    commands = home.query("SELECT command FROM captured_events ORDER BY id")
-    assert commands == [("make lint",), ("make lint",)]
-    assert home.scalar("SELECT count(*) FROM verifications") == 2
+    assert [e["command"] for e in home.events()] == ["make lint", "make lint"]
+    # The verified runs went with their events and the rest stayed: one more run of each makes
+    # no procedure of a single run and a third verified run of the other.
+    hook(home, bash(shop, "make build"))
+    hook(home, bash(shop, "make lint"))
+    home.remem("worker", "--burst")
+    assert [(p["id"], p["verified_runs"]) for p in procedures(home)] == [(lint["id"], 3)]
 
 
 def test_a_dry_run_lists_what_would_go_and_changes_nothing(home: Home, tmp_path: Path) -> None:
@@ -216,7 +223,7 @@ def test_what_cannot_be_forgotten_is_said_in_one_line(home: Home, tmp_path: Path
     assert unknown.returncode != 0 and "No event 99" in unknown.stderr
     assert "Nothing to forget" in nothing.stdout
     assert unconfirmed.returncode != 0 and "--yes" in unconfirmed.stderr
-    assert home.scalar("SELECT count(*) FROM captured_events") == 1
+    assert home.status()["events"] == 1
 
 
 def test_the_hook_never_records_remem_forget_itself(home: Home, tmp_path: Path) -> None:
@@ -225,8 +232,8 @@ def test_the_hook_never_records_remem_forget_itself(home: Home, tmp_path: Path) 
 
     hook(home, bash(shop, command, output="Forgot 1 event(s)"))
 
-    assert home.scalar("SELECT count(*) FROM captured_events") == 0
-    assert home.query("SELECT reason, detail FROM dropped_payloads") == [
+    assert home.status()["events"] == 0
+    assert [(d["reason"], d["detail"]) for d in home.drops()] == [
         ("own_command", "remem forget is never recorded")
     ]
     assert files_holding(home.path, SECRET.encode()) == []

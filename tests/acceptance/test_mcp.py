@@ -102,7 +102,7 @@ def test_initialize_lists_four_read_only_tools(home: Home, tmp_path: Path) -> No
 
 def test_each_tool_answers_from_the_database(home: Home, tmp_path: Path) -> None:
     root = _populate(home, tmp_path)
-    (procedure_id,) = [row[0] for row in home.query("SELECT id FROM procedures")]
+    (procedure_id,) = [p["id"] for p in home.procedures()]
     answers: dict[str, dict[str, Any]] = {}
 
     async def body(session: ClientSession) -> None:
@@ -245,7 +245,7 @@ def _pull_team_procedure(home: Home, root: str, command: str) -> int:
 
 def test_a_team_entry_is_shown_by_procedure_with_its_source(home: Home, tmp_path: Path) -> None:
     root = _populate(home, tmp_path)
-    (local_id,) = [row[0] for row in home.query("SELECT id FROM procedures")]
+    (local_id,) = [p["id"] for p in home.procedures()]
     team_id = _pull_team_procedure(home, root, "npm run e2e")
     assert team_id == local_id  # the same number names a local and a team procedure
     answers: dict[str, Any] = {}

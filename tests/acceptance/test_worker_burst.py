@@ -10,7 +10,6 @@ import subprocess
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from remem.capture.hosts import build_event
 from remem.capture.store import store_event
@@ -45,20 +44,21 @@ def _fill(home: Home, sessions: int) -> None:
     connection.close()
 
 
-def _procedures(home: Home) -> list[tuple[Any, ...]]:
-    return sorted(
-        home.query(
-            "SELECT pr.root, p.scope, p.branch, p.directory, p.workflow, p.workflow_hash, "
-            "p.command, p.variants, p.branches, p.status, p.confidence, p.verified_runs, "
-            "p.distinct_sessions, p.evidence_event_ids, p.files, p.files_more, p.topic_key, "
-            "p.body FROM procedures p JOIN projects pr ON pr.id = p.project_id"
-        )
-    )
+COMPARED = (
+    "project", "scope", "branch", "directory", "workflow", "workflow_hash", "command",
+    "variants", "branches", "status", "confidence", "verified_runs", "distinct_sessions",
+    "evidence_event_ids", "files", "files_more", "topic_key", "body",
+)  # fmt: skip
+
+
+def _procedures(home: Home) -> list[str]:
+    """Every procedure as `remem procedures list --all --json` gives it, without its id."""
+    return sorted(json.dumps([p[name] for name in COMPARED]) for p in home.procedures())
 
 
 def test_four_concurrent_bursts_complete_each_task_exactly_once(home: Home, tmp_path: Path) -> None:
     _fill(home, 2000)
-    assert home.scalar("SELECT count(*) FROM extraction_tasks WHERE status = 'pending'") == 2000
+    assert home.status()["tasks"]["pending"] == 2000
     serial = Home(tmp_path / "serial")
     shutil.copytree(home.path, serial.path)
 
@@ -77,15 +77,15 @@ def test_four_concurrent_bursts_complete_each_task_exactly_once(home: Home, tmp_
     summaries = [json.loads(out) for out, _err in results]
     assert sum(s["tasks_done"] for s in summaries) == 2000
     assert sum(s["leases_lost"] for s in summaries) == 0
-    assert home.query("SELECT status, count(*) FROM extraction_tasks GROUP BY status") == [
-        ("done", 2000)
-    ]
+    assert home.status()["tasks"] == {"pending": 0, "processing": 0, "done": 2000, "failed": 0}
     log = (home.path / "logs" / "worker.log").read_text()
     completed = Counter(re.findall(r" complete completed task (\d+)", log))
     assert len(completed) == 2000 and set(completed.values()) == {1}
-    assert home.scalar("SELECT count(*) FROM verifications") == home.scalar(
-        "SELECT count(*) FROM captured_events WHERE outcome = 'success'"
-    )
+    # Every successful run verified once: each procedure's runs (all fresh, of one step) are
+    # as many as recall counts successes of its command in its project.
+    passed = {(hit["project"], hit["command"]): hit["evidence"] for hit in home.command_hits()}
+    verified = {(p["project"], p["command"]): p["verified_runs"] for p in home.procedures()}
+    assert verified == passed
 
     single = subprocess.run(
         [REMEM, "worker", "--burst", "--json"],
