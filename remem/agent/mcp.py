@@ -97,12 +97,13 @@ def recall_answer(
     root, _branch, _directory = _where(cwd)
     with reading(settings) as execute:
         hits = recall.search(execute, regex, root)
-    shown, pages = recall.json_page([hit.as_json() for hit in hits], page)
-    data = {"project": root, "pattern": pattern, "total": len(hits), "hits": shown}
-    answer = _answer(data, page, pages, "recall")
-    if pages > recall.NARROW_AFTER_PAGES and page < pages:
-        answer["more"] = f"Narrow the pattern: {len(hits)} hits fill {pages} pages."
-    return answer
+
+    def more(at: int, pages: int) -> str:
+        if pages > recall.NARROW_AFTER_PAGES:
+            return f"Narrow the pattern: {len(hits)} hits fill {pages} pages."
+        return f"Call recall with page={at + 1} for more."
+
+    return recall.answer(hits, page, root, pattern, more)
 
 
 def lessons_answer(

@@ -297,6 +297,21 @@ def text_pages(
     return rendered
 
 
+def answer(
+    hits: Sequence[Hit],
+    page: int,
+    root: str | None,
+    pattern: str,
+    more: Callable[[int, int], str | None],
+) -> dict[str, Any]:
+    """One page of a search as JSON, for `remem recall --json` and the MCP tool alike; `more(page,
+    pages)` says how to read on when there is more."""
+    shown, pages = json_page([hit.as_json() for hit in hits], page)
+    return {"notice": NOTICE, "project": root, "pattern": pattern, "total": len(hits),
+            "page": page, "pages": pages, "hits": shown,
+            "more": more(page, pages) if page < pages else None}  # fmt: skip
+
+
 def json_page(
     items: Sequence[dict[str, Any]], page: int, max_chars: int = MAX_CHARS
 ) -> tuple[list[dict[str, Any]], int]:

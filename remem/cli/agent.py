@@ -78,20 +78,8 @@ def recall_command(
         return shlex.join(["remem", "recall", pattern, *words])
 
     if as_json:
-        shown, pages = recall.json_page([hit.as_json() for hit in hits], page)
-        more = recall.footer(page, pages, len(hits), order)
-        print_json(
-            {
-                "notice": recall.NOTICE,
-                "project": root,
-                "pattern": pattern,
-                "total": len(hits),
-                "page": page,
-                "pages": pages,
-                "hits": shown,
-                "more": more if page < pages else None,
-            }
-        )
+        more = lambda at, pages: recall.footer(at, pages, len(hits), order)  # noqa: E731
+        print_json(recall.answer(hits, page, root, pattern, more))
         return
     if not hits:
         where = f"in {root}" if root else "in any project"

@@ -293,10 +293,10 @@ def procedures_archive(procedure_id: int) -> None:
     """
     from remem.agent.read import read_procedure
     from remem.db.snapshot import engine_reader
-    from remem.procedures.store import archive
+    from remem.procedures.promote import archive
 
     with open_home() as (_settings, engine):
-        archive(engine, procedure_id)
+        archive(engine, procedure_id, time.time())
         with engine_reader(engine) as execute:
             archived = read_procedure(execute, procedure_id)
     click.echo(f"Archived procedure {archived.id}: {archived.command}")

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Engine, text
 from remem.config import Settings
 from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
+from remem.errors import NotFound
 from remem.procedures import journal, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
@@ -227,6 +228,17 @@ SELECT_AGED = text(
     "p.root FROM group_states g JOIN projects p ON p.id = g.project_id "
     "WHERE g.oldest_fresh_at < :cutoff AND g.id > :after ORDER BY g.id LIMIT :n"
 )
+
+
+def archive(engine: Engine, procedure_id: int, now: float) -> None:
+    """The user's own verdict on a procedure, which new runs never revive."""
+    with engine.begin() as connection:
+        updated = connection.execute(
+            text("UPDATE procedures SET status = :archived, updated_at = :now WHERE id = :id"),
+            {"archived": policy.ARCHIVED, "now": now, "id": procedure_id},
+        ).rowcount
+    if not updated:
+        raise NotFound(f"No procedure {procedure_id}: see `remem procedures list --all`.")
 
 
 def mark_stale(

@@ -13,8 +13,7 @@ from sqlalchemy import text
 from remem.db import migrate
 from remem.procedures import journal, rebuild, tallies
 from remem.procedures.groups import Group
-from remem.procedures.promote import mark_stale
-from remem.procedures.store import archive
+from remem.procedures.promote import archive, mark_stale
 from remem.procedures.tally import Tally
 from remem.queue import store as queue
 from tests.integration.conftest import DAY, NOW, World, make_repository

@@ -9,7 +9,7 @@ import pytest
 
 from remem.agent import digest
 from remem.agent.context import digest_known_errors, read_entries
-from remem.procedures.store import archive
+from remem.procedures.promote import archive
 from tests.integration.conftest import DAY, World
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from remem.procedures.store import archive
+from remem.procedures.promote import archive
 from tests.conftest import load_fixture
 from tests.integration.conftest import DAY, World
 

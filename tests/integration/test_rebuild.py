@@ -19,7 +19,7 @@ from sqlalchemy import Connection, inspect, text
 from remem.db import migrate
 from remem.db.engine import make_engine
 from remem.procedures import rebuild
-from remem.procedures.store import archive
+from remem.procedures.promote import archive
 from remem.queue import statements as queue_sql
 from tests.conftest import Home
 from tests.integration.conftest import DAY, NOW, World, make_repository, make_worktree

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import text
 
 from remem.agent.digest import COMMAND_CHARS, header_for
+from remem.procedures.promote import archive
 from remem.procedures.steps import workflow_hash
-from remem.procedures.store import archive
 from tests.conftest import REMEM, load_fixture
 from tests.integration.conftest import DAY, NOW, World, make_repository
 
