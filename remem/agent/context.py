@@ -8,8 +8,6 @@ Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 
 from __future__ import annotations
 
-import os
-
 from remem.agent import digest
 from remem.config import Settings
 from remem.record.frozen import Record, in_list, json_list
@@ -324,15 +322,13 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     from remem.config import load_settings
     from remem.db.snapshot import read_snapshot
     from remem.errors import RememError
-    from remem.record.identity import locate
+    from remem.record.identity import locate_given
 
     page = 1 if page is None else page
     if page < 1:
         raise RememError("--page counts from 1.")
     settings = load_settings()
-    root, branch, _work_tree, directory = locate(
-        os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-    )
+    root, branch, _work_tree, directory = locate_given(cwd)
     with read_snapshot(settings) as execute:
         context = read_context(execute, root, branch, directory, settings.inherit_from)
     if as_json:

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 
 import click
 
-from remem.cli.app import cli, current_settings, json_option, print_json
+from remem.cli.app import CWD_OPTION, cli, current_settings, json_option, page_option, print_json
 from remem.cli.memory import procedures
 from remem.db.snapshot import reading
 from remem.db.vocabulary import EXPORT_FORMATS as FORMATS
@@ -17,17 +16,10 @@ from remem.errors import RememError
 
 @cli.command("recall")
 @click.argument("pattern")
-@click.option(
-    "--cwd",
-    type=click.Path(),
-    default=None,
-    help="A directory of the project (default: the current one).",
-)
+@CWD_OPTION
 @click.option("--all-projects", is_flag=True, help="Search every project, not only this one.")
 @click.option("--since", default=None, help='Only what happened within this long, e.g. "30d".')
-@click.option(
-    "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page of the answer."
-)
+@page_option("the answer")
 @json_option("the hits of the page")
 def recall_command(
     pattern: str,
@@ -51,7 +43,7 @@ def recall_command(
 
     from remem.agent import recall
     from remem.config import parse_duration
-    from remem.record.identity import locate
+    from remem.record.identity import locate_given
 
     regex = recall.compile_pattern(pattern)
     since_at = None
@@ -62,7 +54,7 @@ def recall_command(
             raise RememError(f"--since {since}: {exc}.") from None
     root = None
     if not all_projects:
-        root = locate(os.path.abspath(os.path.expanduser(cwd or os.getcwd())))[0]
+        root = locate_given(cwd)[0]
     settings = current_settings()
     with reading(settings) as execute:
         hits = recall.search(execute, regex, root, since_at)

@@ -92,6 +92,22 @@ def json_option(what: str) -> Callable[[F], F]:
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
 
 
+# A directory that names the project a command reads (its repository, branch and directory).
+CWD_OPTION = click.option(
+    "--cwd",
+    type=click.Path(),
+    default=None,
+    help="A directory of the project (default: the current one).",
+)
+
+
+def page_option(of: str) -> Callable[[F], F]:
+    """The one `--page` option of an answer read a page at a time: page_option("the digest")."""
+    return click.option(
+        "--page", type=click.IntRange(min=1), default=1, show_default=True, help=f"Page of {of}."
+    )
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="remem")
 def cli() -> None:
@@ -120,13 +136,9 @@ def open_home(require_current_schema: bool = True) -> Iterator[tuple[Settings, E
 def project_root(path: str | None) -> str | None:
     """The project a `--project` path names, as capture stores it: the repository's main work
     tree for any directory of any of its worktrees, symlinks resolved."""
-    if path is None:
-        return None
-    import os
+    from remem.record.identity import locate_given
 
-    from remem.record.identity import locate
-
-    return locate(os.path.realpath(os.path.expanduser(path)))[0]
+    return None if path is None else locate_given(path)[0]
 
 
 def print_table(

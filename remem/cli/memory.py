@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 import click
 
 from remem.cli.app import (
+    CWD_OPTION,
     cli,
     current_settings,
     json_option,
     open_home,
+    page_option,
     print_json,
     print_table,
     project_root,
@@ -303,16 +305,8 @@ def procedures_archive(procedure_id: int) -> None:
 
 
 @cli.command()
-@click.option(
-    "--cwd",
-    "cwd",
-    type=click.Path(),
-    default=None,
-    help="A directory of the project (default: the current one).",
-)
-@click.option(
-    "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page of the digest."
-)
+@CWD_OPTION
+@page_option("the digest")
 @json_option("every procedure of the digest")
 def context(cwd: str | None, page: int, as_json: bool) -> None:
     """Print the digest the agent gets at session start: the procedures proven in this project

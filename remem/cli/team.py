@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from remem.cli.app import current_settings, json_option, print_json, print_table, project_root
+from remem.cli.app import (
+    current_settings,
+    json_option,
+    page_option,
+    print_json,
+    print_table,
+    project_root,
+)
 from remem.cli.memory import _command_cell, _where, procedures
 from remem.errors import NotFound, RememError
 
@@ -32,13 +39,7 @@ NO_TEAM = (
     default=None,
     help="Project root directory (default: the current directory's).",
 )
-@click.option(
-    "--page",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help=f"Page of the list ({TEAM_PAGE} a page).",
-)
+@page_option(f"the list ({TEAM_PAGE} a page)")
 @json_option("the list, or the one,")
 def procedures_team(row_id: int | None, project: str | None, page: int, as_json: bool) -> None:
     """List the team's procedures pulled for this project, or show one whole (ID is the id

@@ -71,6 +71,12 @@ def locate(cwd: str) -> tuple[str, str | None, str, str]:
         directory = parent
 
 
+def locate_given(path: str | None) -> tuple[str, str | None, str, str]:
+    """`locate` of a directory a person or an agent named (`~` expanded; default: the
+    current directory)."""
+    return locate(os.path.expanduser(path or os.getcwd()))
+
+
 def spelt_root(cwd: str, directory: str) -> str:
     """The work tree's root as the agent spelt it: cwd less its directory's components; ""
     when cwd does not end with them (a symlink into the work tree names it otherwise)."""

@@ -34,7 +34,6 @@ _LITERAL_ARGS = frozenset({"word", "number", "raw_string", "string", "concatenat
 class Unit:
     node: Any
     redirects: list[Any] = field(default_factory=list)
-    continuation_heredoc: bool = False
 
     @property
     def start(self) -> int:
