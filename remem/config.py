@@ -359,13 +359,17 @@ def load_settings(environ: Mapping[str, str] | None = None, home: str | None = N
     values: dict[str, Any] = {}
     for each in SETTINGS:
         written = document.get(each.section, {})
-        raw, source = written.get(each.key, each.default), config_file
-        line = line_of(text, each.section, each.key) if each.key in written else None
-        if each.env_name in env:
-            raw, source, line = env[each.env_name], f"environment variable {each.env_name}", None
+        raw = written.get(each.key, each.default)
+        overridden = each.env_name in env
+        if overridden:
+            raw = env[each.env_name]
         try:
             values[each.attribute] = each.parse(raw)
         except ValueError as exc:
+            source, line = f"environment variable {each.env_name}", None
+            if not overridden:
+                source = config_file
+                line = line_of(text, each.section, each.key) if each.key in written else None
             raise ConfigError(source, each.name, str(exc), line) from None
     if not values["database_url"]:
         values["database_url"] = paths.default_database_url(home)

@@ -28,7 +28,7 @@ from sqlalchemy import Engine
 from remem.errors import RememError
 from remem.queue import heartbeats
 from remem.queue import store as queue
-from workers.loop import Loop
+from workers.loop import Loop, stop_on
 from workers.runner import InHand
 
 log = logging.getLogger("remem.worker")
@@ -136,7 +136,7 @@ class Daemon:
         self.loop = loop
         self.worker = worker = loop.worker
         self.stop = stop
-        worker.stopping = stop.is_set
+        stop_on(stop.is_set, worker, loop.team)
         settings = worker.settings
         self.lock_path = heartbeats.lock_path(settings.sqlite_file, settings.home)
         self.shutdown_timeout_s = settings.shutdown_timeout_s

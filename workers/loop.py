@@ -120,3 +120,10 @@ class Loop:
         if self.team is not None:
             total.update(self.team.stats)
         return total
+
+
+def stop_on(stopping: Callable[[], bool], worker: Worker, team: TeamJobs | None) -> None:
+    """Make the worker and the team's workers finish the task in hand and stop when asked."""
+    worker.stopping = stopping
+    if team is not None:
+        team.stopping = stopping

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from workers.loop import Loop
+from workers.loop import Loop, stop_on
 
 if TYPE_CHECKING:
     from workers.daemon import StopFlag
@@ -27,9 +27,9 @@ def work(
 ) -> Counter[str]:
     """Run the worker: with `burst`, every duty once and the queue drained (for at most
     `max_seconds`), then return; else as the daemon until `stop` is set. The stats of the run."""
-    if stop is not None:
-        worker.stopping = stop.is_set
     if burst:
+        if stop is not None:  # the daemon wires its own flag (workers/daemon.py)
+            stop_on(stop.is_set, worker, team)
         loop = Loop(worker, team, burst=True)
         loop.tick(max_seconds, on_task)
         worker.flush_checkpoints()

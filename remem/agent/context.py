@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from remem.agent import digest
 from remem.config import Settings
+from remem.db.vocabulary import ACTIVE, ARCHIVED, BROKEN
 from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import needs_credentials, pitfall_text
 
@@ -20,11 +21,10 @@ if TYPE_CHECKING:
 
     from remem.db.snapshot import Execute
 
-ACTIVE = "active"
 LOCAL, TEAM = "local", "team"
 # A local verdict that the workflow fails here, or the user's archive, hides the team's proof
 # too; a stale one only says this machine has not run it lately.
-HIDES_TEAM = ("broken", "archived")
+HIDES_TEAM = (BROKEN, ARCHIVED)
 KNOWN_ERRORS_SHOWN = 5
 
 
@@ -162,7 +162,6 @@ _PITFALLS = (
     "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
     "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
 )
-_LESSON_TABLES = {LOCAL: "lessons", TEAM: "team_lessons"}
 
 
 def read_entries(
@@ -274,7 +273,7 @@ def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
     where = ""
     if shown.scope != "project":
         where, params["branch"] = "AND l.branch = :branch", shown.branch
-    query = _PITFALLS.format(table=_LESSON_TABLES[shown.source], branch=where)
+    query = _PITFALLS.format(table=_TABLES[shown.source][0], branch=where)
     return [
         pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
         for count, last_error, repeats, fix_files in execute(query, params)

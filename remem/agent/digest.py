@@ -8,8 +8,8 @@ what remem.agent.context read; recorded text is quoted by remem.record.quote.
 from __future__ import annotations
 
 import json
-import time
 
+from remem import json_contract
 from remem.config import Settings
 from remem.record.quote import NEEDS_CREDENTIALS, inert_command, name_files
 
@@ -44,7 +44,7 @@ def _block(entry: Entry) -> str:
 def _facts(entry: Entry) -> str:
     """Where it holds, what verified it (this machine's sessions, or the team's machines), when
     last and how surely."""
-    date = time.strftime("%Y-%m-%d", time.gmtime(entry.last_verified_at))
+    date = json_contract.date(entry.last_verified_at)
     runs = f"{entry.verified_runs} {'run' if entry.verified_runs == 1 else 'runs'}"
     if entry.source == TEAM:
         machines = "machine" if entry.machines == 1 else "machines"

@@ -10,7 +10,8 @@ seconds here; remem.json_contract writes them out.
 
 from __future__ import annotations
 
-from remem.agent.context import ACTIVE, KnownError, read_known_errors
+from remem.agent.context import KnownError, read_known_errors
+from remem.db.vocabulary import ACTIVE
 from remem.errors import NotFound
 from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import needs_credentials, pitfall_text

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import time
 from typing import TYPE_CHECKING
 
 import click
@@ -20,6 +19,7 @@ from remem.cli.app import (
 )
 from remem.cli.memory import _command_cell, _where, procedures
 from remem.errors import NotFound, RememError
+from remem.json_contract import date, rfc3339
 
 if TYPE_CHECKING:
     from remem.agent.read import TeamProcedure
@@ -95,7 +95,7 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
                 str(p.machines),
                 f"{p.confidence:.2f}",
                 p.status,
-                _day(p.pulled_at, "%Y-%m-%d %H:%M"),
+                _minute(p.pulled_at),
             ]
             for p in shown
         ],
@@ -107,8 +107,8 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
         click.echo(f"Run: {order}" if page < pages else f"(page {page} of {pages}: the last page)")
 
 
-def _day(epoch_s: float, shape: str = "%Y-%m-%d") -> str:
-    return time.strftime(shape, time.gmtime(epoch_s))
+def _minute(epoch_s: float) -> str:
+    return (rfc3339(epoch_s) or "")[:16].replace("T", " ")
 
 
 def _count(number: int, word: str) -> str:
@@ -120,7 +120,7 @@ def _print_team_procedure(p: TeamProcedure) -> None:
 
     click.echo(
         f"Team procedure {p.id} ({p.status}, confidence {p.confidence:.2f}; team procedure "
-        f"{p.team_procedure_id}, pulled {_day(p.pulled_at, '%Y-%m-%d %H:%M')} UTC)"
+        f"{p.team_procedure_id}, pulled {_minute(p.pulled_at)} UTC)"
     )
     click.echo(f"Command: {_command_cell(inert_command(p.command), p.needs_credentials)}")
     click.echo(f"Project: {p.project}")
@@ -129,7 +129,7 @@ def _print_team_procedure(p: TeamProcedure) -> None:
     click.echo(
         f"Verified by the team: {_count(p.verified_runs, 'run')} in "
         f"{_count(p.distinct_sessions, 'session')} on {_count(p.machines, 'machine')}, first on "
-        f"{_day(p.first_verified_at)}, last on {_day(p.last_verified_at)}."
+        f"{date(p.first_verified_at)}, last on {date(p.last_verified_at)}."
     )
     if p.files:
         more = f" +{p.files_more} more" if p.files_more else ""

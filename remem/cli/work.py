@@ -51,7 +51,7 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
         if settings.team_database_url:
             from workers.team import TeamJobs
 
-            team = TeamJobs(engine, settings, stopping=stop.is_set)
+            team = TeamJobs(engine, settings)
         try:
             if burst:
                 _burst(runner, team, stop, max_seconds, as_json)

@@ -4,5 +4,6 @@ choices read them here. Stdlib only, so that a command's options cost no SQLAlch
 from __future__ import annotations
 
 TASK_STATUSES = ("pending", "processing", "done", "failed")
-PROCEDURE_STATUSES = ("active", "broken", "stale", "archived")
+ACTIVE, BROKEN, STALE, ARCHIVED = "active", "broken", "stale", "archived"
+PROCEDURE_STATUSES = (ACTIVE, BROKEN, STALE, ARCHIVED)
 EXPORT_FORMATS = ("claude-skill", "agents-md", "runbook")

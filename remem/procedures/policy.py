@@ -9,10 +9,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from remem.db.vocabulary import ACTIVE as ACTIVE
+from remem.db.vocabulary import ARCHIVED as ARCHIVED
+from remem.db.vocabulary import BROKEN as BROKEN
+from remem.db.vocabulary import STALE as STALE
 from remem.json_contract import date
 from remem.record.quote import NEEDS_CREDENTIALS, inert_command, inert_path, needs_credentials
 
-ACTIVE, BROKEN, STALE, ARCHIVED = "active", "broken", "stale", "archived"
 BASE_CONFIDENCE = 0.70
 CONFIDENCE_PER_RUN = 0.08
 MAX_CONFIDENCE = 0.95

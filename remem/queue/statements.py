@@ -44,7 +44,6 @@ HAS_DUE_TASK = """
 SELECT 1 FROM extraction_tasks WHERE status = 'pending' AND run_after <= :now LIMIT 1
 """
 
-# Up to :n due tasks, counted along the claim index: enough to tell a backlog from a trickle.
 # The first due pending task by priority then age becomes ours. One statement: on SQLite the
 # engine's BEGIN IMMEDIATE serialises claimers; on PostgreSQL SKIP LOCKED lets them pass.
 # {scope} may narrow it to one project's sessions (CLAIM_IN_PROJECT).

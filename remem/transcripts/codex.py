@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from remem.capture.fields import command_text
 from remem.transcripts.common import (
     ReadStats,
     TranscriptCall,
-    command_string,
     parse_time,
     read_records,
     text_of,
@@ -184,7 +184,7 @@ class _Rollout:
         if isinstance(command, list) and len(command) == 2 and command[0] in PATCH_TOOLS:
             self._open(call_id, "apply_patch", command[1], workdir)
         else:
-            self._open(call_id, "Bash", command_string(command), workdir)
+            self._open(call_id, "Bash", command_text(command), workdir)
 
     def _open(self, call_id: str, tool_name: str, text: Any, workdir: Any) -> None:
         if not isinstance(text, str):

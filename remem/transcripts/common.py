@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shlex
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,8 +14,6 @@ from typing import Any
 from remem.capture.fields import parse_timestamp
 from remem.record.event import Dropped
 from remem.record.output import without_lone_surrogates
-
-SHELL_WRAPPERS = frozenset({"bash", "sh", "zsh"})
 
 
 @dataclass(frozen=True)
@@ -93,18 +90,6 @@ def text_of(content: Any) -> str:
         parts = [part.get("text") for part in content if isinstance(part, dict)]
         return "\n".join(part for part in parts if isinstance(part, str))
     return ""
-
-
-def command_string(value: Any) -> str | None:
-    """A command as the agent wrote it: argv `["bash", "-lc", X]` is X, other argv is quoted."""
-    if isinstance(value, str):
-        return value
-    if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
-        return None
-    argv: list[str] = value
-    if len(argv) == 3 and os.path.basename(argv[0]) in SHELL_WRAPPERS and argv[1] in ("-c", "-lc"):
-        return argv[2]
-    return shlex.join(argv)
 
 
 def without_none(payload: dict[str, Any]) -> dict[str, Any]:

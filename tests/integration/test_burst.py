@@ -252,3 +252,21 @@ def test_a_late_pass_takes_the_files_edited_before_it(world: World) -> None:
         (late.id, ["src/x.py"])
     ]
     assert_full_derivation_agrees(world)
+
+
+@pytest.mark.sqlite_only("the stop flag's wiring does not depend on the database")
+def test_a_stop_reaches_the_team_workers_as_it_reaches_the_local_one(world: World) -> None:
+    from workers.team import TeamJobs
+
+    settings = load_settings({**world.home.env, "REMEM_TEAM_DATABASE_URL": "postgresql://x/y"})
+    stop = StopFlag()
+    team = TeamJobs(world.engine, settings)
+    assert not team.stopping()
+    Daemon(Loop(world.worker, team), stop)
+    stop.event.set()
+    assert world.worker.stopping() and team.stopping()
+
+    burst_stop, burst_team = StopFlag(), TeamJobs(world.engine, settings)
+    burst_stop.event.set()  # set before the burst: it runs no task, and neither would the team
+    work(world.worker, burst_team, burst=True, stop=burst_stop)
+    assert burst_team.stopping()
