@@ -21,7 +21,6 @@ from remem.capture.hosts import (
     cut_output,
     detect_host,
     payload_excerpt,
-    written_edit,
 )
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
 from remem.config import Settings, load_settings
@@ -273,8 +272,6 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
         output = _read_digest(settings, body)
     try:
         saved = save(home, kind, body, settings)
-        if kind == "event" and saved != "dropped":
-            _save_written_edit(home, body, settings)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
         return 1
@@ -288,16 +285,6 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     if output:
         _emit(output)
     return 0
-
-
-def _save_written_edit(home: str, event: CapturedEvent, settings: Settings | None) -> None:
-    """The edit a command made by writing a file (`cat > src/app.py <<EOF`), beside it."""
-    try:
-        edit = written_edit(event)
-        if edit is not None:
-            save(home, "event", edit, settings)
-    except Exception:  # the command is saved: its edit must not cost it
-        return
 
 
 def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from remem.capture.hosts import FUTURE_SLACK_S, build_event, written_edit
+from remem.capture.hosts import FUTURE_SLACK_S, build_event
 from remem.capture.store import store_event
 from remem.errors import NotFound
 from remem.record.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
@@ -360,10 +360,6 @@ def import_transcripts(
                 if event is not None:
                     sessions.add((event.host, event.session_key))
                     writer.add(event)
-                    edit = written_edit(event)
-                    if edit is not None:
-                        summary.edits += 1
-                        writer.add(edit)
                     if on_progress is not None and not writer.pending:
                         on_progress(done_bytes + stats.bytes_read, number - 1)
             summary.files += 1
