@@ -88,9 +88,8 @@ def written_files(command: str) -> list[tuple[str, str]]:
         line, tokens, at = _logical_line(lines, at)
         if tokens is None:
             break
-        delimiters = [(text, strip) for kind, text, strip in _heredocs(tokens)]
         bodies = []
-        for delimiter, strip_tabs in delimiters:
+        for delimiter, strip_tabs in _heredocs(tokens):
             body, at = _heredoc_body(lines, at, delimiter, strip_tabs)
             bodies.append(body)
         heredoc_at = 0
@@ -98,8 +97,8 @@ def written_files(command: str) -> list[tuple[str, str]]:
             heredocs = sum(1 for kind, text in segment if kind == "op" and text in ("<<", "<<-"))
             targets = _targets(segment)
             if targets:
-                body = bodies[heredoc_at] if heredocs and heredoc_at < len(bodies) else None
-                content = body if body is not None else line
+                fed = heredocs and heredoc_at < len(bodies)
+                content = bodies[heredoc_at] if fed else line
                 writes.extend((target, content) for target in targets)
             heredoc_at += heredocs
     return writes
@@ -129,11 +128,12 @@ def _heredoc_body(lines: list[str], at: int, delimiter: str, strip_tabs: bool) -
     return "\n".join(body), at
 
 
-def _heredocs(tokens: list[tuple[str, str]]) -> list[tuple[str, str, bool]]:
+def _heredocs(tokens: list[tuple[str, str]]) -> list[tuple[str, bool]]:
+    """(delimiter, whether leading tabs are stripped) of each heredoc of a line, in order."""
     found = []
     for index, (kind, text) in enumerate(tokens[:-1]):
         if kind == "op" and text in ("<<", "<<-") and tokens[index + 1][0] == "word":
-            found.append(("heredoc", tokens[index + 1][1], text == "<<-"))
+            found.append((tokens[index + 1][1], text == "<<-"))
     return found
 
 
