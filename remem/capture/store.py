@@ -102,14 +102,15 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     params["project_id"] = project_id
     params["files"] = json.dumps(event.files) if event.files else None
     rows = execute(INSERT_EVENT, params)
+    if event.kind == "command":
+        # Even when the command was stored already: importing again adds what a write edited.
+        _store_written_edit(execute, event)
     if not rows:
         return None
     event_id = int(rows[0][0])
     execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event.event_at})
     if event.kind != "session_start":
         raise_task(execute, session_id, event_id, now)
-    if event.kind == "command":
-        _store_written_edit(execute, event)
     return event_id
 
 

@@ -522,3 +522,23 @@ def test_each_shape_of_codex_outcome_keeps_its_exit_code_and_its_error(
     assert excerpts[1].startswith("E   ModuleNotFoundError: No module named 'shop'")
     assert excerpts[2] == "sh: 1: jest: not found\n"  # the text after the header, alone
     assert excerpts[3] == ""
+
+
+def test_a_file_written_through_the_shell_is_an_edit_and_importing_again_adds_a_missing_one(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    repository = tmp_path / "shop"
+    make_repository(repository)
+    session = Claude(str(repository))
+    session.bash("cat > src/cart.py <<'EOF'\ndef total(items):\n    return 0\nEOF")
+    session.bash("cat > /tmp/commit-message.txt <<'EOF'\nfix: total\nEOF")
+    path = session.write(tmp_path / "s.jsonl")
+
+    run_import(engine, "claude-code", path)
+    first = rows(home, "kind, files")
+    with engine.begin() as connection:  # as a database stored before writes were edits
+        connection.exec_driver_sql("DELETE FROM captured_events WHERE kind = 'edit'")
+    run_import(engine, "claude-code", path)
+
+    assert first == [("command", None), ("edit", '["src/cart.py"]'), ("command", None)]
+    assert [row[1] for row in rows(home, "kind, files")] == [None, None, '["src/cart.py"]']
