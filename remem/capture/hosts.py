@@ -377,8 +377,9 @@ def build_event(
 def written_edit(event: CapturedEvent) -> CapturedEvent | None:
     """The edit a command makes when it writes files inside its work tree (`cat > src/app.py
     <<EOF`), stored beside the command event, whose own outcome still counts. None for any other
-    command, and for one that failed or never finished. Read from the stored command, so what
-    it names is redacted already."""
+    command, and for one that failed or never finished (a Codex command's outcome, unknown when
+    its hook fires, is not waited for). Read from the stored command, so what it names is
+    redacted already."""
     if event.kind != "command" or not event.command or event.outcome in ("failure", "interrupted"):
         return None
     writes = written_files(event.command)
