@@ -220,9 +220,9 @@ def _print_summary(report: dict[str, Any]) -> None:
     if report["stale"]:
         days = f"{report['max_age_s'] / 86_400:g}d"
         click.echo(
-            f"Learnt {report['stale']} stale procedure(s): their sessions are older than "
-            f"promotion.max_age ({days}), so they are listed as verified earlier, not lately "
-            "(`remem procedures list --all`)."
+            f"{report['stale']} more procedure(s) learnt are stale: their sessions are older "
+            f"than promotion.max_age ({days}). `remem procedures list --all` shows their runs "
+            "and dates; the digest lists them as verified earlier."
         )
     for procedure in procedures[:SHOWN_PROCEDURES]:
         where = procedure["project"] + (f" ({procedure['branch']})" if procedure["branch"] else "")
