@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from remem.record.identity import spelt_root
 from remem.shell import recognisers
-from remem.shell.runnable import cannot_run
 from remem.shell.analysis import Step, analyse, resolve_directory
+from remem.shell.runnable import cannot_run
 
 VERIFIED, FAILED, UNVERIFIED = "verified", "failed", "unverified"
 

@@ -33,9 +33,9 @@ def test_importing_a_session_older_than_max_age_learns_stale_procedures_that_say
         assert procedure["first_verified_at"].startswith(SESSION_DAY)
         shown = json.loads(home.remem("procedures", "show", str(procedure["id"]), "--json").stdout)
         assert len(shown["evidence"]) == shown["evidence_runs"] == procedure["verified_runs"]
-        assert shown["body"].splitlines()[1].startswith(
-            f"No recent successful run: verified by {procedure['verified_runs']} successful runs"
-        )
+        runs = procedure["verified_runs"]
+        said = f"No recent successful run: verified by {runs} successful runs in 1 session, "
+        assert shown["body"].splitlines()[1].startswith(said)
 
     # Imported again as text: the summary says why nothing is active.
     again = home.remem("import", host, str(transcript), "--since", "3650d").stdout
@@ -51,8 +51,10 @@ def test_importing_a_session_older_than_max_age_learns_stale_procedures_that_say
     assert len(shown_lines) == len(listed)
     for procedure in listed:
         (line,) = [line for line in shown_lines if line.startswith(f"- `{procedure['command']}`")]
-        runs = procedure["verified_runs"]
-        assert f"({runs} runs in 1 session, last verified {SESSION_DAY}, " in line
+        assert (
+            f"({procedure['verified_runs']} runs in 1 session, last verified {SESSION_DAY}, "
+            in line
+        )
     earlier = json.loads(home.remem("context", "--cwd", str(root), "--json").stdout)
     assert earlier["procedures"] == []
     assert {e["id"] for e in earlier["verified_earlier"]} == {p["id"] for p in listed}

@@ -56,9 +56,7 @@ def test_credo_red_on_one_branch_stays_verified_everywhere_and_says_so_there(
     home: Home, tmp_path: Path
 ) -> None:
     repository = make_repository(tmp_path / "app")
-    branches = {
-        name: add_worktree(repository, tmp_path / f"app-{name}", name) for name in "abc"
-    }
+    branches = {name: add_worktree(repository, tmp_path / f"app-{name}", name) for name in "abc"}
     for name, worktree in branches.items():
         hook(home, bash_payload(worktree, CREDO, f"s-{name}", CREDO_CLEAN))
     home.remem("worker", "--burst")
@@ -78,9 +76,8 @@ def test_credo_red_on_one_branch_stays_verified_everywhere_and_says_so_there(
     on_c = hook(home, session_start(branches["c"], "s-c5"))
     lines = block(on_c, CREDO)
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    assert lines[1] == (
-        f"  fails on this branch since {today} (3 failed runs): {json.dumps(CREDO_ISSUE, ensure_ascii=False)}"
-    )
+    quoted = json.dumps(CREDO_ISSUE, ensure_ascii=False)
+    assert lines[1] == f"  fails on this branch since {today} (3 failed runs): {quoted}"
     (entry,) = context_json(home, branches["c"])["procedures"]
     assert (entry["failing_runs"], entry["failing_error"]) == (3, CREDO_ISSUE)
     assert entry["failing_since_at"].startswith(today)

@@ -10,6 +10,7 @@ from remem.shell.runnable import (
     NOT_FOUND,
     NOT_INSTALLED,
     TIMED_OUT,
+    CannotRun,
     cannot_run,
 )
 
@@ -46,8 +47,8 @@ def test_every_row_has_a_command() -> None:
 
 @pytest.mark.parametrize("row", CANNOT_RUN, ids=lambda row: row.example[:40])
 def test_each_row_reads_its_own_example(row: object) -> None:
-    example = row.example  # type: ignore[attr-defined]
-    assert _judged(COMMANDS[example], 1, f"Exit code 1\n{example}\n") == row.reason  # type: ignore[attr-defined]
+    assert isinstance(row, CannotRun)
+    assert _judged(COMMANDS[row.example], 1, f"Exit code 1\n{row.example}\n") == row.reason
 
 
 @pytest.mark.parametrize("row", RECOGNISERS, ids=lambda row: row.family)
@@ -75,8 +76,7 @@ def test_a_tool_that_reported_failures_is_red(row: object) -> None:
             "opportunity.\nunknown option in comment: --no-such",
             None,
         ),
-        ("pytest -q", 4, "ERROR: usage: pytest [options]\npytest: error: unrecognized "
-         "arguments: --cov", MISCONFIGURED),  # fmt: skip
+        ("pytest -q", 4, "pytest: error: unrecognized arguments: --cov", MISCONFIGURED),
         ("make deploy", 2, "Error: connection refused", None),
         ("make deploy", 1, None, None),
     ],
