@@ -11,7 +11,7 @@ import json
 
 from remem import json_contract
 from remem.config import Settings
-from remem.record.quote import NEEDS_CREDENTIALS, inert_command, name_files
+from remem.record.quote import NEEDS_CREDENTIALS, inert_command, name_files, quote_excerpt
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 COMMAND_CHARS = 600
 PITFALLS_SHOWN = 3
 TEAM = "team"  # remem.agent.context.TEAM: the source of the team's entries
+EARLIER_HEADING = "Verified earlier (not lately):"
 
 
 def _block(entry: Entry) -> str:
@@ -35,6 +36,13 @@ def _block(entry: Entry) -> str:
     if entry.needs_credentials:
         shown += f" ({NEEDS_CREDENTIALS})"
     lines = [f"- {shown}  ({_facts(entry)})"]
+    if entry.failing_runs and entry.failing_since_at is not None:
+        since = json_contract.date(entry.failing_since_at)
+        runs = "run" if entry.failing_runs == 1 else "runs"
+        lines.append(
+            f"  fails on this branch since {since} ({entry.failing_runs} failed {runs}): "
+            f"{quote_excerpt(entry.failing_error)}"
+        )
     if entry.files:
         lines.append("  files: " + name_files(entry.files, entry.files_more or 0))
     lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls[:PITFALLS_SHOWN])
@@ -95,12 +103,17 @@ def paginate(
     max_chars: int = Settings.context_max_chars,
     max_lines: int = Settings.context_max_lines,
     known_errors: Sequence[KnownError] = (),
+    earlier: Sequence[Entry] = (),
 ) -> list[str]:
-    """Pages of whole procedures within the budget, footer included; the known errors last. A
-    block that cannot fit a page even alone is cut, with an order to read it whole. The known
-    errors are the project's, so a branch with no procedure still gets them. Nothing to say: no
+    """Pages of whole procedures within the budget, footer included; then what was verified
+    earlier (when nothing was lately), under its own heading; the known errors last. A block
+    that cannot fit a page even alone is cut, with an order to read it whole. The known errors
+    are the project's, so a branch with no procedure still gets them. Nothing to say: no
     pages."""
     blocks = [(_block(entry), entry.whole) for entry in entries]
+    for number, entry in enumerate(earlier):
+        block = _block(entry)
+        blocks.append((f"{EARLIER_HEADING}\n{block}" if number == 0 else block, entry.whole))
     if known_errors:
         blocks.append((_known_errors_block(known_errors), "remem procedures errors"))
     if not blocks:

@@ -41,9 +41,18 @@ def procedures() -> None:
 
 
 def _no_procedures(
-    settings: Settings, statuses: tuple[str, ...] | None, root: str | None, branch: str | None
+    settings: Settings,
+    statuses: tuple[str, ...] | None,
+    root: str | None,
+    branch: str | None,
+    stale: int = 0,
 ) -> str:
     runs = settings.min_verified_runs
+    if statuses == ("active",) and stale:
+        return (
+            f"No active procedures: {stale} stale, verified earlier but not within "
+            "promotion.max_age: see `remem procedures list --all`."
+        )
     if statuses == ("active",) and root is None and branch is None:
         times = "twice" if runs == 2 else f"{runs} times"
         return f"No procedures yet: they appear after a command passes {times}."
@@ -82,8 +91,11 @@ def procedures_list(
     statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
     root = project_root(project)
     settings = current_settings()
+    stale = 0
     with read_snapshot(settings) as execute:
         found = read_procedures(execute, root, branch, statuses)
+        if not found and statuses == ("active",):
+            stale = len(read_procedures(execute, root, branch, ("stale",)))
     if as_json:
         print_json([p.as_json() for p in found])
         return
@@ -104,7 +116,7 @@ def procedures_list(
             ]
             for p in found
         ],
-        empty=_no_procedures(settings, statuses, root, branch),
+        empty=_no_procedures(settings, statuses, root, branch, stale),
     )
 
 

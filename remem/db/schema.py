@@ -215,7 +215,9 @@ verifications = Table(
     info={"derived": True, "runs": True},
 )
 
-# Failed runs of a workflow: they lower confidence, break procedures, and become lessons.
+# Failed runs of a workflow: they become lessons; those that could not run at all (not found,
+# not installed, timed out, misconfigured: remem/shell/runnable.py) lower confidence and break
+# procedures, while the others only say the code is red on their branch.
 attempts = Table(
     "attempts",
     metadata,
@@ -231,6 +233,7 @@ attempts = Table(
     Column("change_hash", Text),
     Column("duplicate_of", Integer),
     Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id")),
+    Column("cannot_run", Integer, nullable=False, server_default=text("0")),
     *_run_indexes("attempts", "failed_at"),
     info={"derived": True, "runs": True},
 )

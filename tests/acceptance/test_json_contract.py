@@ -50,6 +50,8 @@ def _populate(home: Home, root: str) -> None:
         {"command": TEST, "exit_code": 0},
         {"command": TEST_TAIL, "exit_code": 0, "output": "3 passed in 0.2s"},
         {"command": TEST, "exit_code": 0},
+        # Red again since: the digest entry says since when it fails on this branch.
+        {"command": TEST, "exit_code": 1, "error": "E   assert 2 == 3"},
     ]
     for number, event in enumerate(events):
         result = home.hook({**base, **event, "event_id": f"e{number}"}, "--host", "generic")
@@ -248,6 +250,13 @@ def test_docs_name_every_field_of_every_output(outputs: dict[str, Any]) -> None:
         for name, data in outputs.items()
     }
     assert {name: keys for name, keys in missing.items() if keys} == {}
+
+
+def test_a_digest_entry_says_since_when_it_fails_on_this_branch(outputs: dict[str, Any]) -> None:
+    (entry,) = [e for e in outputs["remem context --json"]["procedures"] if e["source"] == "local"]
+    assert (entry["failing_runs"], entry["failing_error"]) == (1, "E   assert 2 == 3")
+    assert TIME.fullmatch(entry["failing_since_at"])
+    assert outputs["remem context --json"]["verified_earlier"] == []
 
 
 def test_one_procedure_reads_the_same_everywhere(outputs: dict[str, Any]) -> None:
