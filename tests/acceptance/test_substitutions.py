@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from remem.shell.purpose import same_purpose
 from remem.shell.recognisers import error_key
 from tests.acceptance.test_context import context, make_project
 from tests.acceptance.test_truthful_digest import Agent
@@ -173,23 +172,3 @@ def test_another_purpose_is_not_a_substitution(home: Home, project: Path) -> Non
     assert json.loads(context(home, project, "--json").stdout)["substitutions"] == []
     errors = json.loads(home.remem("procedures", "errors", "--json").stdout)
     assert [item for item in errors if item.get("kind") == "substitution"] == []
-
-
-@pytest.mark.parametrize(
-    ("failed", "passed", "same"),
-    [
-        ("pytest", ".venv/bin/python -m pytest", True),
-        ("python -m pytest", "python3 -m pytest", True),
-        ("pytest -x", "uv run pytest -q", True),
-        (GO, GO_SANDBOXED, True),
-        ("npx jest", "./node_modules/.bin/jest", True),
-        ("npm test", "git status", False),
-        ("npm test", "npm run build", False),
-        ("pytest tests/a.py", "pytest tests/b.py", False),
-        ("mix test", "mix test test/cart_test.exs", False),
-        ("pytest", "pytest", False),
-        ("make test", "make lint", False),
-    ],
-)
-def test_same_purpose(failed: str, passed: str, same: bool) -> None:
-    assert same_purpose(failed, passed) is same
