@@ -36,13 +36,16 @@ _EDITS_BETWEEN = text(
     "SELECT id FROM captured_events WHERE session_id = :session_id AND id > :after "
     "AND id < :before AND kind = 'edit'"
 )
+# A session's runs, found through its events (the index on session and id), not by a range of
+# event ids, which other sessions' runs share.
 _RUN = (
-    "SELECT event_id, step, directory, workflow, workflow_hash, project_id, branch, command, "
-    "{at} AS at, {error} FROM {table} WHERE event_id > :after AND event_id < :before "
-    "AND session_id = :session_id"
+    "SELECT r.event_id, r.step, r.directory, r.workflow, r.workflow_hash, r.project_id, "
+    "r.branch, r.command, r.{at} AS at, {error} FROM captured_events e JOIN {table} r "
+    "ON r.event_id = e.id WHERE e.session_id = :session_id AND e.id > :after "
+    "AND e.id < :before"
 )
 _FAILED = text(
-    _RUN.format(at="failed_at", error="salient_error AS error, error_excerpt", table="attempts")
+    _RUN.format(at="failed_at", error="r.salient_error AS error, r.error_excerpt", table="attempts")
 )
 _PASSED = text(
     _RUN.format(
@@ -89,11 +92,11 @@ def _derive_stretch(connection: Driver, session_id: int, first: int, last: int) 
         after_edit = (end + 1) if after_edit is None else after_edit
     params = {"session_id": session_id, "after": before_edit, "before": after_edit}
     failed = {(row.event_id, row.step): row for row in connection.execute(_FAILED, params)}
+    if not failed:
+        return Counter()  # a row is a failed run's: none, no row either
     stored = {
         (row.failed_event_id, row.failed_step): row for row in connection.execute(_STORED, params)
     }
-    if not failed and not stored:
-        return Counter()
     passed = {(row.event_id, row.step): row for row in connection.execute(_PASSED, params)}
     edits = connection.execute(_EDITS_BETWEEN, params).scalars()
     runs = [_session_run(row, False) for row in failed.values()]
