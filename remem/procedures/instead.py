@@ -121,8 +121,10 @@ def _derive_stretch(connection: Driver, session_id: int, first: int, last: int) 
 
 
 def _session_run(row: Any, passed: bool) -> SessionRun:
+    output = "\n".join(filter(None, (row.error_excerpt, row.error)))
+    ran = not passed and recognisers.judge(row.workflow, output) == "failure"
     return SessionRun(
-        row.event_id, row.step, row.directory, row.workflow, row.workflow_hash, passed
+        row.event_id, row.step, row.directory, row.workflow, row.workflow_hash, passed, ran
     )
 
 

@@ -26,6 +26,7 @@ class SessionRun:
     workflow: str
     workflow_hash: str
     passed: bool
+    ran: bool = False  # failed, with its tool's failure summary shown: the tool could run
 
 
 @dataclass(frozen=True)
@@ -57,4 +58,6 @@ def pair(runs: Iterable[SessionRun], edit_event_ids: Iterable[int]) -> list[Pair
 
 
 def _substitutes(failed: SessionRun, passed: SessionRun) -> bool:
-    return failed.directory == passed.directory and same_purpose(failed.workflow, passed.workflow)
+    return failed.directory == passed.directory and same_purpose(
+        failed.workflow, passed.workflow, failed.ran
+    )

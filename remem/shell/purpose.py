@@ -6,8 +6,8 @@ A workflow is reduced to what it runs: environment assignments, wrappers (`env`,
 launchers (`uv run`, `npx`) dropped, a program's directory dropped, an interpreter running a
 module (`python3 -m pytest`) read as that module. Two workflows whose reductions are equal are
 for the same purpose; so are two of one tool family (remem/shell/recognisers.py) that differ
-only in their options: `pytest tests/a.py` and `pytest tests/b.py` are not, as running other
-tests is another purpose. Pure.
+only in their options, when the failed one could not run: `pytest tests/a.py` and
+`pytest tests/b.py` are not, as running other tests is another purpose. Pure.
 """
 
 from __future__ import annotations
@@ -73,8 +73,11 @@ def _past_launchers(words: list[str]) -> list[str]:
     return words
 
 
-def same_purpose(failed: str, passed: str) -> bool:
-    """Whether `passed` runs what `failed` meant to run, another way: see the module's doc."""
+def same_purpose(failed: str, passed: str, failed_ran: bool = False) -> bool:
+    """Whether `passed` runs what `failed` meant to run, another way: see the module's doc.
+    `failed_ran`: the failed run's output shows its tool's failure summary, so the tool could
+    run; then other options passing says nothing about how to run it here (a flaky test, a
+    narrower selection), and only the same tool run another way counts."""
     if failed == passed:
         return False
     first, second = reduced(failed), reduced(passed)
@@ -82,6 +85,8 @@ def same_purpose(failed: str, passed: str) -> bool:
         return False
     if first == second:
         return True
+    if failed_ran:
+        return False
     family = recognisers.family_of(failed)
     if family is None or family is not recognisers.family_of(passed):
         return False

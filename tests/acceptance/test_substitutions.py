@@ -167,6 +167,11 @@ def test_another_purpose_is_not_a_substitution(home: Home, project: Path) -> Non
     agent.ran("npm run build", "s1")
     agent.failed("pytest tests/test_cart.py", "s1", "Exit code 1\n1 failed in 0.20s")
     agent.ran("pytest tests/test_user.py", "s1")
+    # The tool ran and found a failing test: other options passing is no way to run it here.
+    agent.failed(
+        "pytest -x", "s1", "Exit code 1\nFAILED tests/test_cart.py::test_total\n1 failed in 0.20s"
+    )
+    agent.ran("pytest -q", "s1")
     home.remem("worker", "--burst")
 
     assert json.loads(context(home, project, "--json").stdout)["substitutions"] == []

@@ -40,6 +40,14 @@ def test_same_purpose(failed: str, passed: str, same: bool) -> None:
     assert same_purpose(failed, passed) is same
 
 
+def test_a_tool_that_ran_and_failed_is_not_replaced_by_other_options() -> None:
+    assert same_purpose("pytest -x", "pytest -q")
+    assert not same_purpose("pytest -x", "pytest -q", failed_ran=True)
+    # The same tool through another interpreter still is: a system Python without the
+    # project's dependencies fails collection.
+    assert same_purpose("python3 -m pytest", VENV, failed_ran=True)
+
+
 def test_a_workflow_reduces_to_what_it_runs() -> None:
     assert reduced(VENV) == reduced("pytest") == ("pytest",)
     assert reduced(GO_SANDBOXED) == reduced(GO) == ("go", "test", "./...")
@@ -89,3 +97,11 @@ def test_another_directory_or_purpose_is_no_substitution() -> None:
 def test_steps_of_one_command_pair_in_order() -> None:
     runs = [run(1, GO, False, step=0), run(1, GO_SANDBOXED, True, step=1)]
     assert pairs(runs) == [(GO, GO_SANDBOXED)]
+
+
+def test_a_failure_whose_tool_ran_is_not_replaced_by_other_options() -> None:
+    ran = SessionRun(1, 0, ".", "pytest -x", workflow_hash("pytest -x"), False, ran=True)
+    assert pairs([ran, run(2, "pytest -q", True)]) == []
+    assert pairs([run(1, "pytest -x", False), run(2, "pytest -q", True)]) == [
+        ("pytest -x", "pytest -q")
+    ]
