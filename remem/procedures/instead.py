@@ -121,8 +121,11 @@ def _derive_stretch(connection: Driver, session_id: int, first: int, last: int) 
 
 
 def _session_run(row: Any, passed: bool) -> SessionRun:
-    output = "\n".join(filter(None, (row.error_excerpt, row.error)))
-    ran = not passed and recognisers.judge(row.workflow, output) == "failure"
+    # Whether its tool ran matters only for a workflow of a known tool (same_purpose).
+    ran = False
+    if not passed and recognisers.family_of(row.workflow) is not None:
+        output = "\n".join(filter(None, (row.error_excerpt, row.error)))
+        ran = recognisers.judge(row.workflow, output) == "failure"
     return SessionRun(
         row.event_id, row.step, row.directory, row.workflow, row.workflow_hash, passed, ran
     )

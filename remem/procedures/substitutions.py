@@ -38,23 +38,25 @@ class Pair:
 def pair(runs: Iterable[SessionRun], edit_event_ids: Iterable[int]) -> list[Pair]:
     """The substitutions among a session's runs, given the ids of its edit events."""
     edits = sorted(edit_event_ids)
-    waiting: list[SessionRun] = []
+    # The failed runs waiting for a substitute, by what decides whether one is: a session may
+    # fail one workflow many times, and each pass is weighed against each kind once.
+    waiting: dict[tuple[str, str, bool], list[SessionRun]] = {}
     found: list[Pair] = []
     next_edit = 0
     for run in sorted(runs, key=lambda r: (r.event_id, r.step)):
         while next_edit < len(edits) and edits[next_edit] < run.event_id:
-            waiting, next_edit = [], next_edit + 1
+            waiting, next_edit = {}, next_edit + 1
         if not run.passed:
-            waiting.append(run)
+            waiting.setdefault((run.directory, run.workflow_hash, run.ran), []).append(run)
             continue
-        matched = [failed for failed in waiting if _substitutes(failed, run)]
-        found.extend(Pair(failed, run) for failed in matched)
-        waiting = [
-            failed
-            for failed in waiting
-            if failed not in matched and failed.workflow_hash != run.workflow_hash
-        ]
-    return found
+        for kind in list(waiting):
+            failed = waiting[kind]
+            if _substitutes(failed[0], run):
+                found.extend(Pair(one, run) for one in failed)
+                del waiting[kind]
+            elif kind[1] == run.workflow_hash:
+                del waiting[kind]  # it passed itself
+    return sorted(found, key=lambda p: (p.failed.event_id, p.failed.step))
 
 
 def _substitutes(failed: SessionRun, passed: SessionRun) -> bool:
