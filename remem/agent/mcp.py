@@ -160,7 +160,8 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
     @server.tool(annotations=read_only)
     def procedures(cwd: Cwd = None, page: Page = 1) -> dict[str, Any]:
         """The commands verified to work in this project, branch and directory (what the
-        session-start digest shows), with their pitfalls, and the project's known errors."""
+        session-start digest shows), with their pitfalls, the project's known errors, and what
+        passed instead of the commands that fail here."""
         return answer(lambda settings: procedures_answer(settings, cwd, page))
 
     @server.tool(annotations=read_only)
