@@ -1,6 +1,6 @@
 """The digest's reads (DESIGN.md §7): per workflow, the procedure that holds on a branch, this
-machine's or the team's pulled one, with its pitfalls, the project's known errors, and what
-worked instead of the commands that fail here. The
+machine's or the team's pulled one, with its pitfalls, and the project's known errors (and,
+from remem.agent.substitutions, what passed instead of the commands that fail here). The
 SessionStart hook, `remem context`, the MCP `procedures` tool and `remem procedures errors`
 read them here; remem.agent.digest renders the pages.
 
@@ -10,6 +10,7 @@ Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 from __future__ import annotations
 
 from remem.agent import digest
+from remem.agent.substitutions import Substitution, digest_substitutions
 from remem.config import Settings
 from remem.db.vocabulary import ACTIVE, ARCHIVED, BROKEN
 from remem.record.frozen import Record, in_list, json_list
@@ -99,113 +100,6 @@ def digest_known_errors(execute: Execute, root: str) -> list[KnownError]:
             if len(found) == KNOWN_ERRORS_SHOWN:
                 return found
     return found
-
-
-class Substitution(Record):
-    """A workflow that failed here and another, for the same purpose, that passed after it in
-    the same session with no edit in between: "instead of `workflow`, `instead` worked"."""
-
-    project: str
-    directory: str
-    workflow: str
-    error: str | None  # the newest failure's salient line
-    error_key: str | None
-    failures: int
-    sessions: int
-    last_seen_at: float
-    instead: str  # the command that passed, as it was run the last time
-    instead_workflow: str
-    instead_procedure_id: int | None = None  # its active procedure, when one is verified
-    instead_verified_runs: int | None = None
-    kind: str = "substitution"
-
-    def recorded_text(self) -> str:
-        """What a query's words are looked for in."""
-        return "\n".join((self.workflow, self.error or "", self.instead))
-
-
-SUBSTITUTIONS_SHOWN = 5
-_SUBSTITUTIONS = (
-    "SELECT pr.root, s.directory, s.failed_workflow_hash, s.substitute_workflow_hash, "
-    "s.failed_workflow, s.error, s.error_key, s.session_id, s.found_at, s.substitute_command, "
-    "s.substitute_workflow FROM substitutions s JOIN projects pr ON pr.id = s.project_id "
-    "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
-)
-_ACTIVE_WORKFLOWS = (
-    "SELECT pr.root, p.directory, p.workflow_hash, p.id, p.verified_runs FROM procedures p "
-    "JOIN projects pr ON pr.id = p.project_id WHERE p.status = :active "
-    "AND p.workflow_hash IN ({hashes}){where} ORDER BY p.verified_runs DESC, p.id"
-)
-
-
-def read_substitutions(
-    execute: Execute, root: str | None, workflow_hashes: Sequence[str] | None = None
-) -> list[Substitution]:
-    """The substitutions of a project (None: of every project), one per (failing workflow,
-    workflow that passed instead), most sessions first, then newest; `workflow_hashes`: only
-    those where either side is one of them. A failing workflow that is itself verified now is
-    no longer shown failing."""
-    params: dict[str, Any] = {}
-    where = ""
-    if root is not None:
-        where, params["root"] = " AND pr.root = :root", root
-    if workflow_hashes is not None:
-        if not workflow_hashes:
-            return []
-        hashes = in_list("w", workflow_hashes, params)
-        where += (
-            f" AND (s.failed_workflow_hash IN ({hashes}) "
-            f"OR s.substitute_workflow_hash IN ({hashes}))"
-        )
-    found: dict[tuple[str, str, str, str], list[Any]] = {}
-    for row in execute(_SUBSTITUTIONS.format(where=where), params):
-        found.setdefault(tuple(row[:4]), []).append(row)
-    if not found:
-        return []
-    active = _active_workflows(execute, root, {h for key in found for h in key[2:]})
-    result = []
-    for (project, directory, failed_hash, substitute_hash), rows in found.items():
-        if (project, directory, failed_hash) in active:
-            continue
-        newest = rows[0]
-        verified = active.get((project, directory, substitute_hash), (None, None))
-        result.append(
-            Substitution(
-                project, directory, newest[4], newest[5], newest[6], len(rows),
-                len({row[7] for row in rows}), newest[8], newest[9], newest[10], *verified,
-            )
-        )  # fmt: skip
-    result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))
-    return result
-
-
-def _active_workflows(
-    execute: Execute, root: str | None, hashes: set[str]
-) -> dict[tuple[str, str, str], tuple[int, int]]:
-    """(project, directory, workflow hash) -> the id and verified runs of its most verified
-    active procedure, on any branch."""
-    params: dict[str, Any] = {"active": ACTIVE}
-    where = ""
-    if root is not None:
-        where, params["root"] = " AND pr.root = :root", root
-    query = _ACTIVE_WORKFLOWS.format(hashes=in_list("h", sorted(hashes), params), where=where)
-    found: dict[tuple[str, str, str], tuple[int, int]] = {}
-    for project, directory, workflow_hash, procedure_id, runs in execute(query, params):
-        found.setdefault((project, directory, workflow_hash), (procedure_id, runs))
-    return found
-
-
-def digest_substitutions(execute: Execute, root: str) -> list[Substitution]:
-    """For each failing workflow, what the digest says works instead: a verified procedure
-    first, then what passed in the most sessions."""
-    shown: dict[tuple[str, str], Substitution] = {}
-    ranked = sorted(
-        read_substitutions(execute, root),
-        key=lambda s: (s.instead_procedure_id is None, -s.sessions, -s.last_seen_at),
-    )
-    for substitution in ranked:
-        shown.setdefault((substitution.directory, substitution.workflow), substitution)
-    return list(shown.values())[:SUBSTITUTIONS_SHOWN]
 
 
 class Entry(Record):

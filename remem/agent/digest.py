@@ -17,7 +17,8 @@ TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from remem.agent.context import Entry, KnownError, Substitution
+    from remem.agent.context import Entry, KnownError
+    from remem.agent.substitutions import Substitution
 
 # A command longer than this is shortened in the digest (never in storage): one procedure must
 # not crowd out every other.

@@ -10,7 +10,8 @@ seconds here; remem.json_contract writes them out.
 
 from __future__ import annotations
 
-from remem.agent.context import KnownError, Substitution, read_known_errors, read_substitutions
+from remem.agent.context import KnownError, read_known_errors
+from remem.agent.substitutions import Substitution, read_substitutions
 from remem.db.vocabulary import ACTIVE
 from remem.errors import NotFound
 from remem.record.frozen import Record, in_list, json_list

@@ -27,8 +27,8 @@ from remem.db.vocabulary import PROCEDURE_STATUSES
 from remem.errors import RememError
 
 if TYPE_CHECKING:
-    from remem.agent.context import Substitution
     from remem.agent.read import Detail
+    from remem.agent.substitutions import Substitution
 
 
 @cli.group()
@@ -244,7 +244,8 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
     Example:
       remem procedures errors --project ~/src/shop
     """
-    from remem.agent.context import read_known_errors, read_substitutions
+    from remem.agent.context import read_known_errors
+    from remem.agent.substitutions import read_substitutions
     from remem.json_contract import date
     from remem.record.quote import NO_OUTPUT
 

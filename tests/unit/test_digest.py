@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remem.agent.context import LOCAL, TEAM, Entry, KnownError, Substitution, choose, make_entry
+from remem.agent.context import LOCAL, TEAM, Entry, KnownError, choose, make_entry
 from remem.agent.digest import COMMAND_CHARS, header_for, paginate
+from remem.agent.substitutions import Substitution
 from remem.config import Settings
 from remem.record.quote import needs_credentials, pitfall_text
 from remem.record.redact import MASK, redact_text
