@@ -4,12 +4,14 @@ window is applied again, and after a rebuild."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
 
 from remem.procedures import rebuild
 from tests.integration.conftest import World
+from tests.integration.test_codex_late import codex_call, end
 
 VENV = ".venv/bin/python -m pytest"
 NOT_FOUND = "/bin/bash: line 1: pytest: command not found"
@@ -77,3 +79,26 @@ def test_a_later_failure_of_the_substitute_s_own_workflow_changes_nothing_before
         ("pytest", NOT_FOUND, VENV),
         ("python3 -m pytest", "No module named pytest", VENV),
     ]
+
+
+def test_a_codex_failure_resolved_after_its_substitute_passed_still_gets_it(
+    world: World, tmp_path: Path
+) -> None:
+    """The failing call's end reaches the rollout after the window holding the pass was
+    applied: the late run lies before stored runs, and the stretch around it is derived again."""
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.touch()
+    codex_call(world, rollout, "call_go", "go test ./...")
+    codex_call(world, rollout, "call_env", "GOFLAGS=-mod=mod go test ./...")
+    end(rollout, "call_env", 0, "ok  \tshop\t0.1s")
+    world.burst()
+    assert substitutions(world) == []
+
+    end(rollout, "call_go", 1, "go: mkdir /go/pkg/mod: permission denied")
+    world.now += 600
+    assert world.burst()["resolved_late"] == 1
+
+    assert [row[1:4] for row in substitutions(world)] == [
+        ("go test ./...", "go: mkdir /go/pkg/mod: permission denied",
+         "GOFLAGS=-mod=mod go test ./..."),
+    ]  # fmt: skip
