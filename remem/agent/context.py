@@ -1,5 +1,6 @@
 """The digest's reads (DESIGN.md §7): per workflow, the procedure that holds on a branch, this
-machine's or the team's pulled one, with its pitfalls, and the project's known errors. The
+machine's or the team's pulled one, with its pitfalls, and the project's known errors (and,
+from remem.agent.substitutions, what passed instead of the commands that fail here). The
 SessionStart hook, `remem context`, the MCP `procedures` tool and `remem procedures errors`
 read them here; remem.agent.digest renders the pages.
 
@@ -9,6 +10,7 @@ Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 from __future__ import annotations
 
 from remem.agent import digest
+from remem.agent.substitutions import Substitution, digest_substitutions
 from remem.config import Settings
 from remem.db.vocabulary import ACTIVE, ARCHIVED, BROKEN, STALE
 from remem.record.frozen import Record, in_list, json_list
@@ -342,6 +344,7 @@ class Context(Record):
     directory: str
     procedures: list[Entry]
     known_errors: list[KnownError]
+    substitutions: list[Substitution]
     verified_earlier: tuple[Entry, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
@@ -350,6 +353,7 @@ class Context(Record):
             "procedures": [shown.as_json() for shown in self.procedures],
             "known_errors": [error.as_json() for error in self.known_errors],
             "verified_earlier": [shown.as_json() for shown in self.verified_earlier],
+            "substitutions": [found.as_json() for found in self.substitutions],
         }
 
     def pages(self, max_chars: int, max_lines: int) -> list[str]:
@@ -363,6 +367,7 @@ class Context(Record):
             max_lines,
             self.known_errors,
             self.verified_earlier,
+            self.substitutions,
         )
 
 
@@ -378,7 +383,10 @@ def read_context(
     if not entries:
         earlier = read_entries(execute, root, branch, inherit_from, directory, STALE)
     known = digest_known_errors(execute, root)
-    return Context(root, branch, directory, entries, known, tuple(earlier[:EARLIER_SHOWN]))
+    substitutions = digest_substitutions(execute, root)
+    return Context(
+        root, branch, directory, entries, known, substitutions, tuple(earlier[:EARLIER_SHOWN])
+    )
 
 
 def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:

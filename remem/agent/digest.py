@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from remem.agent.context import Entry, KnownError
+    from remem.agent.substitutions import Substitution
 
 # A command longer than this is shortened in the digest (never in storage): one procedure must
 # not crowd out every other.
@@ -87,6 +88,31 @@ def _known_errors_block(errors: Sequence[KnownError]) -> str:
     return "\n".join(lines)
 
 
+def _substitutions_block(substitutions: Sequence[Substitution]) -> str:
+    lines = ["Commands that fail here, and what passed instead (recorded output):"]
+    for found in substitutions:
+        error = found.error or ""
+        line = error if len(error) <= 160 else error[:159] + "…"
+        said = (
+            json.dumps(line, ensure_ascii=False) if line.strip() else "failed, no output recorded"
+        )
+        sessions = "session" if found.sessions == 1 else "sessions"
+        runs = found.instead_verified_runs
+        instead = inert_command(_shortened(found.instead))
+        if runs is None:
+            use = f"{instead} passed instead"
+        else:
+            use = f"use {instead} (verified, {runs} {'run' if runs == 1 else 'runs'})"
+        where = f" in {found.directory}/" if found.directory != "." else ""
+        failing = inert_command(_shortened(found.workflow))
+        lines.append(f"- {failing}{where}: {said} ({found.sessions} {sessions}) — {use}")
+    return "\n".join(lines)
+
+
+def _shortened(command: str) -> str:
+    return command if len(command) <= COMMAND_CHARS else command[:COMMAND_CHARS] + "…"
+
+
 def _fit(block: str, room_chars: int, room_lines: int, order: str) -> str:
     """A block cut to the room a page has, with an order to read the rest."""
     tail = f"  (cut to fit the page: {order})"
@@ -104,18 +130,21 @@ def paginate(
     max_lines: int = Settings.context_max_lines,
     known_errors: Sequence[KnownError] = (),
     earlier: Sequence[Entry] = (),
+    substitutions: Sequence[Substitution] = (),
 ) -> list[str]:
     """Pages of whole procedures within the budget, footer included; then what was verified
-    earlier (when nothing was lately), under its own heading; the known errors last. A block
-    that cannot fit a page even alone is cut, with an order to read it whole. The known errors
-    are the project's, so a branch with no procedure still gets them. Nothing to say: no
-    pages."""
+    earlier (when nothing was lately), under its own heading; the known errors and the commands
+    that passed instead of failing ones last. A block that cannot fit a page even alone is cut,
+    with an order to read it whole. The known errors are the project's, so a branch with no
+    procedure still gets them. Nothing to say: no pages."""
     blocks = [(_block(entry), entry.whole) for entry in entries]
     for number, entry in enumerate(earlier):
         block = _block(entry)
         blocks.append((f"{EARLIER_HEADING}\n{block}" if number == 0 else block, entry.whole))
     if known_errors:
         blocks.append((_known_errors_block(known_errors), "remem procedures errors"))
+    if substitutions:
+        blocks.append((_substitutions_block(substitutions), "remem procedures errors"))
     if not blocks:
         return []
     # Room for the longer of the two footers, at any page count a digest can reach.

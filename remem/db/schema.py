@@ -282,6 +282,37 @@ lessons = Table(
     info={"derived": True},
 )
 
+# "Instead of A, B worked here" (DESIGN.md §6): a failed run of a workflow and the first run
+# of another workflow for the same purpose that passed after it in the same session, with no
+# edit in between. One row per failed run; found by the failing workflow or by its error's key
+# (the salient line, normalised as a lesson's), each one indexed lookup per project.
+substitutions = Table(
+    "substitutions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("failed_event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
+    Column("failed_step", Integer, nullable=False),
+    Column("failed_workflow", Text, nullable=False),
+    Column("failed_workflow_hash", Text, nullable=False),
+    Column("error", Text),
+    Column("error_key", Text),
+    Column("substitute_event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
+    Column("substitute_workflow", Text, nullable=False),
+    Column("substitute_workflow_hash", Text, nullable=False),
+    Column("substitute_command", Text, nullable=False),
+    Column("failed_at", Float, nullable=False),
+    Column("found_at", Float, nullable=False),
+    UniqueConstraint("failed_event_id", "failed_step", name="uq_substitutions_failed"),
+    Index("ix_substitutions_session", "session_id", "failed_event_id"),
+    Index("ix_substitutions_workflow", "project_id", "failed_workflow_hash", "found_at"),
+    Index("ix_substitutions_error", "project_id", "error_key", "found_at"),
+    info={"derived": True},
+)
+
 # A branch procedure is a workflow proven on one branch; a project procedure (branch '') the
 # same workflow proven across branches of the project, shown on all of them.
 procedures = Table(

@@ -25,6 +25,8 @@ from tests.conftest import REMEM, Home
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "json.md"
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 TEST = "python -m pytest -q tests/test_cart.py"
+TEST_PYTHON3 = "python3 -m pytest -q tests/test_cart.py"
+NO_PYTEST = "/usr/bin/python3: No module named pytest"
 TEST_TAIL = "python -m pytest -q tests/test_cart.py 2>&1 | tail -5"
 ERROR = "E   sqlalchemy.exc.OperationalError: no such table: carts"
 TEAM_COMMAND = "npm run e2e"
@@ -47,6 +49,7 @@ def _populate(home: Home, root: str) -> None:
     events: list[dict[str, Any]] = [
         {"command": TEST, "exit_code": 1, "error": ERROR},
         {"files": [f"{root}/migrations/0002_carts.py"]},
+        {"command": TEST_PYTHON3, "exit_code": 1, "error": NO_PYTEST},
         {"command": TEST, "exit_code": 0},
         {"command": TEST_TAIL, "exit_code": 0, "output": "3 passed in 0.2s"},
         {"command": TEST, "exit_code": 0},
@@ -284,3 +287,20 @@ def test_one_procedure_reads_the_same_everywhere(outputs: dict[str, Any]) -> Non
     assert (
         outputs["remem context --json"]["known_errors"] == outputs["mcp procedures"]["known_errors"]
     )
+
+
+def test_a_substitution_reads_the_same_everywhere(outputs: dict[str, Any]) -> None:
+    (listed,) = [item for item in outputs["remem procedures errors --json"] if "instead" in item]
+    assert (listed["kind"], listed["workflow"], listed["instead"]) == (
+        "substitution",
+        TEST_PYTHON3,
+        TEST,
+    )
+    assert listed["instead_procedure_id"] == outputs["remem procedures show --json"]["id"]
+    for name in (
+        "remem procedures show --json",
+        "remem context --json",
+        "mcp procedures",
+        "mcp lessons",
+    ):
+        assert outputs[name]["substitutions"] == [listed], name
