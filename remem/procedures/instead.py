@@ -40,16 +40,24 @@ _EDITS_BETWEEN = text(
 # event ids, which other sessions' runs share.
 _RUN = (
     "SELECT r.event_id, r.step, r.directory, r.workflow, r.workflow_hash, r.project_id, "
-    "r.branch, r.command, r.{at} AS at, {error} FROM captured_events e JOIN {table} r "
-    "ON r.event_id = e.id WHERE e.session_id = :session_id AND e.id > :after "
+    "r.branch, r.command, r.{at} AS at, {error}, {cannot_run} FROM captured_events e "
+    "JOIN {table} r ON r.event_id = e.id WHERE e.session_id = :session_id AND e.id > :after "
     "AND e.id < :before"
 )
 _FAILED = text(
-    _RUN.format(at="failed_at", error="r.salient_error AS error, r.error_excerpt", table="attempts")
+    _RUN.format(
+        at="failed_at",
+        error="r.salient_error AS error, r.error_excerpt",
+        cannot_run="r.cannot_run",
+        table="attempts",
+    )
 )
 _PASSED = text(
     _RUN.format(
-        at="verified_at", error="NULL AS error, NULL AS error_excerpt", table="verifications"
+        at="verified_at",
+        error="NULL AS error, NULL AS error_excerpt",
+        cannot_run="0 AS cannot_run",
+        table="verifications",
     )
 )
 _STORED = text(
@@ -121,11 +129,8 @@ def _derive_stretch(connection: Driver, session_id: int, first: int, last: int) 
 
 
 def _session_run(row: Any, passed: bool) -> SessionRun:
-    # Whether its tool ran matters only for a workflow of a known tool (same_purpose).
-    ran = False
-    if not passed and recognisers.family_of(row.workflow) is not None:
-        output = "\n".join(filter(None, (row.error_excerpt, row.error)))
-        ran = recognisers.judge(row.workflow, output) == "failure"
+    # A failure that could run (red, or nothing says otherwise): the tool works here.
+    ran = not passed and not row.cannot_run
     return SessionRun(
         row.event_id, row.step, row.directory, row.workflow, row.workflow_hash, passed, ran
     )

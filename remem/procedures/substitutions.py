@@ -26,7 +26,7 @@ class SessionRun:
     workflow: str
     workflow_hash: str
     passed: bool
-    ran: bool = False  # failed, with its tool's failure summary shown: the tool could run
+    ran: bool = False  # failed, but not because it cannot run here (remem/shell/runnable.py)
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,9 @@ def _past_launchers(words: list[str]) -> list[str]:
 
 def same_purpose(failed: str, passed: str, failed_ran: bool = False) -> bool:
     """Whether `passed` runs what `failed` meant to run, another way: see the module's doc.
-    `failed_ran`: the failed run's output shows its tool's failure summary, so the tool could
-    run; then other options passing says nothing about how to run it here (a flaky test, a
-    narrower selection), and only the same tool run another way counts."""
+    `failed_ran`: the failed run was red, not unable to run (remem/shell/runnable.py); then
+    other options passing says nothing about how to run it here (a flaky test, a narrower
+    selection), and only the same tool run another way counts."""
     if failed == passed:
         return False
     first, second = reduced(failed), reduced(passed)
