@@ -15,14 +15,6 @@ class HomeNotFound(RememError):
         self.home = home
 
 
-class HomeNotOwned(RememError):
-    def __init__(self, home: str, owner_uid: int) -> None:
-        super().__init__(
-            f"The remem home {home} belongs to another user (uid {owner_uid}): remem refuses to "
-            "read or write it. Use your own home (REMEM_HOME) or fix its owner."
-        )
-
-
 class ConfigError(RememError):
     """A setting that cannot be used: names the file, the line where known, and the key."""
 
@@ -48,15 +40,26 @@ class ConfigSyntaxError(ConfigError):
         self.line = line
 
 
+NEW_HOME = (
+    "point REMEM_HOME at a folder of your own (or move that path aside) and run `remem init`."
+)
+
+
 class HomeUnusable(RememError):
     """REMEM_HOME names something that cannot be a home: a file, or a folder we cannot enter."""
 
-    def __init__(self, home: str, problem: str) -> None:
-        super().__init__(
-            f"The remem home {home} {problem}: point REMEM_HOME at a folder of your own "
-            "(or move that path aside) and run `remem init`."
-        )
+    def __init__(self, home: str, problem: str, fix: str = NEW_HOME) -> None:
+        super().__init__(f"The remem home {home} {problem}: {fix}")
         self.home = home
+
+
+class HomeNotOwned(HomeUnusable):
+    def __init__(self, home: str, owner_uid: int) -> None:
+        super().__init__(
+            home,
+            f"belongs to another user (uid {owner_uid})",
+            "remem refuses to read or write it. Use your own home (REMEM_HOME) or fix its owner.",
+        )
 
 
 class SchemaBehind(RememError):

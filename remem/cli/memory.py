@@ -19,7 +19,7 @@ from remem.cli.app import (
     page_option,
     print_json,
     print_table,
-    project_root,
+    project_option,
 )
 from remem.config import Settings
 from remem.db.snapshot import read_snapshot
@@ -52,7 +52,7 @@ def _no_procedures(
 
 
 @procedures.command("list")
-@click.option("--project", type=click.Path(), default=None, help="Project root directory.")
+@project_option("A directory of the project (default: every project).")
 @click.option("--branch", default=None, help="Branch name ('' for none).")
 @click.option(
     "--status",
@@ -64,7 +64,7 @@ def _no_procedures(
 @click.option("--all", "show_all", is_flag=True, help="Every status, archived included.")
 @json_option("the procedures")
 def procedures_list(
-    project: str | None,
+    root: str | None,
     branch: str | None,
     status_filter: str | None,
     show_all: bool,
@@ -80,13 +80,9 @@ def procedures_list(
     from remem.json_contract import date
 
     statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
-    root = project_root(project)
     settings = current_settings()
     with read_snapshot(settings) as execute:
         found = read_procedures(execute, root, branch, statuses)
-    if as_json:
-        print_json([p.as_json() for p in found])
-        return
     print_table(
         "Procedures",
         ["id", "command", "project", "where", "status", "conf.", "runs", "sessions", "last"],
@@ -105,6 +101,7 @@ def procedures_list(
             for p in found
         ],
         empty=_no_procedures(settings, statuses, root, branch),
+        json=[p.as_json() for p in found] if as_json else None,
     )
 
 
@@ -216,9 +213,9 @@ def _print_procedure(detail: Detail) -> None:
 
 
 @procedures.command("errors")
-@click.option("--project", type=click.Path(), default=None, help="Project root directory.")
+@project_option("A directory of the project (default: every project).")
 @json_option("the errors")
-def procedures_errors(project: str | None, as_json: bool) -> None:
+def procedures_errors(root: str | None, as_json: bool) -> None:
     """List the errors the project met and what fixed them, on every branch and command,
     newest first: the "Known errors" of the digest, in full.
 
@@ -230,12 +227,8 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
     from remem.json_contract import date
     from remem.record.quote import NO_OUTPUT
 
-    root = project_root(project)
     with read_snapshot(current_settings()) as execute:
         found = read_known_errors(execute, root)
-    if as_json:
-        print_json([sighting.as_json() for sighting in found])
-        return
     print_table(
         "Known errors",
         ["error", "workflow", "branch", "fixed by", "when"],
@@ -250,6 +243,7 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
             for s in found
         ],
         empty="No known errors yet: a failure that a later run fixed is recorded here.",
+        json=[s.as_json() for s in found] if as_json else None,
     )
 
 

@@ -162,9 +162,6 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
 
     with open_home() as (_settings, engine):
         rows = list_tasks(engine, status_filter, limit)
-    if as_json:
-        print_json([{**row.__dict__, "run_after": rfc3339(row.run_after)} for row in rows])
-        return
     print_table(
         "Tasks",
         ["id", "session", "status", "attempts", "events", "last error"],
@@ -184,6 +181,7 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
             if status_filter
             else "No tasks yet: the hook queues one per session when an agent runs a command."
         ),
+        json=[{**r.__dict__, "run_after": rfc3339(r.run_after)} for r in rows] if as_json else None,
     )
 
 
