@@ -155,7 +155,7 @@ def _on_team(
             return TeamForget(None, plan=planned.as_json() if planned else None)
         if chosen is not None:
             done = forget(team, settings, chosen, now, machine_files=False).as_json()
-        return TeamForget(True, plan=done, pulled=pull(engine, team, now).as_dict())
+        return TeamForget(True, plan=done, pulled=asdict(pull(engine, team, now)))
     except Exception as error:  # a forget done there stands, though the pull failed
         return TeamForget(False, error=error_line(error), plan=done)
     finally:

@@ -225,7 +225,7 @@ def team_report(settings: Settings, link: Link | None, now: float) -> dict[str, 
         return None
     facts: dict[str, Any] = {field.name: None for field in dataclasses.fields(Link)}
     if link is not None:
-        facts = link.as_json()
+        facts = dataclasses.asdict(link)
         facts["error"] = None if link.error is None else one_line(link.error)
     for name in ("contact", "error", "shipped", "pulled"):
         at = facts[f"{name}_at"]

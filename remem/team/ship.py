@@ -96,9 +96,6 @@ class ShipReport:
     batches: int = 0
     projects: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
 
 def link_projects(local: Engine, settings: Settings, now: float) -> list[Linked]:
     """Read each project's key from its git config and keep `team_links` to the projects

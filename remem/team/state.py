@@ -44,9 +44,6 @@ class Link:
     projects: int
     waiting: int
 
-    def as_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
 
 def read_link(execute: Execute) -> Link:
     found = {name: (value, at) for name, value, at in execute(_READ, {})}
