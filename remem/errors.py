@@ -75,13 +75,18 @@ class TeamSchemaMismatch(RememError):
     until one machine runs the upgrade (or this one is upgraded)."""
 
     def __init__(self, current: str | None, head: str) -> None:
-        shown = current or "none"
-        fix = (
-            "upgrade remem on this machine"
-            if current is not None and current > head
-            else "run `remem db upgrade --team`"
+        super().__init__(
+            f"The team database schema is at {current or 'none'}, this remem needs {head}: "
+            f"{team_schema_fix(current, head)}."
         )
-        super().__init__(f"The team database schema is at {shown}, this remem needs {head}: {fix}.")
+
+
+def team_schema_fix(current: str | None, head: str) -> str:
+    """What brings the team database and this remem to one revision (revisions are zero-padded
+    numbers: text order is their order)."""
+    if current is not None and current > head:
+        return "upgrade remem on this machine"
+    return "run `remem db upgrade --team` (from any one machine of the team)"
 
 
 class DatabaseUnavailable(RememError):

@@ -290,7 +290,7 @@ def _agent_hooks(agent: str, user_home: Path, remem_home: str | None) -> Check:
     commands = agents_settings.remem_commands(document)
     if not commands:
         return Check(name, WARN, f"no remem hook in {path}", install)
-    named = {executable for executable in map(_executable, commands) if executable}
+    named = {found for found in map(agents_settings.hook_executable, commands) if found}
     missing = sorted(executable for executable in named if not _runnable(executable))
     if missing:
         return Check(
@@ -319,16 +319,6 @@ def _codex_hooks_on(user_home: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return agents_settings.codex_hooks_enabled(text)
-
-
-def _executable(command: str) -> str | None:
-    import shlex
-
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    return next((word for word in words if os.path.basename(word) == "remem-hook"), None)
 
 
 def _runnable(path: str) -> bool:

@@ -17,6 +17,7 @@ from remem.config import Settings
 from remem.db import snapshot
 from remem.db.snapshot import Execute
 from remem.db.sqlite import SCHEMA_HEAD
+from remem.errors import team_schema_fix
 from remem.queue import counts as task_counts
 from remem.queue import heartbeats
 from remem.record.event import DROPS_BY_DESIGN
@@ -273,20 +274,21 @@ def _team_lines(team: dict[str, Any] | None) -> list[tuple[str, Any]]:
     return lines
 
 
+# What the link's state says when it has no time to give.
+_LINK_STATES = {
+    "unknown": "unknown: this home's schema predates the team link (run `remem db upgrade`)",
+    "not contacted": "not contacted yet (is the daemon running?)",
+}
+
+
 def _link_line(team: dict[str, Any]) -> str:
-    state = team["state"]
-    if state == "unknown":
-        return "unknown: this home's schema predates the team link (run `remem db upgrade`)"
-    if state == "not contacted":
-        return "not contacted yet (is the daemon running?)"
-    if state == "reachable":
-        return f"reachable as of {age_text(team['contact_age_s'])}"
+    contact = age_text(team["contact_age_s"])
+    if team["state"] == "reachable":
+        return f"reachable as of {contact}"
+    if team["state"] != "unreachable":
+        return _LINK_STATES[team["state"]]
     # The error row is rewritten at each failed try: the outage began at the last contact.
-    since = (
-        f"since {age_text(team['contact_age_s'])}"
-        if team["contact_age_s"] is not None
-        else "and never reached"
-    )
+    since = f"since {contact}" if team["contact_age_s"] is not None else "and never reached"
     return f"unreachable {since} (last try {age_text(team['error_age_s'])}): {team['error']}"
 
 
@@ -295,9 +297,8 @@ def _team_schema_line(revision: str | None, head: str) -> str:
         return "not seen yet"
     if revision == head:
         return f"{revision} (head {head})"
-    if revision < head:
-        return f"{revision}, behind this remem's {head}: run `remem db upgrade --team`"
-    return f"{revision}, newer than this remem's {head}: upgrade remem on this machine"
+    relation = "behind" if revision < head else "newer than"
+    return f"{revision}, {relation} this remem's {head}: {team_schema_fix(revision, head)}"
 
 
 def status_text(as_json: bool) -> str:

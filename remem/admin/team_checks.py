@@ -12,6 +12,7 @@ from remem.config import Settings
 from remem.db import migrate
 from remem.db.engine import make_engine
 from remem.db.sqlite import SCHEMA_HEAD
+from remem.errors import team_schema_fix
 
 # Doctor asks the team database once and answers at once: an unreachable server is a finding.
 TEAM_CONNECT_TIMEOUT_S = 3
@@ -61,20 +62,10 @@ def _team_database(settings: Settings) -> list[Check]:
 def _team_schema(current: str | None) -> Check:
     if current == SCHEMA_HEAD:
         return Check("team schema", OK, f"at head ({SCHEMA_HEAD})")
-    # Revisions are zero-padded numbers: text order is their order.
-    if current is not None and current > SCHEMA_HEAD:
-        return Check(
-            "team schema",
-            FAIL,
-            f"at {current}, newer than this remem ({SCHEMA_HEAD})",
-            "upgrade remem on this machine",
-        )
-    return Check(
-        "team schema",
-        FAIL,
-        f"at {current or 'none'}, needs {SCHEMA_HEAD}",
-        "run `remem db upgrade --team` (from any one machine of the team)",
-    )
+    newer = current is not None and current > SCHEMA_HEAD
+    found = f"newer than this remem ({SCHEMA_HEAD})" if newer else f"needs {SCHEMA_HEAD}"
+    fix = team_schema_fix(current, SCHEMA_HEAD)
+    return Check("team schema", FAIL, f"at {current or 'none'}, {found}", fix)
 
 
 def _team_share(settings: Settings) -> Check:

@@ -354,12 +354,9 @@ def demo(keep: bool) -> None:
         for label, payload in demo_payloads(project):
             run([hook, "--host", "claude-code"], json.dumps(payload))
             click.echo(f"$ remem-hook --host claude-code   # {label}")
-        click.echo("$ remem worker --burst")
-        click.echo(run([remem, "worker", "--burst"]).rstrip())
-        click.echo("$ remem procedures list")
-        click.echo(run([remem, "procedures", "list"]).rstrip())
-        click.echo("$ remem procedures show 1")
-        click.echo(run([remem, "procedures", "show", "1"]).rstrip())
+        for step in ("worker --burst", "procedures list", "procedures show 1"):
+            click.echo(f"$ remem {step}")
+            click.echo(run([remem, *step.split()]).rstrip())
     finally:
         if keep:
             click.echo(f"Demo home kept at {env['REMEM_HOME']}")
