@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from remem.admin.hook_settings import settings_for
 from remem.errors import RememError
 from remem.paths import write_whole
 
@@ -404,8 +405,6 @@ def install(
 ) -> list[AgentChange]:
     """Install remem's hooks for these agents. Every file is planned first, so one invalid
     file stops the lot before anything is written."""
-    from remem.admin.hook_settings import settings_for
-
     planned = [plan_install(agent, user_home, settings_for(agent, remem_home)) for agent in agents]
     return planned if dry_run else apply(planned)
 
@@ -413,8 +412,6 @@ def install(
 def uninstall(
     agents: Iterable[str], user_home: Path, remem_home: str, dry_run: bool = False
 ) -> list[AgentChange]:
-    from remem.admin.hook_settings import settings_for
-
     planned = []
     for agent in agents:
         wanted = settings_for(agent, remem_home)

@@ -20,7 +20,7 @@ from remem.db.engine import Compacted, compact
 from remem.forgetting.erase import Forgotten, forget
 from remem.forgetting.plan import plan
 from remem.forgetting.selection import Plan, Selection
-from remem.queue.heartbeats import list_heartbeats
+from remem.queue.heartbeats import running_pids
 from remem.team.forget import team_selection
 from remem.team.keys import project_key
 from remem.team.link import error_line, open_team
@@ -126,14 +126,8 @@ def _forget_here(
         forgotten=forgotten,
         rederived=rederived,
         compacted=compact(engine) if found.touches_database() else None,
-        daemon_pids=_daemons(engine) if found.log_lines else (),
+        daemon_pids=tuple(running_pids(engine, time.time())) if found.log_lines else (),
     )
-
-
-def _daemons(engine: Engine) -> tuple[int, ...]:
-    now = time.time()
-    beats = list_heartbeats(engine)
-    return tuple(beat.pid for beat in beats if beat.health(now) == "running")
 
 
 def _on_team(

@@ -22,7 +22,7 @@ from remem.queue import counts as task_counts
 from remem.queue import heartbeats
 from remem.record.event import DROPS_BY_DESIGN
 from remem.record.redact import redact_text
-from remem.team.state import Link, read_link
+from remem.team.state import Link, one_line, read_link
 
 
 def spool_backlog(spool_dir: str) -> dict[str, Any]:
@@ -204,12 +204,6 @@ def age_text(age_s: float | None) -> str:
         if age_s >= size:
             return f"{age_s // size:.0f}{unit} ago"
     return f"{max(age_s, 0.0):.0f}s ago"
-
-
-def one_line(message: str) -> str:
-    """A driver's message as one printable line: redacted, its lines joined, its length cut."""
-    text = " ".join(redact_text(message).split())
-    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _read_team_link(execute: Execute, settings: Settings, revision: str | None) -> Link | None:

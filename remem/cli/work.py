@@ -73,7 +73,7 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
 
 
 def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json: bool) -> None:
-    from remem.queue.heartbeats import list_heartbeats
+    from remem.queue.heartbeats import running_pids
     from workers.work import work
 
     on_task: Callable[[], None] | None = None
@@ -103,8 +103,7 @@ def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json
         "team_errors",
     )
     summary: dict[str, Any] = {key: int(stats.get(key, 0)) for key in keys}
-    now = time.time()
-    daemons = [b.pid for b in list_heartbeats(runner.engine) if b.health(now) == "running"]
+    daemons = running_pids(runner.engine, time.time())
     summary["daemon_pids"] = daemons
     if as_json:
         print_json(summary)

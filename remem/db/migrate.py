@@ -43,6 +43,19 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+def require_head(engine: Engine, behind: Callable[[str | None, str], Exception]) -> Engine:
+    """The engine, unless its schema is not at this remem's head: then it is disposed of and
+    `behind(current, head)` raised."""
+    try:
+        current, head = current_revision(engine), head_revision()
+        if current != head:
+            raise behind(current, head)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
 # Any fixed number: the key of the PostgreSQL advisory lock every remem migration takes.
 MIGRATION_LOCK_KEY = 0x72656D656D
 

@@ -146,3 +146,8 @@ def list_heartbeats(engine: Engine) -> list[Heartbeat]:
 
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         return read(executor(connection))
+
+
+def running_pids(engine: Engine, now: float) -> list[int]:
+    """The pids of the daemons running now."""
+    return [beat.pid for beat in list_heartbeats(engine) if beat.health(now) == "running"]
