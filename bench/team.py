@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -292,7 +293,7 @@ def time_ship(
         with team.connect() as connection:
             connection.execute(text("SELECT 1"))  # connected outside the timing
         started = time.perf_counter()
-        report = ship(local, team, settings, time.time()).as_dict()
+        report = asdict(ship(local, team, settings, time.time()))
         elapsed = time.perf_counter() - started
     finally:
         local.dispose()

@@ -180,16 +180,10 @@ class Settings:
         "verified runs needed before a workflow is a procedure",
     )
     max_age_s = setting(
-        "promotion.max_age",
-        parse_duration,
-        "14d",
-        "only runs this recent count as verification",
+        "promotion.max_age", parse_duration, "14d", "only runs this recent count as verification"
     )
     min_distinct_sessions = setting(
-        "promotion.min_distinct_sessions",
-        _positive_int,
-        1,
-        "sessions those runs must come from",
+        "promotion.min_distinct_sessions", _positive_int, 1, "sessions those runs must come from"
     )
     ignore_commands = setting(
         "promotion.ignore_commands",
@@ -207,10 +201,7 @@ class Settings:
         "worker.max_attempts", _positive_int, 5, "attempts before a task is marked failed"
     )
     poll_interval_s = setting(
-        "worker.poll_interval",
-        parse_duration,
-        "2s",
-        "how often the daemon looks for new tasks",
+        "worker.poll_interval", parse_duration, "2s", "how often the daemon looks for new tasks"
     )
     shutdown_timeout_s = setting(
         "worker.shutdown_timeout",
@@ -253,10 +244,7 @@ class Settings:
         "project keys (glob patterns: github.com/org/*) to share; nothing else is shared",
     )
     team_promote = setting(
-        "team.promote",
-        _boolean,
-        False,
-        "whether this machine's daemon also works the team's queue",
+        "team.promote", _boolean, False, "whether this machine's daemon also works the team's queue"
     )
     team_sync_interval_s = setting(
         "team.sync_interval",

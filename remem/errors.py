@@ -15,14 +15,6 @@ class HomeNotFound(RememError):
         self.home = home
 
 
-class HomeNotOwned(RememError):
-    def __init__(self, home: str, owner_uid: int) -> None:
-        super().__init__(
-            f"The remem home {home} belongs to another user (uid {owner_uid}): remem refuses to "
-            "read or write it. Use your own home (REMEM_HOME) or fix its owner."
-        )
-
-
 class ConfigError(RememError):
     """A setting that cannot be used: names the file, the line where known, and the key."""
 
@@ -48,15 +40,26 @@ class ConfigSyntaxError(ConfigError):
         self.line = line
 
 
+NEW_HOME = (
+    "point REMEM_HOME at a folder of your own (or move that path aside) and run `remem init`."
+)
+
+
 class HomeUnusable(RememError):
     """REMEM_HOME names something that cannot be a home: a file, or a folder we cannot enter."""
 
-    def __init__(self, home: str, problem: str) -> None:
-        super().__init__(
-            f"The remem home {home} {problem}: point REMEM_HOME at a folder of your own "
-            "(or move that path aside) and run `remem init`."
-        )
+    def __init__(self, home: str, problem: str, fix: str = NEW_HOME) -> None:
+        super().__init__(f"The remem home {home} {problem}: {fix}")
         self.home = home
+
+
+class HomeNotOwned(HomeUnusable):
+    def __init__(self, home: str, owner_uid: int) -> None:
+        super().__init__(
+            home,
+            f"belongs to another user (uid {owner_uid})",
+            "remem refuses to read or write it. Use your own home (REMEM_HOME) or fix its owner.",
+        )
 
 
 class SchemaBehind(RememError):
@@ -72,13 +75,18 @@ class TeamSchemaMismatch(RememError):
     until one machine runs the upgrade (or this one is upgraded)."""
 
     def __init__(self, current: str | None, head: str) -> None:
-        shown = current or "none"
-        fix = (
-            "upgrade remem on this machine"
-            if current is not None and current > head
-            else "run `remem db upgrade --team`"
+        super().__init__(
+            f"The team database schema is at {current or 'none'}, this remem needs {head}: "
+            f"{team_schema_fix(current, head)}."
         )
-        super().__init__(f"The team database schema is at {shown}, this remem needs {head}: {fix}.")
+
+
+def team_schema_fix(current: str | None, head: str) -> str:
+    """What brings the team database and this remem to one revision (revisions are zero-padded
+    numbers: text order is their order)."""
+    if current is not None and current > head:
+        return "upgrade remem on this machine"
+    return "run `remem db upgrade --team` (from any one machine of the team)"
 
 
 class DatabaseUnavailable(RememError):

@@ -113,12 +113,14 @@ class Heartbeat:
         now = time.time()
         heartbeats.beat(
             self.engine,
-            self.worker_id,
-            os.getpid(),
-            socket.gethostname(),
-            self.started_at,
-            now,
-            task.id if task else None,
+            heartbeats.Heartbeat(
+                self.worker_id,
+                os.getpid(),
+                socket.gethostname(),
+                self.started_at,
+                now,
+                task.id if task else None,
+            ),
         )
         if task is not None:
             queue.renew_lease(self.engine, task, now, self.lease_s)

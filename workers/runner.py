@@ -17,16 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
 from remem.capture.ingest import ingest_spool
 from remem.config import Settings
+from remem.db.engine import checkpoint, checkpoint_apart
 from remem.errors import PermanentTaskError
 from remem.faults import crash_point
 from remem.procedures import rebuild
 from remem.procedures.promote import mark_stale, resolve_late
 from remem.queue import heartbeats
 from remem.queue import store as queue
-from workers.checkpoints import Checkpointer
 from workers.handlers import Handler, default_handlers
 
 log = logging.getLogger("remem.worker")
@@ -97,15 +98,21 @@ class Worker:
     project_id: int | None = None
     # Whether the last claim found a task: the next one goes straight for the write lock.
     draining: bool = False
-    # Moves the WAL into an SQLite file off the write path (None on another database).
-    checkpointer: Checkpointer | None = field(init=False)
+    # SQLite: the worker's commits never checkpoint; `checkpoint`, a duty of the loop, does.
+    checkpoints: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.checkpointer = Checkpointer.for_engine(self.engine)
+        self.checkpoints = checkpoint_apart(self.engine)
 
-    def flush_checkpoints(self) -> None:
-        if self.checkpointer is not None:
-            self.checkpointer.flush()
+    def checkpoint(self) -> None:
+        """Move the WAL into the database file, outside any write transaction: the loop does
+        it between tasks and after its other duties."""
+        if not self.checkpoints:
+            return
+        try:
+            checkpoint(self.engine)
+        except DBAPIError as error:  # the next one tries again; hooks still checkpoint
+            log.warning("could not checkpoint the WAL: %s", error, extra={"action": "checkpoint"})
 
     def run_once(self) -> bool:
         """Claim one due task and process it. False when there was nothing to do."""

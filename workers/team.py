@@ -12,6 +12,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
@@ -127,7 +128,7 @@ class TeamJobs:
             report = ship(self.local, team, self.settings, self.clock())
             self.stats["shipped"] += report.events
             self.stats["shipped_again"] += report.already_there
-            return report.events, report.as_dict()
+            return report.events, asdict(report)
 
         return self._attempt(state.SHIP, job)
 
@@ -183,7 +184,7 @@ class TeamJobs:
         def job(team: Engine) -> tuple[int, dict[str, Any]]:
             report = pull(self.local, team, self.clock())
             self.stats["pulled_procedures"] += report.procedures
-            return report.procedures + report.lessons, report.as_dict()
+            return report.procedures + report.lessons, asdict(report)
 
         return self._attempt(state.PULL, job)
 

@@ -32,7 +32,7 @@ def work(
             stop_on(stop.is_set, worker, team)
         loop = Loop(worker, team, burst=True)
         loop.tick(max_seconds, on_task)
-        worker.flush_checkpoints()
+        worker.checkpoint()  # what the burst wrote is in the database file
         return loop.stats()
     # Imported here: a burst, which the commands that queue work run, needs no scheduler.
     from workers.daemon import Daemon, StopFlag

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from remem.admin.hook_settings import settings_for
 from remem.errors import RememError
 from remem.paths import write_whole
 
@@ -77,14 +78,17 @@ def present_agents(user_home: Path) -> tuple[str, ...]:
 # --- pure: JSON documents -------------------------------------------------------------------
 
 
-def is_remem_command(command: object) -> bool:
-    if not isinstance(command, str):
-        return False
+def hook_executable(command: str) -> str | None:
+    """The remem-hook a hook command calls, as it names it; None when it calls none."""
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    return any(os.path.basename(word) == HOOK_NAME for word in words)
+    return next((word for word in words if os.path.basename(word) == HOOK_NAME), None)
+
+
+def is_remem_command(command: object) -> bool:
+    return isinstance(command, str) and hook_executable(command) is not None
 
 
 def _is_remem_handler(item: object) -> bool:
@@ -163,22 +167,8 @@ def merge(document: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
 def unmerge(document: dict[str, Any]) -> dict[str, Any]:
     """`document` without remem's hooks; an event list or `hooks` object emptied by that goes
     too, everything else stays."""
-    hooks = _hooks_of(document)
-    result = copy.deepcopy(document)
-    if "hooks" not in document:
-        return result
-    left: dict[str, Any] = {}
-    for event, items in hooks.items():
-        if isinstance(items, list):
-            kept, first = _strip(copy.deepcopy(items))
-            if first is not None and not kept:
-                continue
-            left[event] = kept
-        else:
-            left[event] = copy.deepcopy(items)
-    if left or not hooks:
-        result["hooks"] = left
-    else:
+    result = merge(document, {"hooks": {}})
+    if not result["hooks"] and document.get("hooks") != {}:  # none left, or none there
         del result["hooks"]
     return result
 
@@ -415,8 +405,6 @@ def install(
 ) -> list[AgentChange]:
     """Install remem's hooks for these agents. Every file is planned first, so one invalid
     file stops the lot before anything is written."""
-    from remem.admin.hook_settings import settings_for
-
     planned = [plan_install(agent, user_home, settings_for(agent, remem_home)) for agent in agents]
     return planned if dry_run else apply(planned)
 
@@ -424,8 +412,6 @@ def install(
 def uninstall(
     agents: Iterable[str], user_home: Path, remem_home: str, dry_run: bool = False
 ) -> list[AgentChange]:
-    from remem.admin.hook_settings import settings_for
-
     planned = []
     for agent in agents:
         wanted = settings_for(agent, remem_home)

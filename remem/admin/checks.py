@@ -10,6 +10,8 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 
 @dataclass(frozen=True)
 class Check:
+    """One line of the doctor's report; `fix` says what to do when the status is not OK."""
+
     name: str
     status: str
     detail: str

@@ -10,10 +10,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
+from remem.admin import agents_settings
 from remem.admin.checks import FAIL, OK, WARN, Check
+from remem.admin.hook_settings import AGENTS, settings_for
 from remem.admin.status import spool_backlog, worker_health
+from remem.admin.team_checks import team_checks
+from remem.agent.counts import UNRESOLVED_CODEX
+from remem.agent.export import outdated_drafts
 from remem.capture import spool
+from remem.capture.store import count_drops_since
 from remem.config import Settings, load_settings
 from remem.db import migrate
 from remem.db.engine import integrity_check, make_engine
@@ -21,6 +28,7 @@ from remem.db.snapshot import engine_reader
 from remem.errors import ConfigError, HomeUnusable, RememError
 from remem.paths import foreign_owner
 from remem.queue import counts as task_counts
+from remem.record.event import DROPS_BY_DESIGN
 
 CLOCK_SKEW_S = 300.0
 
@@ -44,12 +52,10 @@ def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = N
                 _failed_tasks(engine),
                 _worker(settings, engine),
                 _clock(engine),
+                _codex_outcomes(engine),
+                _dropped_payloads(engine),
+                _drafts(engine),
             ]
-            checks.append(_codex_outcomes(engine))
-            checks.append(_dropped_payloads(engine))
-            checks.append(_drafts(engine))
-        from remem.admin.team_checks import team_checks
-
         checks += team_checks(settings, engine if database.status != FAIL else None)
     finally:
         engine.dispose()
@@ -176,8 +182,6 @@ def _clock(engine: Engine) -> Check:
 
 
 def _codex_outcomes(engine: Engine) -> Check:
-    from remem.agent.counts import UNRESOLVED_CODEX
-
     with engine_reader(engine) as execute:
         count = execute(UNRESOLVED_CODEX, {"before": time.time() - 86_400})[0][0]
     if count:
@@ -191,9 +195,6 @@ def _codex_outcomes(engine: Engine) -> Check:
 
 
 def _dropped_payloads(engine: Engine) -> Check:
-    from remem.capture.store import count_drops_since
-    from remem.record.event import DROPS_BY_DESIGN
-
     with engine_reader(engine) as execute:
         counts = count_drops_since(execute, time.time() - 86_400)
     lost = [(reason, count) for reason, count in counts if reason not in DROPS_BY_DESIGN]
@@ -210,10 +211,6 @@ def _dropped_payloads(engine: Engine) -> Check:
 
 
 def _drafts(engine: Engine) -> Check:
-    from sqlalchemy.exc import DBAPIError
-
-    from remem.agent.export import outdated_drafts
-
     try:
         with engine_reader(engine) as execute:
             outdated = outdated_drafts(execute)
@@ -261,8 +258,6 @@ def _spool(settings: Settings) -> Check:
 def _hooks(user_home: Path, remem_home: str | None = None) -> Iterator[Check]:
     """Per agent: are remem's hooks in its settings file, calling a remem-hook that exists (and
     for Codex, are hooks turned on)? One failure when no agent captures anything."""
-    from remem.admin.hook_settings import AGENTS
-
     installed = 0
     for agent in AGENTS:
         check = _agent_hooks(agent, user_home, remem_home)
@@ -278,9 +273,6 @@ def _hooks(user_home: Path, remem_home: str | None = None) -> Iterator[Check]:
 
 
 def _agent_hooks(agent: str, user_home: Path, remem_home: str | None) -> Check:
-    from remem.admin import agents_settings
-    from remem.admin.hook_settings import settings_for
-
     name, install = f"hooks:{agent}", f"run `remem hooks install {agent}`"
     path = agents_settings.settings_file(agent, user_home)
     try:
@@ -290,7 +282,7 @@ def _agent_hooks(agent: str, user_home: Path, remem_home: str | None) -> Check:
     commands = agents_settings.remem_commands(document)
     if not commands:
         return Check(name, WARN, f"no remem hook in {path}", install)
-    named = {executable for executable in map(_executable, commands) if executable}
+    named = {found for found in map(agents_settings.hook_executable, commands) if found}
     missing = sorted(executable for executable in named if not _runnable(executable))
     if missing:
         return Check(
@@ -312,23 +304,11 @@ def _agent_hooks(agent: str, user_home: Path, remem_home: str | None) -> Check:
 
 
 def _codex_hooks_on(user_home: Path) -> bool:
-    from remem.admin import agents_settings
-
     try:
         text = agents_settings.codex_config(user_home).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
     return agents_settings.codex_hooks_enabled(text)
-
-
-def _executable(command: str) -> str | None:
-    import shlex
-
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    return next((word for word in words if os.path.basename(word) == "remem-hook"), None)
 
 
 def _runnable(path: str) -> bool:

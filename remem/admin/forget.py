@@ -20,7 +20,7 @@ from remem.db.engine import Compacted, compact
 from remem.forgetting.erase import Forgotten, forget
 from remem.forgetting.plan import plan
 from remem.forgetting.selection import Plan, Selection
-from remem.queue.heartbeats import list_heartbeats
+from remem.queue.heartbeats import running_pids
 from remem.team.forget import team_selection
 from remem.team.keys import project_key
 from remem.team.link import error_line, open_team
@@ -126,14 +126,8 @@ def _forget_here(
         forgotten=forgotten,
         rederived=rederived,
         compacted=compact(engine) if found.touches_database() else None,
-        daemon_pids=_daemons(engine) if found.log_lines else (),
+        daemon_pids=tuple(running_pids(engine, time.time())) if found.log_lines else (),
     )
-
-
-def _daemons(engine: Engine) -> tuple[int, ...]:
-    now = time.time()
-    beats = list_heartbeats(engine)
-    return tuple(beat.pid for beat in beats if beat.health(now) == "running")
 
 
 def _on_team(
@@ -155,7 +149,7 @@ def _on_team(
             return TeamForget(None, plan=planned.as_json() if planned else None)
         if chosen is not None:
             done = forget(team, settings, chosen, now, machine_files=False).as_json()
-        return TeamForget(True, plan=done, pulled=pull(engine, team, now).as_dict())
+        return TeamForget(True, plan=done, pulled=asdict(pull(engine, team, now)))
     except Exception as error:  # a forget done there stands, though the pull failed
         return TeamForget(False, error=error_line(error), plan=done)
     finally:

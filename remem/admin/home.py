@@ -71,9 +71,4 @@ def open_engine(settings: Settings, *, require_current_schema: bool = True) -> E
     if path is not None and not os.path.isfile(path):
         raise DatabaseUnavailable(path, "the file does not exist: run `remem init`")
     engine = make_engine(settings.database_url)
-    if require_current_schema:
-        current, head = migrate.current_revision(engine), migrate.head_revision()
-        if current != head:
-            engine.dispose()
-            raise SchemaBehind(current, head)
-    return engine
+    return migrate.require_head(engine, SchemaBehind) if require_current_schema else engine

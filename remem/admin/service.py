@@ -31,25 +31,21 @@ def _worker_argv(*extra: str) -> list[str]:
 def systemd(home: str, user_home: Path) -> ServiceFile:
     path = user_home / ".config" / "systemd" / "user" / SYSTEMD_UNIT
     exec_start = " ".join(shlex.quote(part) for part in _worker_argv())
-    content = "\n".join(
-        [
-            "[Unit]",
-            "Description=remem worker: procedural memory for coding agents",
-            "",
-            "[Service]",
-            "Type=simple",
-            f'Environment="REMEM_HOME={home}"',
-            f"ExecStart={exec_start}",
-            "Restart=on-failure",
-            "RestartSec=5",
-            "KillSignal=SIGTERM",
-            "TimeoutStopSec=30",
-            "",
-            "[Install]",
-            "WantedBy=default.target",
-            "",
-        ]
-    )
+    content = f"""[Unit]
+Description=remem worker: procedural memory for coding agents
+
+[Service]
+Type=simple
+Environment="REMEM_HOME={home}"
+ExecStart={exec_start}
+Restart=on-failure
+RestartSec=5
+KillSignal=SIGTERM
+TimeoutStopSec=30
+
+[Install]
+WantedBy=default.target
+"""
     return ServiceFile(
         path,
         content,

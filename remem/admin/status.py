@@ -17,11 +17,12 @@ from remem.config import Settings
 from remem.db import snapshot
 from remem.db.snapshot import Execute
 from remem.db.sqlite import SCHEMA_HEAD
+from remem.errors import team_schema_fix
 from remem.queue import counts as task_counts
 from remem.queue import heartbeats
 from remem.record.event import DROPS_BY_DESIGN
 from remem.record.redact import redact_text
-from remem.team.state import Link, read_link
+from remem.team.state import Link, one_line, read_link
 
 
 def spool_backlog(spool_dir: str) -> dict[str, Any]:
@@ -205,12 +206,6 @@ def age_text(age_s: float | None) -> str:
     return f"{max(age_s, 0.0):.0f}s ago"
 
 
-def one_line(message: str) -> str:
-    """A driver's message as one printable line: redacted, its lines joined, its length cut."""
-    text = " ".join(redact_text(message).split())
-    return text if len(text) <= 300 else text[:299] + "…"
-
-
 def _read_team_link(execute: Execute, settings: Settings, revision: str | None) -> Link | None:
     # Revisions are zero-padded numbers: text order is their order.
     if not settings.team_database_url or revision is None or revision < TEAM_TABLES_REVISION:
@@ -225,7 +220,7 @@ def team_report(settings: Settings, link: Link | None, now: float) -> dict[str, 
         return None
     facts: dict[str, Any] = {field.name: None for field in dataclasses.fields(Link)}
     if link is not None:
-        facts = link.as_json()
+        facts = dataclasses.asdict(link)
         facts["error"] = None if link.error is None else one_line(link.error)
     for name in ("contact", "error", "shipped", "pulled"):
         at = facts[f"{name}_at"]
@@ -273,20 +268,21 @@ def _team_lines(team: dict[str, Any] | None) -> list[tuple[str, Any]]:
     return lines
 
 
+# What the link's state says when it has no time to give.
+_LINK_STATES = {
+    "unknown": "unknown: this home's schema predates the team link (run `remem db upgrade`)",
+    "not contacted": "not contacted yet (is the daemon running?)",
+}
+
+
 def _link_line(team: dict[str, Any]) -> str:
-    state = team["state"]
-    if state == "unknown":
-        return "unknown: this home's schema predates the team link (run `remem db upgrade`)"
-    if state == "not contacted":
-        return "not contacted yet (is the daemon running?)"
-    if state == "reachable":
-        return f"reachable as of {age_text(team['contact_age_s'])}"
+    contact = age_text(team["contact_age_s"])
+    if team["state"] == "reachable":
+        return f"reachable as of {contact}"
+    if team["state"] != "unreachable":
+        return _LINK_STATES[team["state"]]
     # The error row is rewritten at each failed try: the outage began at the last contact.
-    since = (
-        f"since {age_text(team['contact_age_s'])}"
-        if team["contact_age_s"] is not None
-        else "and never reached"
-    )
+    since = f"since {contact}" if team["contact_age_s"] is not None else "and never reached"
     return f"unreachable {since} (last try {age_text(team['error_age_s'])}): {team['error']}"
 
 
@@ -295,9 +291,8 @@ def _team_schema_line(revision: str | None, head: str) -> str:
         return "not seen yet"
     if revision == head:
         return f"{revision} (head {head})"
-    if revision < head:
-        return f"{revision}, behind this remem's {head}: run `remem db upgrade --team`"
-    return f"{revision}, newer than this remem's {head}: upgrade remem on this machine"
+    relation = "behind" if revision < head else "newer than"
+    return f"{revision}, {relation} this remem's {head}: {team_schema_fix(revision, head)}"
 
 
 def status_text(as_json: bool) -> str:

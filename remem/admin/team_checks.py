@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, make_url
+from sqlalchemy.exc import DBAPIError
 
 from remem.admin.checks import FAIL, OK, WARN, Check
+from remem.admin.status import age_text, team_label
 from remem.config import Settings
 from remem.db import migrate
 from remem.db.engine import make_engine
+from remem.db.snapshot import engine_reader
 from remem.db.sqlite import SCHEMA_HEAD
+from remem.errors import team_schema_fix
+from remem.team.state import one_line, read_link
 
 # Doctor asks the team database once and answers at once: an unreachable server is a finding.
 TEAM_CONNECT_TIMEOUT_S = 3
@@ -29,10 +34,6 @@ def team_checks(settings: Settings, engine: Engine | None) -> list[Check]:
 
 
 def _team_database(settings: Settings) -> list[Check]:
-    from sqlalchemy import make_url
-
-    from remem.admin.status import one_line, team_label
-
     label = team_label(settings)
     try:
         url = make_url(settings.team_database_url).update_query_dict(
@@ -61,20 +62,10 @@ def _team_database(settings: Settings) -> list[Check]:
 def _team_schema(current: str | None) -> Check:
     if current == SCHEMA_HEAD:
         return Check("team schema", OK, f"at head ({SCHEMA_HEAD})")
-    # Revisions are zero-padded numbers: text order is their order.
-    if current is not None and current > SCHEMA_HEAD:
-        return Check(
-            "team schema",
-            FAIL,
-            f"at {current}, newer than this remem ({SCHEMA_HEAD})",
-            "upgrade remem on this machine",
-        )
-    return Check(
-        "team schema",
-        FAIL,
-        f"at {current or 'none'}, needs {SCHEMA_HEAD}",
-        "run `remem db upgrade --team` (from any one machine of the team)",
-    )
+    newer = current is not None and current > SCHEMA_HEAD
+    found = f"newer than this remem ({SCHEMA_HEAD})" if newer else f"needs {SCHEMA_HEAD}"
+    fix = team_schema_fix(current, SCHEMA_HEAD)
+    return Check("team schema", FAIL, f"at {current or 'none'}, {found}", fix)
 
 
 def _team_share(settings: Settings) -> Check:
@@ -94,12 +85,6 @@ def _team_share(settings: Settings) -> Check:
 
 
 def _team_link(engine: Engine) -> Check:
-    from sqlalchemy.exc import DBAPIError
-
-    from remem.admin.status import age_text, one_line
-    from remem.db.snapshot import engine_reader
-    from remem.team.state import read_link
-
     try:
         with engine_reader(engine) as execute:
             link = read_link(execute)

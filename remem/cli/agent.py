@@ -52,9 +52,7 @@ def recall_command(
             since_at = time.time() - parse_duration(since)
         except ValueError as exc:
             raise RememError(f"--since {since}: {exc}.") from None
-    root = None
-    if not all_projects:
-        root = locate_given(cwd)[0]
+    root = None if all_projects else locate_given(cwd)[0]
     settings = current_settings()
     with reading(settings) as execute:
         hits = recall.search(execute, regex, root, since_at)

@@ -86,6 +86,17 @@ def print_json(data: Any) -> None:
     click.echo(json_contract.dumps(data), nl=False)
 
 
+def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """The decorators of several commands as one, applied in the order written."""
+
+    def decorate(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return decorate
+
+
 def json_option(what: str) -> Callable[[F], F]:
     """The one `--json` option, for every command that prints a table or a report: it passes
     `as_json` and says what is printed, e.g. json_option("the procedures")."""
@@ -133,18 +144,33 @@ def open_home(require_current_schema: bool = True) -> Iterator[tuple[Settings, E
         engine.dispose()
 
 
-def project_root(path: str | None) -> str | None:
-    """The project a `--project` path names, as capture stores it: the repository's main work
-    tree for any directory of any of its worktrees, symlinks resolved."""
-    from remem.record.identity import locate_given
+def project_option(help: str, here: bool = False) -> Callable[[F], F]:
+    """The one `--project` option. It passes `root`: the project its directory belongs to as
+    capture stores it (the repository's main work tree for any of its worktrees, symlinks
+    resolved); when not given, None, or with `here` the current directory's."""
 
-    return None if path is None else locate_given(path)[0]
+    def to_root(_context: click.Context, _option: click.Parameter, path: str | None) -> str | None:
+        from remem.record.identity import locate_given
+
+        return locate_given(path)[0] if path is not None or here else None
+
+    return click.option(
+        "--project", "root", type=click.Path(), default=None, help=help, callback=to_root
+    )
 
 
 def print_table(
-    title: str, columns: list[str], rows: list[list[str]], empty: str | None = None
+    title: str,
+    columns: list[str],
+    rows: list[list[str]],
+    empty: str | None = None,
+    json: Any = None,
 ) -> None:
-    """A rich table; with no rows, the `empty` line instead, saying why and what comes next."""
+    """A rich table; with no rows, the `empty` line instead, saying why and what comes next;
+    given `json` (what --json asked for), that instead."""
+    if json is not None:
+        print_json(json)
+        return
     if not rows and empty is not None:
         click.echo(empty)
         return

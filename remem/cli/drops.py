@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from remem.cli.app import cli, current_settings, json_option, print_json, print_table
+from remem.cli.app import cli, current_settings, json_option, print_table
 
 
 @cli.command()
@@ -29,16 +29,12 @@ def drops(limit: int, as_json: bool) -> None:
 
     with read_snapshot(current_settings()) as execute:
         rows = list_drops(execute, limit)
-    if as_json:
-        print_json(rows)
-        return
-    if not rows:
-        click.echo("No dropped payloads.")
-        return
     print_table(
         "Dropped payloads",
         ["id", "time (UTC)", "host", "hook event", "reason", "detail", "size", "excerpt"],
         [_cells(row) for row in rows],
+        empty="No dropped payloads.",
+        json=rows if as_json else None,
     )
 
 

@@ -84,16 +84,17 @@ def _parse(
     return options
 
 
-def _context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
+# Called with the options parsed by name (`json` for --json).
+def _context_text(cwd: str | None, page: int | None, json: bool) -> str:
     from remem.agent.context import context_text
 
-    return context_text(cwd, page, as_json)
+    return context_text(cwd, page, json)
 
 
-def _status_text(as_json: bool) -> str:
+def _status_text(json: bool) -> str:
     from remem.admin.status import status_text
 
-    return status_text(as_json)
+    return status_text(json)
 
 
 def _page_number(value: str) -> int:
@@ -103,10 +104,7 @@ def _page_number(value: str) -> int:
     return number
 
 
-ANSWERS: dict[str, Callable[..., str]] = {
-    "context": lambda cwd, page, json: _context_text(cwd, page, json),
-    "status": lambda json: _status_text(json),
-}
+ANSWERS: dict[str, Callable[..., str]] = {"context": _context_text, "status": _status_text}
 OPTIONS: dict[str, tuple[dict[str, Callable[[str], Any]], dict[str, str]]] = {
     "context": ({"--cwd": str, "--page": _page_number}, {"--json": "json"}),
     "status": ({}, {"--json": "json"}),

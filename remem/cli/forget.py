@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from remem.cli.app import cli, json_option, open_home, print_json, project_root
+from remem.cli.app import cli, json_option, open_home, print_json, project_option
 from remem.errors import RememError
 
 if TYPE_CHECKING:
@@ -35,12 +35,9 @@ SHOWN = 20  # items listed in text; --json lists them all
     help="A Python regular expression: every event, procedure, lesson, spool and log line "
     "whose text it finds goes, with the team's procedures and lessons pulled here.",
 )
-@click.option(
-    "--project",
-    type=click.Path(),
-    default=None,
-    help="With --match: only this project's events, procedures and spooled events (its root "
-    "directory); matching log lines and dead letters go whatever their project.",
+@project_option(
+    "With --match: only this project's events, procedures and spooled events (a directory of "
+    "it); matching log lines and dead letters go whatever their project."
 )
 @click.option("--dry-run", is_flag=True, help="List what would go; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -49,7 +46,7 @@ def forget_command(
     event_ids: tuple[int, ...],
     procedure_ids: tuple[int, ...],
     pattern: str | None,
-    project: str | None,
+    root: str | None,
     dry_run: bool,
     yes: bool,
     as_json: bool,
@@ -75,11 +72,11 @@ def forget_command(
 
     if not (event_ids or procedure_ids or pattern is not None):
         raise click.UsageError("Say what to forget: --event ID, --procedure ID or --match REGEX.")
-    if project is not None and pattern is None:
+    if root is not None and pattern is None:
         raise click.UsageError("--project narrows --match: give a --match too.")
     if pattern is not None:
         compile_pattern(pattern)  # a bad one is refused before the home is opened
-    selection = Selection(event_ids, procedure_ids, pattern, project_root(project))
+    selection = Selection(event_ids, procedure_ids, pattern, root)
     with open_home() as (settings, engine):
         report = forget_everywhere(
             engine,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from remem.cli.app import cli, current_settings, json_option, print_json
+from remem.cli.app import cli, current_settings, json_option, options, print_json
 from remem.errors import RememError
 
 if TYPE_CHECKING:
@@ -40,10 +40,16 @@ def hooks() -> None:
     """
 
 
+# The arguments of `install` and `uninstall`.
+_CHANGE = options(
+    click.argument("agent", type=AGENT, default="all"),
+    click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing."),
+    json_option("what changed"),
+)
+
+
 @hooks.command("install")
-@click.argument("agent", type=AGENT, default="all")
-@click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
-@json_option("what changed")
+@_CHANGE
 def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
     """Merge remem's hooks into an agent's settings file: ~/.claude/settings.json,
     ~/.codex/hooks.json (and `[features] codex_hooks = true` in ~/.codex/config.toml),
@@ -80,9 +86,7 @@ def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
 
 
 @hooks.command("uninstall")
-@click.argument("agent", type=AGENT, default="all")
-@click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
-@json_option("what changed")
+@_CHANGE
 def hooks_uninstall(agent: str, dry_run: bool, as_json: bool) -> None:
     """Take remem's hooks out of an agent's settings file, keeping everything else; a file
     left empty is removed. Codex's `codex_hooks = true` stays: other hooks may need it.

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from remem.cli.app import cli, json_option, open_home, print_json
+from remem.cli.app import cli, json_option, open_home, options, print_json
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -37,59 +36,65 @@ def import_group() -> None:
     """
 
 
-def _options(command: Callable[..., None]) -> Callable[..., None]:
-    decorators = (
-        click.option(
-            "--since",
-            default=None,
-            metavar="DURATION",
-            help="Only calls this recent, e.g. 30d (default: promotion.max_age doubled).",
-        ),
-        click.option(
-            "--project",
-            type=click.Path(),
-            default=None,
-            help="Only sessions whose cwd is inside this folder (or in its repository).",
-        ),
-        click.option("--dry-run", is_flag=True, help="Count what would be stored; store nothing."),
-        click.option("--no-promote", is_flag=True, help="Store the events; run no burst after."),
-        json_option("the summary"),
+_options = options(
+    click.option(
+        "--since",
+        default=None,
+        metavar="DURATION",
+        help="Only calls this recent, e.g. 30d (default: promotion.max_age doubled).",
+    ),
+    click.option(
+        "--project",
+        type=click.Path(),
+        default=None,
+        help="Only sessions whose cwd is inside this folder (or in its repository).",
+    ),
+    click.option("--dry-run", is_flag=True, help="Count what would be stored; store nothing."),
+    click.option("--no-promote", is_flag=True, help="Store the events; run no burst after."),
+    json_option("the summary"),
+)
+
+# One command an agent, differing in their help only: what is read, where by default, one file
+# of it, and an example PATH with options.
+HOST_COMMANDS = (
+    (
+        "claude-code",
+        "Claude Code transcripts",
+        "every session under ~/.claude/projects",
+        "a transcript",
+        "~/.claude/projects/-home-me-src-shop --json",
+    ),
+    (
+        "codex",
+        "Codex rollouts",
+        "every rollout under ~/.codex/sessions",
+        "a rollout",
+        "~/.codex/sessions/2026/11 --since 14d",
+    ),
+)
+
+
+def _host_command(host: str, what: str, default: str, one: str, example: str) -> None:
+    @import_group.command(
+        host,
+        help=f"""Import {what} (default: {default}).
+
+        A PATH is {one} (.jsonl) or a folder searched for them.
+
+        \b
+        Example:
+          remem import {host}
+          remem import {host} {example}
+        """,
     )
-    for decorate in reversed(decorators):
-        command = decorate(command)
-    return command
+    @click.argument("paths", nargs=-1, type=click.Path())
+    @_options
+    def import_host(paths: tuple[str, ...], **options: Any) -> None:
+        _import((host,), paths, **options)
 
 
-@import_group.command("claude-code")
-@click.argument("paths", nargs=-1, type=click.Path())
-@_options
-def import_claude_code(paths: tuple[str, ...], **options: Any) -> None:
-    """Import Claude Code transcripts (default: every session under ~/.claude/projects).
-
-    A PATH is a transcript (.jsonl) or a folder searched for them.
-
-    \b
-    Example:
-      remem import claude-code
-      remem import claude-code ~/.claude/projects/-home-me-src-shop --json
-    """
-    _import(("claude-code",), paths, **options)
-
-
-@import_group.command("codex")
-@click.argument("paths", nargs=-1, type=click.Path())
-@_options
-def import_codex(paths: tuple[str, ...], **options: Any) -> None:
-    """Import Codex rollouts (default: every rollout under ~/.codex/sessions).
-
-    A PATH is a rollout (.jsonl) or a folder searched for them.
-
-    \b
-    Example:
-      remem import codex
-      remem import codex ~/.codex/sessions/2026/11 --since 14d
-    """
-    _import(("codex",), paths, **options)
+for row in HOST_COMMANDS:
+    _host_command(*row)
 
 
 @import_group.command("all")

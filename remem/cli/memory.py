@@ -19,7 +19,7 @@ from remem.cli.app import (
     page_option,
     print_json,
     print_table,
-    project_root,
+    project_option,
 )
 from remem.config import Settings
 from remem.db.snapshot import read_snapshot
@@ -62,7 +62,7 @@ def _no_procedures(
 
 
 @procedures.command("list")
-@click.option("--project", type=click.Path(), default=None, help="Project root directory.")
+@project_option("A directory of the project (default: every project).")
 @click.option("--branch", default=None, help="Branch name ('' for none).")
 @click.option(
     "--status",
@@ -74,7 +74,7 @@ def _no_procedures(
 @click.option("--all", "show_all", is_flag=True, help="Every status, archived included.")
 @json_option("the procedures")
 def procedures_list(
-    project: str | None,
+    root: str | None,
     branch: str | None,
     status_filter: str | None,
     show_all: bool,
@@ -90,16 +90,12 @@ def procedures_list(
     from remem.json_contract import date
 
     statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
-    root = project_root(project)
     settings = current_settings()
     stale = 0
     with read_snapshot(settings) as execute:
         found = read_procedures(execute, root, branch, statuses)
         if not found and statuses == ("active",):
             stale = len(read_procedures(execute, root, branch, ("stale",)))
-    if as_json:
-        print_json([p.as_json() for p in found])
-        return
     print_table(
         "Procedures",
         ["id", "command", "project", "where", "status", "conf.", "runs", "sessions", "last"],
@@ -118,6 +114,7 @@ def procedures_list(
             for p in found
         ],
         empty=_no_procedures(settings, statuses, root, branch, stale),
+        json=[p.as_json() for p in found] if as_json else None,
     )
 
 
@@ -245,9 +242,9 @@ def _substitution_line(found: Substitution) -> str:
 
 
 @procedures.command("errors")
-@click.option("--project", type=click.Path(), default=None, help="Project root directory.")
+@project_option("A directory of the project (default: every project).")
 @json_option("the errors")
-def procedures_errors(project: str | None, as_json: bool) -> None:
+def procedures_errors(root: str | None, as_json: bool) -> None:
     """List the errors the project met and what fixed them, on every branch and command,
     newest first: the "Known errors" of the digest, in full; then the commands that failed
     here and what passed instead of them.
@@ -261,13 +258,9 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
     from remem.json_contract import date
     from remem.record.quote import NO_OUTPUT
 
-    root = project_root(project)
     with read_snapshot(current_settings()) as execute:
         found = read_known_errors(execute, root)
         substitutions = read_substitutions(execute, root)
-    if as_json:
-        print_json([item.as_json() for item in [*found, *substitutions]])
-        return
     print_table(
         "Known errors",
         ["error", "workflow", "branch", "fixed by", "when"],
@@ -282,8 +275,9 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
             for s in found
         ],
         empty="No known errors yet: a failure that a later run fixed is recorded here.",
+        json=[item.as_json() for item in [*found, *substitutions]] if as_json else None,
     )
-    for substitution in substitutions:
+    for substitution in [] if as_json else substitutions:
         click.echo(_substitution_line(substitution))
 
 
@@ -394,12 +388,9 @@ def demo(keep: bool) -> None:
         for label, payload in demo_payloads(project):
             run([hook, "--host", "claude-code"], json.dumps(payload))
             click.echo(f"$ remem-hook --host claude-code   # {label}")
-        click.echo("$ remem worker --burst")
-        click.echo(run([remem, "worker", "--burst"]).rstrip())
-        click.echo("$ remem procedures list")
-        click.echo(run([remem, "procedures", "list"]).rstrip())
-        click.echo("$ remem procedures show 1")
-        click.echo(run([remem, "procedures", "show", "1"]).rstrip())
+        for step in ("worker --burst", "procedures list", "procedures show 1"):
+            click.echo(f"$ remem {step}")
+            click.echo(run([remem, *step.split()]).rstrip())
     finally:
         if keep:
             click.echo(f"Demo home kept at {env['REMEM_HOME']}")

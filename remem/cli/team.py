@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from typing import TYPE_CHECKING
 
@@ -15,7 +14,7 @@ from remem.cli.app import (
     page_option,
     print_json,
     print_table,
-    project_root,
+    project_option,
 )
 from remem.cli.memory import _command_cell, _where, procedures
 from remem.errors import NotFound, RememError
@@ -33,15 +32,10 @@ NO_TEAM = (
 
 @procedures.command("team")
 @click.argument("row_id", metavar="[ID]", type=int, required=False)
-@click.option(
-    "--project",
-    type=click.Path(),
-    default=None,
-    help="Project root directory (default: the current directory's).",
-)
+@project_option("A directory of the project (default: the current one).", here=True)
 @page_option(f"the list ({TEAM_PAGE} a page)")
 @json_option("the list, or the one,")
-def procedures_team(row_id: int | None, project: str | None, page: int, as_json: bool) -> None:
+def procedures_team(row_id: int | None, root: str, page: int, as_json: bool) -> None:
     """List the team's procedures pulled for this project, or show one whole (ID is the id
     this list shows). The digest shows one where this machine has no procedure of its own for
     the workflow, and none it found broken or archived.
@@ -64,8 +58,6 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
         else:
             _print_team_procedure(found)
         return
-    root = project_root(project or os.getcwd())
-    assert root is not None
     with read_snapshot(current_settings()) as execute:
         everything = read.read_team_procedures(execute, root)
     pages = max(-(-len(everything) // TEAM_PAGE), 1)
@@ -102,8 +94,9 @@ def procedures_team(row_id: int | None, project: str | None, page: int, as_json:
         empty=NO_TEAM,
     )
     if pages > 1:
-        again = ["--project", project] if project else []
-        order = shlex.join(["remem", "procedures", "team", *again, "--page", str(page + 1)])
+        order = shlex.join(
+            ["remem", "procedures", "team", "--project", root, "--page", str(page + 1)]
+        )
         click.echo(f"Run: {order}" if page < pages else f"(page {page} of {pages}: the last page)")
 
 

@@ -73,7 +73,7 @@ def worker(burst: bool, max_seconds: float | None, verbose: bool, as_json: bool)
 
 
 def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json: bool) -> None:
-    from remem.queue.heartbeats import list_heartbeats
+    from remem.queue.heartbeats import running_pids
     from workers.work import work
 
     on_task: Callable[[], None] | None = None
@@ -103,8 +103,7 @@ def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json
         "team_errors",
     )
     summary: dict[str, Any] = {key: int(stats.get(key, 0)) for key in keys}
-    now = time.time()
-    daemons = [b.pid for b in list_heartbeats(runner.engine) if b.health(now) == "running"]
+    daemons = running_pids(runner.engine, time.time())
     summary["daemon_pids"] = daemons
     if as_json:
         print_json(summary)
@@ -162,9 +161,6 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
 
     with open_home() as (_settings, engine):
         rows = list_tasks(engine, status_filter, limit)
-    if as_json:
-        print_json([{**row.__dict__, "run_after": rfc3339(row.run_after)} for row in rows])
-        return
     print_table(
         "Tasks",
         ["id", "session", "status", "attempts", "events", "last error"],
@@ -184,6 +180,7 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
             if status_filter
             else "No tasks yet: the hook queues one per session when an agent runs a command."
         ),
+        json=[{**r.__dict__, "run_after": rfc3339(r.run_after)} for r in rows] if as_json else None,
     )
 
 

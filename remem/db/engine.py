@@ -117,6 +117,30 @@ def compact(engine: Engine) -> Compacted:
     return Compacted(vacuumed=True, wal_truncated=busy == 0)
 
 
+def _no_automatic_checkpoints(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
+
+
+def checkpoint_apart(engine: Engine) -> bool:
+    """Stop the engine's SQLite connections moving the WAL into the file as they commit (from
+    their next checkout): that commit would do the copying and the syncs before it returns,
+    its write lock held meanwhile. Its owner runs `checkpoint` between transactions instead.
+    False for another database: there is no WAL to move."""
+    if not is_sqlite(engine):
+        return False
+    if not event.contains(engine, "checkout", _no_automatic_checkpoints):
+        event.listen(engine, "checkout", _no_automatic_checkpoints)
+    return True
+
+
+def checkpoint(engine: Engine) -> bool:
+    """One PASSIVE checkpoint, which takes no lock a writer waits for; whether it moved every
+    frame of the WAL (a reader on the newest frames keeps them there)."""
+    with engine.connect().execution_options(isolation_level=AUTOCOMMIT) as connection:
+        _busy, frames, moved = connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+    return bool(moved >= frames)
+
+
 def executor(connection: Connection) -> Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]:
     """`execute(sql, params) -> rows` over an SQLAlchemy connection: the shape the stdlib-only
     modules (capture store, digest) take, so both sides run the same statements."""

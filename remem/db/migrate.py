@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic.config import Config
@@ -42,6 +43,19 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+def require_head(engine: Engine, behind: Callable[[str | None, str], Exception]) -> Engine:
+    """The engine, unless its schema is not at this remem's head: then it is disposed of and
+    `behind(current, head)` raised."""
+    try:
+        current, head = current_revision(engine), head_revision()
+        if current != head:
+            raise behind(current, head)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
 # Any fixed number: the key of the PostgreSQL advisory lock every remem migration takes.
 MIGRATION_LOCK_KEY = 0x72656D656D
 
@@ -57,20 +71,20 @@ def _serialise(connection: Connection) -> None:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate in one transaction; concurrent upgrades queue (see _serialise)."""
-    config = alembic_config(engine.url.render_as_string(hide_password=False))
-    with engine.begin() as connection:
-        _serialise(connection)
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
+    _migrate(engine, command.upgrade, revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
     """Back to an earlier revision, in one transaction."""
+    _migrate(engine, command.downgrade, revision)
+
+
+def _migrate(engine: Engine, move: Callable[[Config, str], None], revision: str) -> None:
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with engine.begin() as connection:
         _serialise(connection)
         config.attributes["connection"] = connection
-        command.downgrade(config, revision)
+        move(config, revision)
 
 
 def create_private_file(path: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,10 +27,11 @@ PRUNE_AFTER_S = 86400.0
 BEAT = """
 INSERT INTO worker_heartbeats (worker_id, pid, hostname, started_at, heartbeat_at,
     current_task_id)
-VALUES (:worker_id, :pid, :hostname, :started_at, :now, :current_task_id)
+VALUES (:worker_id, :pid, :hostname, :started_at, :heartbeat_at, :current_task_id)
 ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at,
     current_task_id = excluded.current_task_id
 """
+REMOVE = "DELETE FROM worker_heartbeats WHERE worker_id = :id"
 LIST = (
     "SELECT worker_id, pid, hostname, started_at, heartbeat_at, current_task_id "
     "FROM worker_heartbeats ORDER BY heartbeat_at DESC"
@@ -103,28 +104,12 @@ def _write(engine: Engine, sql: str, params: dict[str, Any]) -> int:
         return int(connection.execute(text(sql), params).rowcount or 0)
 
 
-def beat(
-    engine: Engine,
-    worker_id: str,
-    pid: int,
-    hostname: str,
-    started_at: float,
-    now: float,
-    current_task_id: int | None,
-) -> None:
-    params = {
-        "worker_id": worker_id,
-        "pid": pid,
-        "hostname": hostname,
-        "started_at": started_at,
-        "now": now,
-        "current_task_id": current_task_id,
-    }
-    _write(engine, BEAT, params)
+def beat(engine: Engine, heartbeat: Heartbeat) -> None:
+    _write(engine, BEAT, asdict(heartbeat))
 
 
 def remove(engine: Engine, worker_id: str) -> None:
-    _write(engine, "DELETE FROM worker_heartbeats WHERE worker_id = :id", {"id": worker_id})
+    _write(engine, REMOVE, {"id": worker_id})
 
 
 def clear_dead(engine: Engine, worker_id: str, hostname: str, lock_is_ours: bool) -> int:
@@ -144,9 +129,7 @@ def clear_dead(engine: Engine, worker_id: str, hostname: str, lock_is_ours: bool
             if other != worker_id and (lock_is_ours or not process_exists(pid))
         ]
         for other in gone:
-            connection.execute(
-                text("DELETE FROM worker_heartbeats WHERE worker_id = :id"), {"id": other}
-            )
+            connection.execute(text(REMOVE), {"id": other})
     return len(gone)
 
 
@@ -163,3 +146,8 @@ def list_heartbeats(engine: Engine) -> list[Heartbeat]:
 
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         return read(executor(connection))
+
+
+def running_pids(engine: Engine, now: float) -> list[int]:
+    """The pids of the daemons running now."""
+    return [beat.pid for beat in list_heartbeats(engine) if beat.health(now) == "running"]

@@ -13,35 +13,22 @@ from sqlalchemy import Engine
 from remem.db import migrate
 from remem.db.engine import executor, make_engine
 from remem.errors import TeamSchemaMismatch
-from remem.record.redact import redact_text
 from remem.team import state
 
 # After a failure the link waits this long, doubling up to the cap, before trying again.
 FIRST_BACKOFF_S = 5.0
 MAX_BACKOFF_S = 300.0
-ERROR_CHARS = 300
 RECORD_EVERY_S = 60.0
 
 
 def open_team(url: str) -> Engine:
     """The team database's engine, refused unless its schema is at this remem's head."""
-    engine = make_engine(url)
-    try:
-        current, head = migrate.current_revision(engine), migrate.head_revision()
-    except Exception:
-        engine.dispose()
-        raise
-    if current != head:
-        engine.dispose()
-        raise TeamSchemaMismatch(current, head)
-    return engine
+    return migrate.require_head(make_engine(url), TeamSchemaMismatch)
 
 
 def error_line(error: BaseException) -> str:
-    """One redacted line of a failure: driver messages can quote a connection string."""
-    text = " ".join(f"{type(error).__name__}: {error}".split())
-    text = redact_text(text)
-    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+    """A failure as one redacted line, its kind first."""
+    return state.one_line(f"{type(error).__name__}: {error}")
 
 
 @dataclass

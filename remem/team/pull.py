@@ -60,20 +60,17 @@ CLEAR = tuple(
 MARK_PULLED = text("UPDATE team_links SET pulled_at = :now WHERE project_id = :project_id")
 
 
-@dataclass
+@dataclass(frozen=True)
 class PullReport:
-    projects: int = 0
-    procedures: int = 0
-    lessons: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
+    projects: int
+    procedures: int
+    lessons: int
 
 
 def pull(local: Engine, team: Engine, now: float) -> PullReport:
-    report = PullReport()
     with local.connect().execution_options(**{READ_ONLY: True}) as connection:
         links = connection.execute(SELECT_LINKS).all()
+    pulled_procedures = pulled_lessons = 0
     for project_id, key in links:
         procedures, lessons = _read_team(team, key)
         with local.begin() as connection:
@@ -86,13 +83,12 @@ def pull(local: Engine, team: Engine, now: float) -> PullReport:
                 rows = [{**row, "project_id": project_id, "pulled_at": now} for row in lessons]
                 connection.execute(schema.team_lessons.insert(), rows)
             connection.execute(MARK_PULLED, {"project_id": project_id, "now": now})
-        report.projects += 1
-        report.procedures += len(procedures)
-        report.lessons += len(lessons)
+        pulled_procedures += len(procedures)
+        pulled_lessons += len(lessons)
     with local.begin() as connection:
         for statement in UNLINKED:
             connection.execute(statement)
-    return report
+    return PullReport(len(links), pulled_procedures, pulled_lessons)
 
 
 def _read_team(team: Engine, key: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

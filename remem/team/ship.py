@@ -22,11 +22,11 @@ from remem.capture.store import raise_task
 from remem.config import Settings
 from remem.db.columns import EVENT_COLUMNS, names
 from remem.db.engine import READ_ONLY, executor
-from remem.db.schema import tables_marked
 from remem.faults import crash_point
 from remem.record.identity import directory_under
 from remem.record.output import output_excerpt, output_text
 from remem.team.keys import is_shared, project_key
+from remem.team.pull import CLEAR
 
 BATCH_EVENTS = 2000
 
@@ -39,13 +39,7 @@ INSERT_LINK = text(
 )
 UPDATE_LINK_KEY = text("UPDATE team_links SET project_key = :key WHERE project_id = :project_id")
 # A project no longer shared loses its link and the team's memory pulled for it.
-UNLINK = (
-    *(
-        text(f"DELETE FROM {table.name} WHERE project_id = :project_id")
-        for table in tables_marked("pulled")
-    ),
-    text("DELETE FROM team_links WHERE project_id = :project_id"),
-)
+UNLINK = (*CLEAR, text("DELETE FROM team_links WHERE project_id = :project_id"))
 MOVE_CURSOR = text(
     "UPDATE team_links SET shipped_event_id = :event_id, shipped_at = :now "
     "WHERE project_id = :project_id AND shipped_event_id < :event_id"
@@ -95,9 +89,6 @@ class ShipReport:
     already_there: int = 0  # shipped before (a crash between ship and cursor)
     batches: int = 0
     projects: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 def link_projects(local: Engine, settings: Settings, now: float) -> list[Linked]:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from remem.record.redact import redact_text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from remem.db.snapshot import Execute
 
 CONTACT, ERROR, SHIP, PULL = "contact", "error", "ship", "pull"
+ERROR_CHARS = 300
 
 _READ = "SELECT name, value, updated_at FROM team_state"
 _PUT = (
@@ -44,9 +47,6 @@ class Link:
     projects: int
     waiting: int
 
-    def as_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
 
 def read_link(execute: Execute) -> Link:
     found = {name: (value, at) for name, value, at in execute(_READ, {})}
@@ -70,3 +70,10 @@ def put(execute: Execute, name: str, value: str | None, at: float) -> None:
 
 def clear(execute: Execute, name: str) -> None:
     execute(_CLEAR, {"name": name})
+
+
+def one_line(message: str) -> str:
+    """A driver's message as one printable line: redacted (it can quote a connection string),
+    its lines joined, its length cut."""
+    text = " ".join(redact_text(message).split())
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
