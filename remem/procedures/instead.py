@@ -40,24 +40,14 @@ _EDITS_BETWEEN = text(
 # event ids, which other sessions' runs share.
 _RUN = (
     "SELECT r.event_id, r.step, r.directory, r.workflow, r.workflow_hash, r.project_id, "
-    "r.branch, r.command, r.{at} AS at, {error}, {cannot_run} FROM captured_events e "
-    "JOIN {table} r ON r.event_id = e.id WHERE e.session_id = :session_id AND e.id > :after "
-    "AND e.id < :before"
+    "r.branch, r.command, {columns} FROM captured_events e JOIN {table} r "
+    "ON r.event_id = e.id WHERE e.session_id = :session_id AND e.id > :after AND e.id < :before"
 )
-_FAILED = text(
-    _RUN.format(
-        at="failed_at",
-        error="r.salient_error AS error, r.error_excerpt",
-        cannot_run="r.cannot_run",
-        table="attempts",
-    )
-)
-_PASSED = text(
-    _RUN.format(
-        at="verified_at",
-        error="NULL AS error, NULL AS error_excerpt",
-        cannot_run="0 AS cannot_run",
-        table="verifications",
+_FAILED, _PASSED = (
+    text(_RUN.format(table=table, columns=columns))
+    for table, columns in (
+        ("attempts", "r.failed_at AS at, r.salient_error AS error, r.error_excerpt, r.cannot_run"),
+        ("verifications", "r.verified_at AS at, NULL, NULL, 0"),
     )
 )
 _STORED = text(
