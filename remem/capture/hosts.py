@@ -96,6 +96,17 @@ class _Draft:
         self.event_id: str | None = None
 
 
+def _patch_draft(draft: _Draft, command: Any) -> bool:
+    """A patch applied through the shell is an edit, not a command: whether it was one."""
+    patch = applied_patch(command)
+    if patch is None:
+        return False
+    draft.kind = "edit"
+    draft.files, parts = edit_change("apply_patch", {"input": patch})
+    draft.change_hash = change_hash(draft.files, parts)
+    return True
+
+
 def _tool_draft(draft: _Draft, payload: dict[str, Any], ignored: str) -> dict[str, Any]:
     """Fill tool name, id and kind; returns tool_input. Drops tools that are neither shell nor
     edit."""
@@ -103,12 +114,9 @@ def _tool_draft(draft: _Draft, payload: dict[str, Any], ignored: str) -> dict[st
     draft.tool_name = field(payload, "tool_name", str, True, host)
     draft.tool_use_id = field(payload, "tool_use_id", str, False, host)
     tool_input = field(payload, "tool_input", dict, False, host) or {}
-    patch = applied_patch(tool_input.get("command")) if draft.tool_name in COMMAND_TOOLS else None
-    if patch is not None:  # a patch applied through the shell is an edit, not a command
-        draft.kind = "edit"
-        draft.files, parts = edit_change("apply_patch", {"input": patch})
-        draft.change_hash = change_hash(draft.files, parts)
-    elif draft.tool_name in COMMAND_TOOLS:
+    if draft.tool_name in COMMAND_TOOLS:
+        if _patch_draft(draft, tool_input.get("command")):
+            return tool_input
         draft.command = command_text(tool_input.get("command"))
         if draft.command is None:
             raise Dropped("missing_field", "tool_input.command", host, draft.hook_event)
@@ -195,7 +203,10 @@ def _cursor(payload: dict[str, Any], draft: _Draft) -> None:
 
 def _generic(payload: dict[str, Any], draft: _Draft) -> None:
     host = draft.host
-    draft.command = field(payload, "command", str, False, host)
+    command = field(payload, "command", str, False, host)
+    if _patch_draft(draft, command):
+        return
+    draft.command = command
     files = field(payload, "files", list, False, host) or []
     if not all(isinstance(f, str) for f in files):
         raise Dropped("invalid_field", "files must be a list of strings", host)
@@ -374,6 +385,23 @@ def build_event(
     )
 
 
+def _roots(cwd: str, directory: str) -> tuple[tuple[str, str], ...]:
+    """The roots a stored event's files are relative to: its work tree, through the path the
+    agent used, and its cwd, standing for its directory inside the work tree."""
+    return (spelt_root(cwd, directory), "."), (os.path.normpath(cwd), directory)
+
+
+def shell_patch(command: str, cwd: str, directory: str) -> tuple[list[str], str] | None:
+    """The files and change hash of a patch a stored command applied through the shell (as
+    capture reads it today), for a command stored before it was read so; None for any other."""
+    patch = applied_patch(command)
+    if patch is None:
+        return None
+    files, parts = edit_change("apply_patch", {"input": patch})
+    roots = _roots(cwd, directory)
+    return sorted({_relative(name, roots) for name in files}), change_hash(files, parts)
+
+
 def written_edit(event: CapturedEvent) -> CapturedEvent | None:
     """The edit a command makes when it writes files inside its work tree (`cat > src/app.py
     <<EOF`), stored beside the command event, whose own outcome still counts. None for any other
@@ -386,7 +414,7 @@ def written_edit(event: CapturedEvent) -> CapturedEvent | None:
     if not writes:
         return None
     directory = event.directory or "."
-    roots = ((spelt_root(event.cwd, directory), "."), (os.path.normpath(event.cwd), directory))
+    roots = _roots(event.cwd, directory)
     files: list[str] = []
     parts: list[str] = []
     for name, content in writes:

@@ -303,6 +303,11 @@ def procedures_rebuild(no_drain: bool) -> None:
             f"Cleared {report.procedures_cleared} procedure(s), kept {report.archived_kept} "
             f"archived, merged {report.projects_merged} worktree project(s); "
             f"{report.tasks_rewound} session(s) queued."
+            + (
+                f" {report.patches_read} patch(es) stored as commands are now edits."
+                if report.patches_read
+                else ""
+            )
         )
         if not no_drain:
             stats = run_burst(Worker(engine, settings))

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from remem.capture.hosts import shell_patch
 from remem.db.engine import READ_ONLY
 from remem.db.schema import metadata
 from remem.procedures.steps import workflow_hash
@@ -39,6 +40,7 @@ class RebuildReport:
     archived_kept: int
     procedures_cleared: int
     tasks_rewound: int
+    patches_read: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -57,6 +59,7 @@ def rebuild(engine: Engine, now: float, ignore_commands: tuple[str, ...] = ()) -
     with engine.begin() as connection:
         filled = _fill_directories(connection)
         _clamp_times(connection)
+        patches = _patches_as_edits(connection)
         for table in DERIVED_TABLES:
             connection.execute(text(f"DELETE FROM {table}"))
         merged = _merge_worktrees(connection, now)
@@ -70,7 +73,7 @@ def rebuild(engine: Engine, now: float, ignore_commands: tuple[str, ...] = ()) -
         connection.execute(
             text("DELETE FROM pending_jobs WHERE name = :name"), {"name": REBUILD_JOB}
         )
-    return RebuildReport(merged, filled, kept, cleared, rewound)
+    return RebuildReport(merged, filled, kept, cleared, rewound, patches)
 
 
 # Events stored before their times were clamped (DESIGN.md §5): a time in the future or before
@@ -93,6 +96,31 @@ def _clamp_times(connection: Connection) -> None:
             _CLAMP_TIME,
             [{"id": event_id, "reported": json.dumps(at)[:100]} for event_id, at in rows],
         )
+
+
+# Commands stored before a patch applied through the shell was read as the edit it is.
+_PATCH_COMMANDS = text(
+    "SELECT id, command, cwd, directory FROM captured_events WHERE kind = 'command' "
+    "AND (command LIKE '%apply_patch%' OR command LIKE '%applypatch%')"
+)
+_AS_EDIT = text(
+    "UPDATE captured_events SET kind = 'edit', files = :files, change_hash = :change_hash, "
+    "command = NULL, outcome = NULL, exit_code = NULL, exit_code_source = NULL, "
+    "error_excerpt = NULL, output_excerpt = NULL WHERE id = :id"
+)
+
+
+def _patches_as_edits(connection: Connection) -> int:
+    """Such a command becomes, in place, the edit capture makes of it today: its id keeps its
+    place among the session's runs, so the lesson of the streak it fixed names its files."""
+    edits = []
+    for event_id, command, cwd, directory in connection.execute(_PATCH_COMMANDS):
+        found = shell_patch(command, cwd, directory or ".")
+        if found is not None and found[0]:
+            edits.append({"id": event_id, "files": json.dumps(found[0]), "change_hash": found[1]})
+    if edits:
+        connection.execute(_AS_EDIT, edits)
+    return len(edits)
 
 
 def _fill_directories(connection: Connection) -> int:

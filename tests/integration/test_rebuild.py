@@ -607,3 +607,37 @@ def test_0004_downgrades_to_0003_and_back_without_losing_events_or_verdicts(
 
 def _keys(world: World) -> list[tuple[Any, ...]]:
     return world.procedures("id", "scope", "branch", "workflow")
+
+
+PATCH_COMMAND = (
+    "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/cart.py\n@@\n-total = 0\n"
+    "+total = sum(prices)\n*** End Patch\nEOF"
+)
+
+
+def test_a_rebuild_reads_a_patch_stored_as_a_command_as_the_edit_it_is(world: World) -> None:
+    """A database written before patches applied through the shell were edits holds them as
+    commands: the rebuild turns each into its edit in place, so the lesson names the file."""
+    world.post("pytest -q", 1, output="E   AssertionError: total is 0")
+    world.post(PATCH_COMMAND)
+    world.post("pytest -q", 0)
+    (event_id,) = world.execute("SELECT id FROM captured_events WHERE kind = 'edit'")[0]
+    with world.engine.begin() as connection:  # as the older capture stored it
+        connection.execute(
+            text(
+                "UPDATE captured_events SET kind = 'command', command = :command, files = NULL, "
+                "change_hash = NULL, outcome = 'success', exit_code = 0 WHERE id = :id"
+            ),
+            {"command": PATCH_COMMAND, "id": event_id},
+        )
+    world.burst()
+    assert world.execute("SELECT fix_files FROM lessons") == [("[]",)]
+
+    report = rebuild.rebuild(world.engine, world.now, world.settings.ignore_commands)
+    world.burst()
+
+    assert report.patches_read == 1
+    assert world.execute(
+        "SELECT kind, command, files FROM captured_events WHERE id = :id", {"id": event_id}
+    ) == [("edit", None, '["src/cart.py"]')]
+    assert world.execute("SELECT fix_files FROM lessons") == [('["src/cart.py"]',)]
