@@ -3,7 +3,6 @@ lesson each streak teaches. Deterministic text, no database."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -12,11 +11,10 @@ from remem.json_contract import date
 from remem.record.quote import NO_EDIT, inert_path, pitfall_text
 from remem.record.quote import quote_excerpt as quote
 from remem.shell import recognisers
+from remem.shell.recognisers import telling_line
 
 LESSONS_KEPT = 3
 FILES_NAMED = 5
-_TELLING_LINE = re.compile(r"error|fail|exception|assert|traceback|panic|denied", re.IGNORECASE)
-_EXIT_LINE = re.compile(r"^(exit code|command exited with|command failed with)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -98,18 +96,6 @@ class Lesson:
     body: str
     pitfall: str
     error_key: str | None = None
-
-
-def telling_line(excerpt: str | None) -> str | None:
-    """The line of an error excerpt that says most: one naming an error, else the first."""
-    if not excerpt:
-        return None
-    lines = [line.strip() for line in excerpt.splitlines() if line.strip()]
-    lines = [line for line in lines if not _EXIT_LINE.match(line)]
-    for line in lines:
-        if _TELLING_LINE.search(line):
-            return line
-    return lines[0] if lines else None
 
 
 def distill(

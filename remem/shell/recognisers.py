@@ -8,12 +8,41 @@ Pure: no I/O, stdlib only.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
+from remem.record.frozen import Record
 
-@dataclass(frozen=True)
-class Recogniser:
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from typing import Any
+
+# The methods a pattern is used through here; a lazy pattern takes them from the compiled one.
+_PATTERN_METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split")
+
+
+class _Lazy:
+    """A pattern compiled on its first use. The hook reads a failure's error line through this
+    table, and compiling all of it would cost more than the hook's whole capture: it compiles
+    the few patterns one failure needs. Once compiled, its methods are the compiled pattern's
+    own, so the worker pays nothing per search."""
+
+    def __init__(self, source: str, flags: int) -> None:
+        self._source, self._flags = source, flags
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            compiled = self._compiled = re.compile(self._source, self._flags)
+            for method in _PATTERN_METHODS:
+                setattr(self, method, getattr(compiled, method))
+        return getattr(compiled, name)
+
+
+def _compile(source: str, flags: int = 0) -> re.Pattern[str]:
+    return _Lazy(source, flags)  # type: ignore[return-value]  # quacks as the pattern
+
+
+class Recogniser(Record):
     """One tool family. `command` is searched in a step's command text; `success` and `failure`
     are searched in the whole output (multiline, ANSI colours removed); each `salient` pattern
     is tried against every line in turn. The examples are real output of the tool."""
@@ -28,11 +57,11 @@ class Recogniser:
 
 
 def _summary(*alternatives: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{a})" for a in alternatives), re.MULTILINE)
+    return _compile("|".join(f"(?:{a})" for a in alternatives), re.MULTILINE)
 
 
 def _per_line(*patterns: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p) for p in patterns)
+    return tuple(_compile(p) for p in patterns)
 
 
 _ELIXIR_ERROR = r"^\s*error: \S.*"
@@ -55,7 +84,7 @@ _JS_ERROR = r"^\s*[A-Z]\w*Error(?: \[\w+\])?: \S.*"
 RECOGNISERS: tuple[Recogniser, ...] = (
     Recogniser(
         family="exunit",
-        command=re.compile(r"\bmix\s+test\b"),
+        command=_compile(r"\bmix\s+test\b"),
         success=_summary(r"^(?:\d+ (?:doctests?|propert(?:y|ies)), )*\d+ tests?, 0 failures\b"),
         failure=_summary(
             r"^(?:\d+ (?:doctests?|propert(?:y|ies)), )*\d+ tests?, [1-9]\d* failures?\b",
@@ -96,7 +125,7 @@ Finished in 3.0 seconds (1.7s async, 1.3s sync)
     ),
     Recogniser(
         family="mix-compile",
-        command=re.compile(r"\bmix\s+compile\b"),
+        command=_compile(r"\bmix\s+compile\b"),
         success=_summary(r"^Generated \S+ app$", r"^Compiling \d+ files? \(\.\w+\)$"),
         failure=_summary(
             r"^\*\* \((?:CompileError|SyntaxError|TokenMissingError)\) ", *_ELIXIR_HALT
@@ -126,7 +155,7 @@ warning: variable "tag" is unused (if the variable is not meant to be used, pref
     ),
     Recogniser(
         family="credo",
-        command=re.compile(r"\bmix\s+credo\b"),
+        command=_compile(r"\bmix\s+credo\b"),
         success=_summary(r"^\d+ mods/funs, found no issues\."),
         failure=_summary(r"^\d+ mods/funs, found \d+ "),
         salient=_per_line(r"^┃ \[[A-Z]\] \S+ \S.*"),
@@ -153,7 +182,7 @@ Analysis took 0.3 seconds (0.08s to load, 0.3s running 55 checks on 94 files)
     ),
     Recogniser(
         family="dialyzer",
-        command=re.compile(r"\bdialyzer\b"),
+        command=_compile(r"\bdialyzer\b"),
         success=_summary(r"^done \(passed successfully\)"),
         failure=_summary(r"^done \(warnings were emitted\)", r"^:dialyzer\.run error: "),
         salient=_per_line(
@@ -179,7 +208,7 @@ Halting VM with exit status 2""",
     ),
     Recogniser(
         family="cargo-test",
-        command=re.compile(r"\bcargo\s+(?:\+\S+\s+)?(?:test|t|llvm-cov)\b"),
+        command=_compile(r"\bcargo\s+(?:\+\S+\s+)?(?:test|t|llvm-cov)\b"),
         success=_summary(r"^test result: ok\."),
         failure=_summary(
             r"^test result: FAILED\.", r"^error: test failed, to rerun pass ", *_RUST_HALT
@@ -217,7 +246,7 @@ test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out""
     ),
     Recogniser(
         family="cargo-clippy",
-        command=re.compile(r"\bcargo\s+(?:\+\S+\s+)?clippy\b"),
+        command=_compile(r"\bcargo\s+(?:\+\S+\s+)?clippy\b"),
         success=_summary(_CARGO_FINISHED),
         failure=_summary(*_RUST_HALT),
         salient=_per_line(_RUST_ERROR, r"^warning: (?!.*generated \d+ warnings?)\S.*"),
@@ -238,7 +267,7 @@ error: could not compile `hermes-pair` (bin "hermes-pair") due to 1 previous err
     ),
     Recogniser(
         family="cargo-build",
-        command=re.compile(r"\bcargo\s+(?:\+\S+\s+)?(?:build|check|b|c)\b"),
+        command=_compile(r"\bcargo\s+(?:\+\S+\s+)?(?:build|check|b|c)\b"),
         success=_summary(_CARGO_FINISHED),
         failure=_summary(*_RUST_HALT),
         salient=_per_line(_RUST_ERROR),
@@ -260,7 +289,7 @@ error: could not compile `branches` due to previous error""",
     ),
     Recogniser(
         family="go-test",
-        command=re.compile(r"\bgo\s+test\b"),
+        command=_compile(r"\bgo\s+test\b"),
         success=_summary(r"^ok\s+\S+\s+(?:\d+(?:\.\d+)?s|\(cached\))"),
         failure=_summary(
             r"^--- FAIL: ", r"^FAIL\s+\S+\s+(?:\d+(?:\.\d+)?s|\[(?:build|setup) failed\])"
@@ -278,7 +307,7 @@ FAIL github.com/alimtvnetwork/gitmap-v28/cli/cmdpipeline 0.557s""",
     # go vet prints nothing when it finds nothing: its success is the exit status alone.
     Recogniser(
         family="go-vet",
-        command=re.compile(r"\bgo\s+vet\b"),
+        command=_compile(r"\bgo\s+vet\b"),
         success=None,
         failure=_summary(r"^(?:vet: )?\S+\.go:\d+:\d+: "),
         salient=_per_line(r"^(?:vet: )?\S+\.go:\d+:\d+: \S.*"),
@@ -288,7 +317,7 @@ FAIL github.com/alimtvnetwork/gitmap-v28/cli/cmdpipeline 0.557s""",
     ),
     Recogniser(
         family="pytest",
-        command=re.compile(r"\bpy\.?test\b"),
+        command=_compile(r"\bpy\.?test\b"),
         success=_summary(
             r"^=*\s*(?:\d+ (?:passed|skipped|deselected|xfailed|xpassed|warnings?)(?:, )?)+"
             r" in \d+(?:\.\d+)?s\b"
@@ -326,7 +355,7 @@ FAILED python-string-utils/Test4DT_tests/test_string_utils_validation_is_credit_
     ),
     Recogniser(
         family="unittest",
-        command=re.compile(r"\bunittest\b|\bmanage\.py\s+test\b"),
+        command=_compile(r"\bunittest\b|\bmanage\.py\s+test\b"),
         # a bare "OK" says little on its own; with the "Ran" line above it, it is unmistakable
         success=_summary(r"^Ran \d+ tests? in \d+(?:\.\d+)?s\n+OK\b"),
         failure=_summary(r"^FAILED \((?:failures|errors|unexpected successes)=\d+"),
@@ -354,7 +383,7 @@ FAILED (failures=1)""",
     ),
     Recogniser(
         family="mypy",
-        command=re.compile(r"\bd?mypy\b"),
+        command=_compile(r"\bd?mypy\b"),
         success=_summary(r"^Success: no issues found in \d+ source files?"),
         failure=_summary(r"^Found \d+ errors? in \d+ files? \(checked \d+ source files?\)"),
         salient=_per_line(r"^\S+:\d+(?::\d+)?: error: \S.*"),
@@ -368,7 +397,7 @@ Found 2 errors in 1 file (checked 1 source file)""",  # noqa: E501
     ),
     Recogniser(
         family="ruff",
-        command=re.compile(r"\bruff\b"),
+        command=_compile(r"\bruff\b"),
         success=_summary(
             r"^All checks passed!$",
             r"^Found \d+ errors? \(\d+ fixed, 0 remaining\)\.$",
@@ -401,7 +430,7 @@ Found 1 error.
     ),
     Recogniser(
         family="vitest",
-        command=re.compile(r"\bvitest\b"),
+        command=_compile(r"\bvitest\b"),
         success=_summary(r"^\s*Test Files\s+\d+ passed\b"),
         failure=_summary(
             r"^\s*(?:Test Files|Tests)\s+[1-9]\d* failed\b",
@@ -434,7 +463,7 @@ AssertionError: expected undefined to be '${{ !github.event.repository.private �
     ),
     Recogniser(
         family="jest",
-        command=re.compile(r"\bjest\b"),
+        command=_compile(r"\bjest\b"),
         success=_summary(r"^Tests:\s+(?:\d+ \w+, )*\d+ passed, \d+ total"),
         failure=_summary(
             r"^Tests:\s+.*\b[1-9]\d* failed\b", r"^Test Suites:\s+.*\b[1-9]\d* failed\b"
@@ -462,7 +491,7 @@ Time:        1.028 s""",
     ),
     Recogniser(
         family="mocha",
-        command=re.compile(r"\bmocha\b"),
+        command=_compile(r"\bmocha\b"),
         success=_summary(r"^\s*\d+ passing \(\d+(?:\.\d+)?\s*(?:ms|s|m)\)"),
         failure=_summary(r"^\s*[1-9]\d* failing\b"),
         salient=_per_line(_JS_ERROR, r"^\s*\d+\) \S.*"),
@@ -484,7 +513,7 @@ Time:        1.028 s""",
     ),
     Recogniser(
         family="rspec",
-        command=re.compile(r"\brspec\b"),
+        command=_compile(r"\brspec\b"),
         success=_summary(r"^\s*\d+ examples?, 0 failures\b"),
         failure=_summary(
             r"^\s*\d+ examples?, [1-9]\d* failures?\b",
@@ -512,7 +541,7 @@ rspec ./spec/forms/employee_import_form_spec.rb:7 # EmployeeImportForm with vali
     # eslint is silent when clean; warnings alone still exit 0, and that summary is printed.
     Recogniser(
         family="eslint",
-        command=re.compile(r"\beslint\b"),
+        command=_compile(r"\beslint\b"),
         success=_summary(r"^(?:✖ )?\d+ problems? \(0 errors, \d+ warnings?\)"),
         failure=_summary(
             r"^(?:✖ )?\d+ problems? \([1-9]\d* errors?, \d+ warnings?\)",
@@ -539,7 +568,7 @@ C:\\Users\\ragha\\Downloads\\AvantSpecs - Copy\\src\\pages\\RegisterPage.tsx
     # summary at all, so each diagnostic line counts as the failure.
     Recogniser(
         family="tsc",
-        command=re.compile(r"\btsc\b"),
+        command=_compile(r"\btsc\b"),
         success=_summary(r"Found 0 errors\. Watching for file changes\."),
         failure=_summary(
             r"Found [1-9]\d* errors?\b",
@@ -570,7 +599,7 @@ Found 2 errors in the same file, starting at: spaces.ts:4""",  # noqa: E501
 
 # Commands that run something else whose output is the one to read: `npm test` prints jest's
 # summary, `make check` cargo's. For them every row is tried.
-_RUNNER = re.compile(
+_RUNNER = _compile(
     r"(?:^|[;&|(])\s*(?:\w+=\S*\s+)*(?:(?:time|env|nice|exec|timeout\s+\S+)\s+)*"
     r"(?:(?:npm|pnpm|yarn|npx|pnpx|bunx|bun|make|gmake|just|task|tox|nox|rake|nx|turbo"
     r"|(?:uv|poetry|pipenv|hatch|pdm|rye|mise)\s+run|bundle\s+exec|deno\s+task)(?=\s|$)"
@@ -580,37 +609,40 @@ _RUNNER = re.compile(
 # in a runner's output they say the build passed, not that the run did.
 _PRELUDES = frozenset({"mix-compile", "cargo-build", "cargo-clippy"})
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_ANSI = _compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 # A line that only reports how a command ended ("Exit code 2", "make: *** [test] Error 2"). An
 # assertion about an exit code ("expected exit code 0") is an error line, not one of these.
-_EXIT_STATUS = re.compile(
+_EXIT_STATUS = _compile(
     r"(?i)(?:\b(?:exit|status)(?: code| status)?:? -?\d+\.?"
     r"|\bmake(?:\[\d+\])?: \*\*\* .*\berror \d+"
     r"|^npm (?:err!|error) (?:code|errno|path|command)\b.*)$"
 )
-_ASSERTION = re.compile(r"(?i)expect|assert")
+_ASSERTION = _compile(r"(?i)expect|assert")
 _TRACEBACK = "Traceback (most recent call last):"
-_ERROR_PREFIX = re.compile(r"^\s*(?:(?:error|Error|fatal|FATAL)(?:\[\w+\])?:|ERROR\b)\s*\S")
-_MENTION = re.compile(r"(?i)error|fail|exception|panic")
+_ERROR_PREFIX = _compile(r"^\s*(?:(?:error|Error|fatal|FATAL)(?:\[\w+\])?:|ERROR\b)\s*\S")
+_MENTION = _compile(r"(?i)error|fail|exception|panic")
 SALIENT_MAX_CHARS = 300
+# What an error excerpt no recogniser reads is read by: a line naming an error, else the first.
+_TELLING_LINE = _compile(r"error|fail|exception|assert|traceback|panic|denied", re.IGNORECASE)
+_EXIT_LINE = _compile(r"^(exit code|command exited with|command failed with)", re.IGNORECASE)
 
 _EXTENSIONS = (
     "py|pyi|ex|exs|erl|hrl|eex|heex|leex|rs|go|ts|tsx|mts|cts|js|jsx|mjs|cjs|vue|svelte|rb|rake"
     "|java|kt|kts|scala|c|h|cc|cpp|cxx|hpp|cs|swift|php|json|yaml|yml|toml|ini|cfg|lock|md|txt"
     "|html|css|scss|sql|sh|bash|zsh|proto|xml|csv|log"
 )
-_PATH = re.compile(
+_PATH = _compile(
     r"(?<![\w./~\\-])"
     r"(?![\w.?!]+/\d+(?![\w./]))"  # name/arity (`foo/1`, `Mod.fun/2`) is a function, not a path
     r"(?:(?:[A-Za-z]:)?[\w.@~+-]*(?:[/\\][\w.@~+-]+)+[/\\]?"
     rf"|[\w@~+-][\w.@~+-]*\.(?:{_EXTENSIONS})(?![\w]))"
     r"(?::\d+)*"
 )
-_UUID = re.compile(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_UUID = _compile(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 # A run of 7+ hex digits with a letter and a digit in it: a word or a plain number is neither.
-_HEX = re.compile(r"(?i)\b(?:0x[0-9a-f]+|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,})\b")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*")
-_SPACE = re.compile(r"\s+")
+_HEX = _compile(r"(?i)\b(?:0x[0-9a-f]+|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,})\b")
+_NUMBER = _compile(r"(?<![\w.])\d+(?:\.\d+)*")
+_SPACE = _compile(r"\s+")
 
 
 @lru_cache(maxsize=1_024)
@@ -655,6 +687,18 @@ def salient_line(command: str | None, output: str | None) -> str | None:
     if found is None:
         found = next((x for x in lines if _MENTION.search(x) and not _is_success(x)), None)
     return _cap(found) if found is not None else None
+
+
+def telling_line(excerpt: str | None) -> str | None:
+    """The line of an error excerpt that says most: one naming an error, else the first."""
+    if not excerpt:
+        return None
+    lines = [line.strip() for line in excerpt.splitlines() if line.strip()]
+    lines = [line for line in lines if not _EXIT_LINE.match(line)]
+    for line in lines:
+        if _TELLING_LINE.search(line):
+            return line
+    return lines[0] if lines else None
 
 
 def error_key(line: str) -> str:

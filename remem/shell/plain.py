@@ -1,0 +1,41 @@
+"""A command line that is one plain command, read without the grammar: the hook names the
+workflow of what just failed, or is about to run, without loading tree-sitter.
+
+Plain means words of letters, digits and the characters paths, options and assignments use,
+on one line: no quote, expansion, redirection, pipe, list or comment, and no reserved word.
+Such a line is one step, and its workflow (remem/shell/analysis.py) is its words joined by one
+space; for anything else this says nothing (None) and the grammar decides. Pure, stdlib only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+_PLAIN_CHARS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t_-./=:,+@%"
+)
+# Words bash reads as grammar when they come first.
+_RESERVED = frozenset(
+    {
+        "if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case",
+        "esac", "in", "function", "select", "time", "coproc",
+    }
+)  # fmt: skip
+
+
+def plain_workflow(command: str | None) -> str | None:
+    """The workflow of a plain command line; None when the line is not plain."""
+    if not command or not set(command) <= _PLAIN_CHARS:
+        return None
+    words = command.split()
+    if not words or words[0] in _RESERVED:
+        return None
+    return " ".join(words)
+
+
+def plain_workflow_hash(command: str | None) -> str | None:
+    """The workflow hash the worker gives a plain command line (remem.procedures.steps)."""
+    workflow = plain_workflow(command)
+    if workflow is None:
+        return None
+    return hashlib.sha256(workflow.encode("utf-8", "surrogatepass")).hexdigest()
