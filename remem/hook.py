@@ -17,6 +17,7 @@ import time
 from remem import paths
 from remem.capture.fields import sha256_hex
 from remem.capture.hosts import (
+    before_event,
     build_event,
     cut_output,
     detect_host,
@@ -260,6 +261,12 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
         return 1
     raw, size = _read(source)
     now = time.time()
+    if b"PreToolUse" in raw:
+        before = _before(home, raw, host, now)
+        if before is not None:  # a command about to run: nothing is stored
+            if before:
+                _emit(before)
+            return 0
     kind, body = capture(raw, host, now, size)
     try:
         settings: Settings | None = load_settings(home=home)
@@ -282,9 +289,100 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
 
         with suppress(Exception):  # the event is saved: the note of its cut is a courtesy
             save(home, "drop", _cut_note(body, raw, size, now), settings)
+    if saved == "stored" and settings is not None and _advisable(kind, body):
+        # After the event is stored: advice is a courtesy, the event is not.
+        output = _advise_failure(settings, body, now)
     if output:
         _emit(output)
     return 0
+
+
+def _advisable(kind: str, body: Any) -> bool:
+    """A failed command on a host that reads what a failure hook prints (README: Advice)."""
+    return (
+        kind == "event"
+        and body.host == "claude-code"
+        and body.kind == "command"
+        and body.outcome == "failure"
+    )
+
+
+def _advise_failure(settings: Settings, event: CapturedEvent, now: float) -> str | None:
+    """What is known of this failure, recorded as given to its session, in Claude Code's
+    shape; None when nothing is known, or all of it was said to this session already."""
+    from remem.agent import advice  # failures only
+
+    def read(execute: Any) -> tuple[list[Any], int | None, int | None]:
+        failure = advice.read_failure(execute, event)
+        if failure is None:
+            return [], None, None
+        return advice.advise_failure(execute, failure), failure.session_id, failure.event_id
+
+    text = _give(settings, read, now)
+    return _context(event.hook_event, text) if text else None
+
+
+def _before(home: str, raw: bytes, host: str | None, now: float) -> str | None:
+    """For a `PreToolUse` payload (remem hooks install --advice-before): what to say before
+    the command runs, or "" for nothing; None for any other payload, which is captured.
+    Never blocks: whatever goes wrong, nothing is said."""
+    try:
+        payload = _decode(raw)
+        host = host or detect_host(payload)
+        event = before_event(payload, host, now, locate) if host else None
+    except Exception:  # not a payload this reads: capture decides what it is
+        return None
+    if event is None:
+        return None
+    from remem.agent import advice  # PreToolUse only
+
+    def read(execute: Any) -> tuple[list[Any], int | None, int | None]:
+        found = advice.advise_before(execute, event.project_root, event.directory, event.command)
+        if not found:
+            return [], None, None
+        return found, advice.session_of(execute, event.host, event.session_key), None
+
+    try:
+        text = _give(load_settings(home=home), read, now, before=True)
+    except Exception:
+        return ""
+    return _context("PreToolUse", text) if text else ""
+
+
+def _give(settings: Settings, read: Any, now: float, before: bool = False) -> str | None:
+    """Read the advice, record what this session was not told yet, and render it; None when
+    there is nothing to say or the database cannot be read now."""
+    from remem.agent import advice
+
+    path = paths.sqlite_path(settings.database_url)
+    if path is None:
+        return None
+    try:
+        connection = sqlite_settings.connect(path, settings.lock_timeout_s, hot_path=True)
+    except sqlite3.Error:
+        return None
+    try:
+        execute = sqlite_settings.executor(connection)
+        if schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
+            return None
+        found, session_id, event_id = read(execute)
+        if found and session_id is not None:
+            connection.execute("BEGIN IMMEDIATE")
+            found = advice.give(execute, session_id, event_id, found, now)
+            connection.execute("COMMIT")
+        return advice.render(found, before)
+    except Exception:  # advice is a courtesy: no failure of it may cost the agent anything
+        return None
+    finally:
+        if not _fast_exit:
+            connection.close()
+
+
+def _context(hook_event: str, text: str) -> str:
+    """Claude Code's shape for context a hook adds for the model."""
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}}
+    )
 
 
 def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:

@@ -385,6 +385,23 @@ def build_event(
     )
 
 
+def before_event(
+    payload: dict[str, Any], host: str, now: float, locate: Locate
+) -> CapturedEvent | None:
+    """A Claude Code `PreToolUse` of a shell command: the command about to run, read as its
+    event will be, with no outcome. Never stored (its `PostToolUse` is): the hook only reads
+    what to say before it runs. None for any other payload."""
+    if host != "claude-code" or payload.get("hook_event_name") != "PreToolUse":
+        return None
+    if payload.get("tool_name") not in COMMAND_TOOLS:
+        return None
+    ran = {**payload, "hook_event_name": "PostToolUse", "tool_response": {}}
+    event: CapturedEvent = build_event(ran, host, now, locate).but(
+        hook_event="PreToolUse", outcome=None, exit_code=None, exit_code_source=None
+    )
+    return event
+
+
 def _roots(cwd: str, directory: str) -> tuple[tuple[str, str], ...]:
     """The roots a stored event's files are relative to: its work tree, through the path the
     agent used, and its cwd, standing for its directory inside the work tree."""

@@ -20,7 +20,12 @@ from sqlalchemy import (
 )
 
 from remem.db import columns
-from remem.db.vocabulary import EXPORT_FORMATS, PROCEDURE_STATUSES, TASK_STATUSES
+from remem.db.vocabulary import (
+    ADVICE_KINDS,
+    EXPORT_FORMATS,
+    PROCEDURE_STATUSES,
+    TASK_STATUSES,
+)
 
 metadata = MetaData()
 
@@ -311,6 +316,23 @@ substitutions = Table(
     Index("ix_substitutions_workflow", "project_id", "failed_workflow_hash", "found_at"),
     Index("ix_substitutions_error", "project_id", "error_key", "found_at"),
     info={"derived": True},
+)
+
+# What the hook told each session (remem.agent.advice), at most once per (kind, key): a record,
+# not derived, so a rebuild keeps it; `remem forget` erases it with its event or its session.
+# The key names what was said by hashes, never by recorded text.
+advice_given = Table(
+    "advice_given",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("event_id", Integer, ForeignKey("captured_events.id")),  # None: before a command ran
+    Column("kind", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("given_at", Float, nullable=False),
+    CheckConstraint(_one_of("kind", ADVICE_KINDS), name="ck_advice_given_kind"),
+    UniqueConstraint("session_id", "kind", "key", name="uq_advice_given_once"),
+    Index("ix_advice_given_event", "event_id"),
 )
 
 # A branch procedure is a workflow proven on one branch; a project procedure (branch '') the

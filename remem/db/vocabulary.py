@@ -7,3 +7,7 @@ TASK_STATUSES = ("pending", "processing", "done", "failed")
 ACTIVE, BROKEN, STALE, ARCHIVED = "active", "broken", "stale", "archived"
 PROCEDURE_STATUSES = (ACTIVE, BROKEN, STALE, ARCHIVED)
 EXPORT_FORMATS = ("claude-skill", "agents-md", "runbook")
+# What the hook told an agent (remem.agent.advice): a known error's fix or what works instead,
+# after a failure; the substitute, before a command known to fail here.
+KNOWN_ERROR, SUBSTITUTION, BEFORE = "known_error", "substitution", "before"
+ADVICE_KINDS = (KNOWN_ERROR, SUBSTITUTION, BEFORE)

@@ -175,6 +175,10 @@ def _delete_orphans(engine: Engine, found: Plan) -> tuple[int, int]:
             empty = list(connection.execute(with_ids(_ORPHAN_SESSIONS), {"ids": chunk}).scalars())
             if empty:
                 queue.delete_session_tasks(connection, empty)
+                # Advice given before a command ran names no event: it goes with its session.
+                connection.execute(
+                    with_ids("DELETE FROM advice_given WHERE session_id IN :ids"), {"ids": empty}
+                )
                 sessions += connection.execute(
                     with_ids("DELETE FROM sessions WHERE id IN :ids"), {"ids": empty}
                 ).rowcount
