@@ -17,7 +17,6 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.db.driver import Driver
-from remem.procedures.lessons import telling_line
 from remem.procedures.steps import FAILED, VERIFIED
 from remem.procedures.substitutions import Pair, SessionRun, pair
 from remem.procedures.tally import GroupRun
@@ -135,7 +134,7 @@ def _changed(row: Any, found: Pair) -> bool:
 
 
 def _row(session_id: int, failed: Any, passed: Any, found: Pair) -> dict[str, Any]:
-    error = failed.error or telling_line(failed.error_excerpt)
+    error = failed.error or recognisers.telling_line(failed.error_excerpt)
     return {
         "project_id": failed.project_id,
         "session_id": session_id,

@@ -13,8 +13,8 @@ from remem.procedures.lessons import (
     number,
     quote,
     streaks,
-    telling_line,
 )
+from remem.shell.recognisers import telling_line
 
 DAY = 86400.0
 
