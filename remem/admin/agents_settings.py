@@ -401,11 +401,19 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def install(
-    agents: Iterable[str], user_home: Path, remem_home: str, dry_run: bool = False
+    agents: Iterable[str],
+    user_home: Path,
+    remem_home: str,
+    dry_run: bool = False,
+    advice_before: bool = False,
 ) -> list[AgentChange]:
     """Install remem's hooks for these agents. Every file is planned first, so one invalid
-    file stops the lot before anything is written."""
-    planned = [plan_install(agent, user_home, settings_for(agent, remem_home)) for agent in agents]
+    file stops the lot before anything is written. An install without `advice_before` takes
+    an earlier one's `PreToolUse` hook out: it is off unless asked for each time."""
+    planned = [
+        plan_install(agent, user_home, settings_for(agent, remem_home, None, advice_before))
+        for agent in agents
+    ]
     return planned if dry_run else apply(planned)
 
 

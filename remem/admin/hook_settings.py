@@ -22,18 +22,20 @@ def _command(executable: str, host: str, home: str) -> str:
     return command
 
 
-def claude_code(executable: str, home: str) -> dict[str, object]:
+def claude_code(executable: str, home: str, advice_before: bool = False) -> dict[str, object]:
     def entry(matcher: str | None) -> dict[str, object]:
         hook = {"type": "command", "command": _command(executable, "claude-code", home)}
         return {"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}
 
-    return {
-        "hooks": {
-            "PostToolUse": [entry(CLAUDE_TOOLS)],
-            "PostToolUseFailure": [entry("Bash")],
-            "SessionStart": [entry(None)],
-        }
+    # PostToolUseFailure both records a failed command and answers it with what is known of it.
+    hooks = {
+        "PostToolUse": [entry(CLAUDE_TOOLS)],
+        "PostToolUseFailure": [entry("Bash")],
+        "SessionStart": [entry(None)],
     }
+    if advice_before:  # one more process before every command: opt-in (README: Advice)
+        hooks["PreToolUse"] = [entry("Bash")]
+    return {"hooks": hooks}
 
 
 def codex(executable: str, home: str) -> dict[str, object]:
@@ -75,9 +77,16 @@ _WHERE = {
 }
 
 
-def settings_for(agent: str, home: str, executable: str | None = None) -> dict[str, object]:
-    """What `remem hooks install AGENT` merges into the agent's file."""
-    return SETTINGS[agent](executable or installed_executable("remem-hook"), home)
+def settings_for(
+    agent: str, home: str, executable: str | None = None, advice_before: bool = False
+) -> dict[str, object]:
+    """What `remem hooks install AGENT` merges into the agent's file; `advice_before` adds
+    Claude Code's `PreToolUse` hook, which warns before a command known to fail here (the
+    other agents' hooks get nothing more)."""
+    executable = executable or installed_executable("remem-hook")
+    if agent == "claude-code":
+        return claude_code(executable, home, advice_before)
+    return SETTINGS[agent](executable, home)
 
 
 def render_instructions(

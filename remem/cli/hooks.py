@@ -50,7 +50,13 @@ _CHANGE = options(
 
 @hooks.command("install")
 @_CHANGE
-def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
+@click.option(
+    "--advice-before",
+    is_flag=True,
+    help="Also warn Claude Code before a command that keeps failing here (a PreToolUse hook: "
+    "one more process per command). Off unless given at each install.",
+)
+def hooks_install(agent: str, dry_run: bool, as_json: bool, advice_before: bool) -> None:
     """Merge remem's hooks into an agent's settings file: ~/.claude/settings.json,
     ~/.codex/hooks.json (and `[features] codex_hooks = true` in ~/.codex/config.toml),
     ~/.cursor/hooks.json. `all` (the default) means every agent whose folder exists.
@@ -61,7 +67,7 @@ def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
     \b
     Example:
       remem hooks install all --dry-run
-      remem hooks install claude-code
+      remem hooks install claude-code --advice-before
     """
     from pathlib import Path
 
@@ -72,7 +78,7 @@ def hooks_install(agent: str, dry_run: bool, as_json: bool) -> None:
     require_home(settings.home)
     user_home = Path.home()
     agents = _chosen(agent, user_home)
-    changes = install(agents, user_home, settings.home, dry_run)
+    changes = install(agents, user_home, settings.home, dry_run, advice_before)
     _report(changes, dry_run, as_json, "installed in", "already installed in")
     skipped = [name for name in AGENT_NAMES if agent == "all" and name not in agents]
     if not as_json:

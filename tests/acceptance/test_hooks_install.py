@@ -141,6 +141,28 @@ def test_a_second_install_changes_nothing(machine: Machine) -> None:
     assert again.stdout.count("already installed in") == 3
 
 
+def test_advice_before_is_an_opt_in_pre_tool_use_hook_for_bash(machine: Machine) -> None:
+    """`--advice-before` adds Claude Code's PreToolUse hook for Bash, once however often it is
+    installed; an install without it takes it out again; the other agents get nothing more.
+    Every install keeps the failure hook that answers a failure with its advice."""
+    machine.write_existing_settings()
+    assert machine.remem("hooks", "install", "all").returncode == 0
+    plain = machine.snapshot()
+    assert "PreToolUse" not in json.loads(machine.file("claude-code").read_text())["hooks"]
+    for _ in range(2):
+        result = machine.remem("hooks", "install", "all", "--advice-before")
+        assert result.returncode == 0, result.stderr
+        claude = json.loads(machine.file("claude-code").read_text())
+        (entry,) = claude["hooks"]["PreToolUse"]
+        assert entry["matcher"] == "Bash"
+        assert _remem_commands(entry) == _remem_commands(claude["hooks"]["PostToolUseFailure"])
+        assert [e["matcher"] for e in claude["hooks"]["PostToolUseFailure"]] == ["Bash"]
+    for agent in ("codex", "cursor"):
+        assert machine.file(agent).read_bytes() == plain[FILES[agent]]
+    assert machine.remem("hooks", "install", "claude-code").returncode == 0
+    assert "PreToolUse" not in json.loads(machine.file("claude-code").read_text())["hooks"]
+
+
 def test_an_older_remem_entry_is_replaced_not_doubled(machine: Machine) -> None:
     old = {
         "hooks": {
