@@ -25,6 +25,18 @@ NO_OUTPUT = "no output recorded"
 NO_EDIT = "passed again with no edit in between"
 
 
+# What stands for the project files a family of runs named (remem/shell/arguments.py).
+FILE_PLACEHOLDERS = ("<file>", "<test file>")
+
+
+def family_files(command: str, variants: Sequence[object]) -> int:
+    """How many sets of files a family's placeholder form stands for (its variants are one
+    per set); 0 for a command that is no family."""
+    if len(variants) < 2 or not any(mark in command for mark in FILE_PLACEHOLDERS):
+        return 0
+    return len(variants)
+
+
 def needs_credentials(command: str) -> bool:
     """Whether redaction took something out of the command: it runs only once the user puts
     their credentials back."""

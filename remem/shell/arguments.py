@@ -13,10 +13,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from remem.record.quote import FILE_PLACEHOLDERS
 from remem.shell.kinds import command_view, interpreter_argv, program_name, script_index
 from remem.shell.syntax import ELIDED
 
-FILE, TEST_FILE = "<file>", "<test file>"
+FILE, TEST_FILE = FILE_PLACEHOLDERS
 
 
 @dataclass(frozen=True)
