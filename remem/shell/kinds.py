@@ -177,7 +177,7 @@ def _matches(word: str, option: str, valued: str) -> bool:
     """`--in-place=.bak` is `--in-place`; `-ni` and `-i.bak` are `-i`; `-es/i/x/` is not."""
     if word == option or (option.startswith("--") and word.startswith(option + "=")):
         return True
-    if len(option) != 2 or option[0] != "-" or word.startswith("--") or not word[1:2].isalpha():
+    if len(option) != 2 or option[0] != "-" or word[:1] != "-" or word.startswith("--"):
         return False
     for letter in word[1:]:
         if letter == option[1]:
