@@ -20,6 +20,7 @@ from remem.procedures.tally import Tally, variant_rows
 from remem.procedures.tally import decide as decide_from_tally
 from remem.record.quote import needs_credentials
 from remem.shell.analysis import analyse
+from remem.shell.arguments import file_identity
 
 BRANCH, PROJECT = "branch", "project"
 VARIANTS_KEPT = 10
@@ -97,13 +98,17 @@ def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, An
 Variant = tuple[str, bool, int, int]
 
 
-def shown(found: list[Variant], workflow: str) -> tuple[str, list[dict[str, Any]]]:
+def shown(
+    found: list[Variant], workflow: str, directory: str = ".", root: str = ""
+) -> tuple[str, list[dict[str, Any]]]:
     """The command a procedure shows and its variants. A family (`gofmt -w <file>`) run on
-    several files shows its placeholder form, its variants one per set of files; run on one
-    file, it shows that command as any workflow does."""
+    several files shows its placeholder form, its variants one per set of files (however
+    each run spelt them); run on one file, it shows that command as any workflow does."""
     by_files: dict[tuple[str, ...], list[Variant]] = {}
     for variant in found:
-        by_files.setdefault(_files_named(variant[0], workflow), []).append(variant)
+        named = _files_named(variant[0], workflow)
+        files = tuple(file_identity(name, directory, root) for name in named)
+        by_files.setdefault(files, []).append(variant)
     if len(by_files) < 2 or () in by_files:
         return recommended(found, _actual_workflow(found, workflow)), variant_counts(found)
     per_files = []
@@ -209,7 +214,8 @@ def _values(
     existing: Any = None,
     known: evidence.Evidence | None = None,
 ) -> dict[str, Any]:
-    command, variants = shown(variant_rows(tally), group.workflow)
+    root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
+    command, variants = shown(variant_rows(tally), group.workflow, group.directory, root)
     since = tally.cutoff if tally.fresh_runs else float("-inf")
     if known is None:
         latest = evidence.latest(connection, procedure_id, since)
@@ -227,7 +233,6 @@ def _values(
             runs = [(session, event) for event, session in newest]
             edited = list(evidence.files_before(connection, runs).values())
         files, files_more = evidence.rank(edited)
-    root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
     where = policy.Where(root, group.branch, group.directory, group.scope == PROJECT)
     return {
         "status": decision.status,

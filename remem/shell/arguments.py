@@ -153,6 +153,16 @@ def file_placeholder(word: str) -> str | None:
     return TEST_FILE if TEST_NAMES.search(name) or folders & TEST_FOLDERS else FILE
 
 
+def file_identity(word: str, directory: str, root: str) -> str:
+    """The file a file argument names, relative to the project's root, without a place in
+    it: `internal/a.go` however the command spelt it."""
+    path = _PLACE_IN_FILE.sub("", word)
+    if posixpath.isabs(path):
+        inside = root and path.startswith(root.rstrip("/") + "/")
+        return posixpath.relpath(path, root) if inside else path
+    return posixpath.normpath(posixpath.join(directory, path))
+
+
 def _script_position(argv: Sequence[str]) -> int | None:
     """Where the script an interpreter (or `go run`, `mix run`) runs is named in argv."""
     found = interpreter_argv(argv)

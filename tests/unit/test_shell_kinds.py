@@ -121,7 +121,7 @@ MESSAGES = [
     ("git tag -a v1.2.0 -m 'release 1.2.0'", "git tag -a v1.2.0 -m …"),
     ('gh pr create --title "Add cart" --body "Closes #3"', "gh pr create --title … --body …"),
     ("gh pr create -t 'Add cart' -b 'Closes #3' --base main", "gh pr create -t … -b … --base main"),
-    ("gh issue create --title 'Crash' --body-file notes.md", "gh issue create --title … --body-file …"),
+    ("gh issue create -t 'Crash' --body-file notes.md", "gh issue create -t … --body-file …"),
     ("git revert -m 1 HEAD", "git revert -m 1 HEAD"),  # a parent number, not a message
 ]
 
