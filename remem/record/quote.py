@@ -29,12 +29,15 @@ NO_EDIT = "passed again with no edit in between"
 FILE_PLACEHOLDERS = ("<file>", "<test file>")
 
 
+def names_a_family(text: str) -> bool:
+    """Whether a workflow or command is a family's placeholder form (`gofmt -w <file>`)."""
+    return any(mark in text for mark in FILE_PLACEHOLDERS)
+
+
 def family_files(command: str, variants: Sequence[object]) -> int:
     """How many sets of files a family's placeholder form stands for (its variants are one
     per set); 0 for a command that is no family."""
-    if len(variants) < 2 or not any(mark in command for mark in FILE_PLACEHOLDERS):
-        return 0
-    return len(variants)
+    return len(variants) if len(variants) > 1 and names_a_family(command) else 0
 
 
 def needs_credentials(command: str) -> bool:
