@@ -150,6 +150,8 @@ RUNNERS = (
 )  # fmt: skip
 # Programs that only apply an edit written in the command (a patch): a file write.
 EDITORS = frozenset({"apply_patch", "applypatch"})
+# Programs that write their input to the files they name (`jq ... f.json | sponge f.json`).
+WRITERS = frozenset({"tee", "sponge"})
 
 
 def command_view(words: Sequence[str]) -> list[int]:
@@ -255,7 +257,7 @@ def unit_kind(
         return SETUP, False
     if name in EDITORS:
         return WRITE, True
-    if name == "tee":
+    if name in WRITERS:
         return (WRITE, True) if any(not w.startswith("-") for w in argv[1:]) else (READ, False)
     if name == "perl" and _has(argv[1:], frozenset({"-i"}), "eEIM"):
         return WRITE, True  # perl -pi -e: an edit in place

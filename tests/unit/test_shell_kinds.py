@@ -59,6 +59,7 @@ KINDS = [
     ("jq '.version' package.json", READ),
     ("jq '.version = 2' package.json > package.json.new", WRITE),
     ("yq -i '.a = 1' config.yml", WRITE),
+    ("jq '.version = 2' package.json | sponge package.json", WRITE),
     ("cat mix.exs", READ),
     ("cat a.txt > b.txt", WRITE),
     ("cat <<'EOF' > src/app.py\nx = 1\nEOF", WRITE),
