@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from remem.procedures.groups import shown
 from remem.procedures.steps import classify
 from remem.shell.analysis import analyse
 from remem.shell.arguments import MESSENGERS, file_placeholder, without_messages
@@ -215,3 +216,29 @@ def test_a_family_holds_project_files_only(command: str, directory: str, workflo
     (run,) = classify(command, True, None, ROOT, directory)
     assert run.workflow == workflow
     assert run.command == command.split(" && ")[-1]
+
+
+def test_a_family_shows_its_placeholder_form_once_it_ran_on_two_files() -> None:
+    on_a = [
+        ("gofmt -w internal/a.go", False, 2, 2),
+        ("gofmt -w internal/a.go 2>&1 | tail -3", True, 0, 1),
+    ]
+    assert shown(on_a, "gofmt -w <file>") == (
+        "gofmt -w internal/a.go",
+        [
+            {"command": "gofmt -w internal/a.go", "runs": 2},
+            {"command": "gofmt -w internal/a.go 2>&1 | tail -3", "runs": 1},
+        ],
+    )
+    on_b = [("gofmt -w /r/internal/b.go", False, 1, 1), ("gofmt -w internal/b.go", False, 1, 1)]
+    # One variant per file, however each run spelt it.
+    assert shown(on_a + on_b, "gofmt -w <file>", ".", "/r") == (
+        "gofmt -w <file>",
+        [
+            {"command": "gofmt -w internal/a.go", "runs": 3},
+            {"command": "gofmt -w internal/b.go", "runs": 2},
+        ],
+    )
+    # Run on one file, and only masked: the command without its filter.
+    masked = [("mix test test/a_test.exs 2>&1 | tail -5", True, 1, 2)]
+    assert shown(masked, "mix test <test file>")[0] == "mix test test/a_test.exs"
