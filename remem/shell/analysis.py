@@ -1,8 +1,10 @@
 """A captured command as a bash program: its steps, each step's workflow, directory and whether
 its exit status is masked (DESIGN.md §5).
 
-The command is parsed once (remem/shell/syntax.py). The original text is never rewritten: a
-step's `text` is a slice of the command as it was run, heredoc bodies included.
+The command is parsed once (remem/shell/syntax.py). The original text is never rewritten but
+for a message it carries: a step's `text` is a slice of the command as it was run, heredoc
+bodies included, with a commit's or a pull request's message elided (remem/shell/arguments.py).
+What a step is (work, a read, an inline script, a file write) is remem/shell/kinds.py's table.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ MASKERS = frozenset({"true", ":", "echo", "printf"})
 class Step:
     """One pipeline of the command: what it runs, where, and what its exit status tells."""
 
-    text: str  # the pipeline as it was run, output filters and heredoc bodies included
+    text: str  # the pipeline as it was run, output filters and heredoc bodies included, a
+    # message it carries elided
     workflow: str  # without output-only redirections and trailing output filters
     chdir: str | None  # `cd` before it, relative to the command's start or absolute; "?" unknown
     masked: bool  # its status is hidden by a trailing filter or a later `|| true` / `; exit 0`
