@@ -1,5 +1,6 @@
 """The digest's reads (DESIGN.md §7): per workflow, the procedure that holds on a branch, this
-machine's or the team's pulled one, with its pitfalls, and the project's known errors. The
+machine's or the team's pulled one, with its pitfalls, and the project's known errors (and,
+from remem.agent.substitutions, what passed instead of the commands that fail here). The
 SessionStart hook, `remem context`, the MCP `procedures` tool and `remem procedures errors`
 read them here; remem.agent.digest renders the pages.
 
@@ -9,8 +10,9 @@ Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 from __future__ import annotations
 
 from remem.agent import digest
+from remem.agent.substitutions import Substitution, digest_substitutions
 from remem.config import Settings
-from remem.db.vocabulary import ACTIVE, ARCHIVED, BROKEN
+from remem.db.vocabulary import ACTIVE, ARCHIVED, BROKEN, STALE
 from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import family_files, needs_credentials, pitfall_text
 
@@ -26,6 +28,8 @@ LOCAL, TEAM = "local", "team"
 # too; a stale one only says this machine has not run it lately.
 HIDES_TEAM = (BROKEN, ARCHIVED)
 KNOWN_ERRORS_SHOWN = 5
+# When nothing was verified lately, this many of what was verified earlier, with their dates.
+EARLIER_SHOWN = 10
 
 
 class KnownError(Record):
@@ -120,6 +124,11 @@ class Entry(Record):
     source: str = LOCAL
     machines: int | None = None  # how many machines the team's evidence comes from
     pitfalls: tuple[str, ...] = ()
+    # Its runs on the branch read for have failed since it last passed there (red code, or a
+    # command that cannot run there): how many, since when, and the latest one's error.
+    failing_runs: int = 0
+    failing_since_at: float | None = None
+    failing_error: str | None = None
     family_files: int = 0  # the sets of files its placeholder form (`<file>`) stands for
 
     @property
@@ -166,16 +175,53 @@ _PITFALLS = (
 )
 
 
+# The branch's failed runs of a workflow since its last verified run there.
+_FAILING = (
+    "SELECT count(DISTINCT a.event_id), min(a.failed_at), max(a.failed_at) FROM attempts a "
+    "JOIN projects pr ON pr.id = a.project_id WHERE pr.root = :root AND a.branch = :branch "
+    "AND a.directory = :directory AND a.workflow_hash = :workflow_hash AND a.failed_at > "
+    "COALESCE((SELECT max(v.verified_at) FROM verifications v WHERE v.project_id = a.project_id "
+    "AND v.branch = a.branch AND v.directory = a.directory "
+    "AND v.workflow_hash = a.workflow_hash), -1)"
+)
+_FAILING_ERROR = (
+    "SELECT a.salient_error, a.error_excerpt FROM attempts a JOIN projects pr "
+    "ON pr.id = a.project_id WHERE pr.root = :root AND a.branch = :branch "
+    "AND a.directory = :directory AND a.workflow_hash = :workflow_hash AND a.failed_at = :at "
+    "ORDER BY a.id DESC LIMIT 1"
+)
+
+
+def _failing(execute: Execute, root: str, branch: str, shown: Entry) -> dict[str, Any]:
+    """Whether the workflow fails on this branch: red here says nothing elsewhere, so the
+    procedure stays listed and says so (DESIGN.md §6)."""
+    params: dict[str, Any] = {
+        "root": root,
+        "branch": branch,
+        "directory": shown.directory,
+        "workflow_hash": shown.workflow_hash,
+    }
+    ((count, since, latest),) = execute(_FAILING, params)
+    if not count:
+        return {}
+    found = execute(_FAILING_ERROR, {**params, "at": latest})
+    salient, excerpt = found[0] if found else (None, None)
+    error = salient or next((line for line in (excerpt or "").splitlines() if line.strip()), None)
+    return {"failing_runs": count, "failing_since_at": since, "failing_error": error}
+
+
 def read_entries(
     execute: Execute,
     root: str,
     branch: str | None,
     inherit_from: Sequence[str] = Settings.inherit_from,
     directory: str = ".",
+    status: str = ACTIVE,
 ) -> list[Entry]:
     """The procedure that holds for each workflow on this branch (see `choose`), with its
-    pitfalls. Those of this directory first, then by confidence, then most recently verified,
-    then this machine's before the team's, then id."""
+    pitfalls and whether it fails on this branch. Those of this directory first, then by
+    confidence, then most recently verified, then this machine's before the team's, then id.
+    `status` STALE reads what was verified earlier instead, by the same rules."""
     own = branch or ""
     parents = [parent for parent in inherit_from if parent != own]
     params: dict[str, Any] = {"root": root}
@@ -188,8 +234,11 @@ def read_entries(
         params,
     )
     entries = [
-        chosen.but(pitfalls=tuple(_pitfalls(execute, root, chosen)))
-        for chosen in choose(local, team, own, parents)
+        chosen.but(
+            pitfalls=tuple(_pitfalls(execute, root, chosen)),
+            **_failing(execute, root, own, chosen),
+        )
+        for chosen in choose(local, team, own, parents, status)
     ]
     entries.sort(
         key=lambda e: (
@@ -208,13 +257,14 @@ def choose(
     team: Sequence[Sequence[Any]],
     own: str,
     parents: Sequence[str],
+    status: str = ACTIVE,
 ) -> list[Entry]:
     """Per workflow (directory, workflow hash), what the branch `own` is shown: this machine's
     choice; where it has none, the team's by the same rules, unless a local procedure of the
     workflow is broken or archived. Rows are `_ENTRIES`'s, of this branch, the project and
-    the `parents` it inherits from."""
-    mine = _holding(local, own, parents)
-    theirs = _holding(team, own, parents)
+    the `parents` it inherits from; those of `status` hold."""
+    mine = _holding(local, own, parents, status)
+    theirs = _holding(team, own, parents, status)
     hidden = {(row[4], row[5]) for row in local if row[13] in HIDES_TEAM}
     entries = []
     for key in sorted(set(mine) | set(theirs)):
@@ -230,11 +280,11 @@ def choose(
 
 
 def _holding(
-    rows: Sequence[Sequence[Any]], own: str, parents: Sequence[str]
+    rows: Sequence[Sequence[Any]], own: str, parents: Sequence[str], status: str = ACTIVE
 ) -> dict[tuple[str, str], tuple[Sequence[Any], bool]]:
-    """For each workflow, the active row that holds on the branch and whether it is inherited:
-    the branch's own verdict first (its broken, stale or archived procedure hides the others),
-    then the project-wide one, then the first default branch's."""
+    """For each workflow, the row of `status` (active) that holds on the branch and whether it
+    is inherited: the branch's own verdict first (its broken, stale or archived procedure hides
+    the others), then the project-wide one, then the first default branch's."""
     mine: dict[tuple[str, str], Sequence[Any]] = {}
     project: dict[tuple[str, str], Sequence[Any]] = {}
     inherited: dict[tuple[str, str], tuple[int, Sequence[Any]]] = {}
@@ -244,24 +294,28 @@ def _holding(
             project[key] = row
         elif row[3] == own:
             mine[key] = row
-        elif row[13] == ACTIVE:
+        elif row[13] == status:
             rank = parents.index(row[3])
             if key not in inherited or rank < inherited[key][0]:
                 inherited[key] = (rank, row)
     holding = {}
     for key in set(mine) | set(project) | set(inherited):
-        chosen = _choose(mine.get(key), project.get(key), inherited.get(key, (0, None))[1])
+        found = inherited.get(key, (0, None))[1]
+        chosen = _choose(mine.get(key), project.get(key), found, status)
         if chosen is not None:
             holding[key] = chosen
     return holding
 
 
 def _choose(
-    mine: Sequence[Any] | None, project: Sequence[Any] | None, inherited: Sequence[Any] | None
+    mine: Sequence[Any] | None,
+    project: Sequence[Any] | None,
+    inherited: Sequence[Any] | None,
+    status: str,
 ) -> tuple[Sequence[Any], bool] | None:
-    if mine is not None and mine[13] != ACTIVE:
+    if mine is not None and mine[13] != status:
         return None  # the branch's own verdict on this workflow
-    if project is not None and project[13] == ACTIVE:
+    if project is not None and project[13] == status:
         return project, False
     if mine is not None:
         return mine, False
@@ -288,26 +342,39 @@ def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
 
 class Context(Record):
     """What the digest holds for a directory: the procedures that hold there and the
-    project's known errors. `remem context --json` and the MCP `procedures` tool print it."""
+    project's known errors; when none holds, what was verified earlier (stale). `remem context
+    --json` and the MCP `procedures` tool print it."""
 
     project: str
     branch: str | None
     directory: str
     procedures: list[Entry]
     known_errors: list[KnownError]
+    substitutions: list[Substitution]
+    verified_earlier: tuple[Entry, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
             **self.fields(),
             "procedures": [shown.as_json() for shown in self.procedures],
             "known_errors": [error.as_json() for error in self.known_errors],
+            "verified_earlier": [shown.as_json() for shown in self.verified_earlier],
+            "substitutions": [found.as_json() for found in self.substitutions],
         }
 
     def pages(self, max_chars: int, max_lines: int) -> list[str]:
         """The digest's pages: where the SessionStart hook, `remem context` and every other
         reader of the digest get its text."""
         header = digest.header_for(self.project, self.branch, bool(self.procedures))
-        return digest.paginate(self.procedures, header, max_chars, max_lines, self.known_errors)
+        return digest.paginate(
+            self.procedures,
+            header,
+            max_chars,
+            max_lines,
+            self.known_errors,
+            self.verified_earlier,
+            self.substitutions,
+        )
 
 
 def read_context(
@@ -318,7 +385,14 @@ def read_context(
     inherit_from: Sequence[str] = Settings.inherit_from,
 ) -> Context:
     entries = read_entries(execute, root, branch, inherit_from, directory)
-    return Context(root, branch, directory, entries, digest_known_errors(execute, root))
+    earlier: list[Entry] = []
+    if not entries:
+        earlier = read_entries(execute, root, branch, inherit_from, directory, STALE)
+    known = digest_known_errors(execute, root)
+    substitutions = digest_substitutions(execute, root)
+    return Context(
+        root, branch, directory, entries, known, substitutions, tuple(earlier[:EARLIER_SHOWN])
+    )
 
 
 def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:

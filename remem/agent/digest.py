@@ -11,19 +11,21 @@ import json
 
 from remem import json_contract
 from remem.config import Settings
-from remem.record.quote import NEEDS_CREDENTIALS, inert_command, name_files
+from remem.record.quote import NEEDS_CREDENTIALS, inert_command, name_files, quote_excerpt
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from remem.agent.context import Entry, KnownError
+    from remem.agent.substitutions import Substitution
 
 # A command longer than this is shortened in the digest (never in storage): one procedure must
 # not crowd out every other.
 COMMAND_CHARS = 600
 PITFALLS_SHOWN = 3
 TEAM = "team"  # remem.agent.context.TEAM: the source of the team's entries
+EARLIER_HEADING = "Verified earlier (not lately):"
 
 
 def _block(entry: Entry) -> str:
@@ -35,6 +37,13 @@ def _block(entry: Entry) -> str:
     if entry.needs_credentials:
         shown += f" ({NEEDS_CREDENTIALS})"
     lines = [f"- {shown}  ({_facts(entry)})"]
+    if entry.failing_runs and entry.failing_since_at is not None:
+        since = json_contract.date(entry.failing_since_at)
+        runs = "run" if entry.failing_runs == 1 else "runs"
+        lines.append(
+            f"  fails on this branch since {since} ({entry.failing_runs} failed {runs}): "
+            f"{quote_excerpt(entry.failing_error)}"
+        )
     if entry.files:
         lines.append("  files: " + name_files(entry.files, entry.files_more or 0))
     lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls[:PITFALLS_SHOWN])
@@ -81,6 +90,31 @@ def _known_errors_block(errors: Sequence[KnownError]) -> str:
     return "\n".join(lines)
 
 
+def _substitutions_block(substitutions: Sequence[Substitution]) -> str:
+    lines = ["Commands that fail here, and what passed instead (recorded output):"]
+    for found in substitutions:
+        error = found.error or ""
+        line = error if len(error) <= 160 else error[:159] + "…"
+        said = (
+            json.dumps(line, ensure_ascii=False) if line.strip() else "failed, no output recorded"
+        )
+        sessions = "session" if found.sessions == 1 else "sessions"
+        runs = found.instead_verified_runs
+        instead = inert_command(_shortened(found.instead))
+        if runs is None:
+            use = f"{instead} passed instead"
+        else:
+            use = f"use {instead} (verified, {runs} {'run' if runs == 1 else 'runs'})"
+        where = f" in {found.directory}/" if found.directory != "." else ""
+        failing = inert_command(_shortened(found.workflow))
+        lines.append(f"- {failing}{where}: {said} ({found.sessions} {sessions}) — {use}")
+    return "\n".join(lines)
+
+
+def _shortened(command: str) -> str:
+    return command if len(command) <= COMMAND_CHARS else command[:COMMAND_CHARS] + "…"
+
+
 def _fit(block: str, room_chars: int, room_lines: int, order: str) -> str:
     """A block cut to the room a page has, with an order to read the rest."""
     tail = f"  (cut to fit the page: {order})"
@@ -97,14 +131,22 @@ def paginate(
     max_chars: int = Settings.context_max_chars,
     max_lines: int = Settings.context_max_lines,
     known_errors: Sequence[KnownError] = (),
+    earlier: Sequence[Entry] = (),
+    substitutions: Sequence[Substitution] = (),
 ) -> list[str]:
-    """Pages of whole procedures within the budget, footer included; the known errors last. A
-    block that cannot fit a page even alone is cut, with an order to read it whole. The known
-    errors are the project's, so a branch with no procedure still gets them. Nothing to say: no
-    pages."""
+    """Pages of whole procedures within the budget, footer included; then what was verified
+    earlier (when nothing was lately), under its own heading; the known errors and the commands
+    that passed instead of failing ones last. A block that cannot fit a page even alone is cut,
+    with an order to read it whole. The known errors are the project's, so a branch with no
+    procedure still gets them. Nothing to say: no pages."""
     blocks = [(_block(entry), entry.whole) for entry in entries]
+    for number, entry in enumerate(earlier):
+        block = _block(entry)
+        blocks.append((f"{EARLIER_HEADING}\n{block}" if number == 0 else block, entry.whole))
     if known_errors:
         blocks.append((_known_errors_block(known_errors), "remem procedures errors"))
+    if substitutions:
+        blocks.append((_substitutions_block(substitutions), "remem procedures errors"))
     if not blocks:
         return []
     # Room for the longer of the two footers, at any page count a digest can reach.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from remem import json_contract
 from remem.agent import read, recall
 from remem.agent.context import read_context
+from remem.agent.substitutions import read_substitutions
 from remem.config import Settings, load_settings
 from remem.db.snapshot import reading
 from remem.errors import NotFound, RememError
@@ -114,13 +115,25 @@ def lessons_answer(
     words = query.casefold().split()
     with reading(settings) as execute:
         lessons = read.read_lessons(execute, root)
+        substitutions = read_substitutions(execute, root)
     found = [
         lesson.as_json()
         for lesson in lessons
         if all(word in "\n".join(lesson.recorded_texts()).casefold() for word in words)
     ]
     shown, pages = recall.json_page(found, page)
-    data = {"project": root, "query": query, "total": len(found), "lessons": shown}
+    instead = [
+        substitution.as_json()
+        for substitution in substitutions
+        if all(word in substitution.recorded_text().casefold() for word in words)
+    ]
+    data = {
+        "project": root,
+        "query": query,
+        "total": len(found),
+        "lessons": shown,
+        "substitutions": instead,
+    }
     return _answer(data, page, pages, "lessons")
 
 
@@ -148,7 +161,8 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
     @server.tool(annotations=read_only)
     def procedures(cwd: Cwd = None, page: Page = 1) -> dict[str, Any]:
         """The commands verified to work in this project, branch and directory (what the
-        session-start digest shows), with their pitfalls, and the project's known errors."""
+        session-start digest shows), with their pitfalls, the project's known errors, and what
+        passed instead of the commands that fail here."""
         return answer(lambda settings: procedures_answer(settings, cwd, page))
 
     @server.tool(annotations=read_only)
@@ -182,7 +196,8 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
         page: Page = 1,
     ) -> dict[str, Any]:
         """The recorded failed attempts in this project whose command or error text matches
-        the query, and what fixed them (the files edited before the command passed)."""
+        the query, and what fixed them (the files edited before the command passed); and the
+        commands that failed here with what passed instead of them."""
         return answer(lambda settings: lessons_answer(settings, cwd, query, page))
 
     return server

@@ -11,6 +11,7 @@ seconds here; remem.json_contract writes them out.
 from __future__ import annotations
 
 from remem.agent.context import KnownError, read_known_errors
+from remem.agent.substitutions import Substitution, read_substitutions
 from remem.db.vocabulary import ACTIVE
 from remem.errors import NotFound
 from remem.record.frozen import Record, in_list, json_list
@@ -341,6 +342,8 @@ class Detail(Record):
     unverified_runs: int
     lessons: tuple[Lesson, ...]
     same_errors_elsewhere: tuple[KnownError, ...]
+    # What passed instead of this workflow where it failed, and what this one replaced.
+    substitutions: tuple[Substitution, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -352,6 +355,7 @@ class Detail(Record):
             "evidence_runs": self.evidence.total,
             "lessons": [lesson.as_json() for lesson in self.lessons],
             "same_errors_elsewhere": [error.as_json() for error in self.same_errors_elsewhere],
+            "substitutions": [found.as_json() for found in self.substitutions],
         }
 
 
@@ -372,6 +376,7 @@ def read_detail(
         unverified_count(execute, procedure_id),
         tuple(lessons),
         tuple(elsewhere),
+        tuple(read_substitutions(execute, procedure.project, [procedure.workflow_hash])),
     )
 
 

@@ -11,6 +11,7 @@ import re
 
 from remem.record.event import ERROR_EXCERPT_CHARS, Dropped
 from remem.record.redact import redact_text
+from remem.record.writes import patch_files
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ STORED_STRING_CHARS = 2000
 _EXIT_CODE = r"(?:exit code|status code|exit status)\s*:?\s*(-?\d+)"
 # An exit code written as text: an integer, or an integral decimal ("3.0"), in ASCII digits.
 _EXIT_CODE_TEXT = r"[+-]?[0-9]{1,18}(?:\.0*)?"
-_PATCH_FILE = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$"
 
 
 def field(
@@ -84,7 +84,7 @@ def command_text(value: Any) -> str | None:
     return None
 
 
-def _normalise_ws(text: Any) -> str:
+def normalise_ws(text: Any) -> str:
     return "".join(str(text).split()) if text is not None else ""
 
 
@@ -96,17 +96,17 @@ def edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str], 
     if tool_name == "apply_patch":
         patch = tool_input.get("input") or tool_input.get("patch") or tool_input.get("command")
         patch_text = patch if isinstance(patch, str) else json.dumps(patch, sort_keys=True)
-        files = re.findall(_PATCH_FILE, patch_text, re.MULTILINE)
-        parts.append(_normalise_ws(patch_text))
+        files = patch_files(patch_text)
+        parts.append(normalise_ws(patch_text))
     elif isinstance(tool_input.get("edits"), list):
         for edit in tool_input["edits"]:
             if isinstance(edit, dict):
-                parts.append(_normalise_ws(edit.get("old_string")))
-                parts.append(_normalise_ws(edit.get("new_string")))
+                parts.append(normalise_ws(edit.get("old_string")))
+                parts.append(normalise_ws(edit.get("new_string")))
     else:
         for key in ("old_string", "new_string", "content", "new_source", "cell_id", "edit_mode"):
             if key in tool_input:
-                parts.append(_normalise_ws(tool_input[key]))
+                parts.append(normalise_ws(tool_input[key]))
     return [f.strip() for f in files if isinstance(f, str) and f.strip()], parts
 
 

@@ -19,6 +19,7 @@ from remem.capture.fields import (
     exit_code_in,
     exit_code_value,
     field,
+    normalise_ws,
     parse_timestamp,
     payload_hash,
     stored_payload,
@@ -31,6 +32,7 @@ from remem.record.event import (
 from remem.record.identity import spelt_root
 from remem.record.output import OUTPUT_FIELDS, output_excerpt, output_text
 from remem.record.redact import redact_json, redact_text
+from remem.record.writes import applied_patch, written_files
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -101,7 +103,12 @@ def _tool_draft(draft: _Draft, payload: dict[str, Any], ignored: str) -> dict[st
     draft.tool_name = field(payload, "tool_name", str, True, host)
     draft.tool_use_id = field(payload, "tool_use_id", str, False, host)
     tool_input = field(payload, "tool_input", dict, False, host) or {}
-    if draft.tool_name in COMMAND_TOOLS:
+    patch = applied_patch(tool_input.get("command")) if draft.tool_name in COMMAND_TOOLS else None
+    if patch is not None:  # a patch applied through the shell is an edit, not a command
+        draft.kind = "edit"
+        draft.files, parts = edit_change("apply_patch", {"input": patch})
+        draft.change_hash = change_hash(draft.files, parts)
+    elif draft.tool_name in COMMAND_TOOLS:
         draft.command = command_text(tool_input.get("command"))
         if draft.command is None:
             raise Dropped("missing_field", "tool_input.command", host, draft.hook_event)
@@ -365,3 +372,46 @@ def build_event(
         event_at_reported=reported,
         captured_at=now,
     )
+
+
+def written_edit(event: CapturedEvent) -> CapturedEvent | None:
+    """The edit a command makes when it writes files inside its work tree (`cat > src/app.py
+    <<EOF`), stored beside the command event, whose own outcome still counts. None for any other
+    command, and for one that failed or never finished (a Codex command's outcome, unknown when
+    its hook fires, is not waited for). Read from the stored command, so what it names is
+    redacted already."""
+    if event.kind != "command" or not event.command or event.outcome in ("failure", "interrupted"):
+        return None
+    writes = written_files(event.command)
+    if not writes:
+        return None
+    directory = event.directory or "."
+    roots = ((spelt_root(event.cwd, directory), "."), (os.path.normpath(event.cwd), directory))
+    files: list[str] = []
+    parts: list[str] = []
+    for name, content in writes:
+        if os.path.isabs(name):
+            path = _relative(name, roots)
+        else:
+            path = os.path.normpath(os.path.join(directory, name))
+        # A file outside the work tree (`cat > /tmp/message <<EOF`) is no edit of the project.
+        if os.path.isabs(path) or path.startswith(("~", "../")) or path == "..":
+            continue
+        files.append(path)
+        parts.append(normalise_ws(content))
+    if not files:
+        return None
+    fields = event.fields()
+    fields.update(
+        idempotency_key=f"{event.idempotency_key}:edit",
+        kind="edit",
+        command=None,
+        outcome=None,
+        exit_code=None,
+        exit_code_source=None,
+        error_excerpt=None,
+        output_excerpt=None,
+        files=sorted(set(files)),
+        change_hash=change_hash(files, parts),
+    )
+    return CapturedEvent(**fields)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from remem.capture.hosts import written_edit
 from remem.db import columns
 from remem.queue import statements as queue_sql
 from remem.record.event import CapturedEvent
@@ -81,7 +82,9 @@ def schema_revision(execute: Execute) -> str | None:
 
 
 def store_event(execute: Execute, event: CapturedEvent) -> int | None:
-    """Insert one event and raise its session's task; None when it was already stored."""
+    """Insert one event and raise its session's task; None when it was already stored. A
+    command that writes files in its work tree brings its edit along, stored after it: every
+    way an event arrives (hook, spool, import) stores the same rows."""
     now = event.captured_at
     project_id = execute(UPSERT_PROJECT, {"root": event.project_root, "now": now})[0][0]
     session_id = execute(
@@ -99,6 +102,9 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     params["project_id"] = project_id
     params["files"] = json.dumps(event.files) if event.files else None
     rows = execute(INSERT_EVENT, params)
+    if event.kind == "command":
+        # Even when the command was stored already: importing again adds what a write edited.
+        _store_written_edit(execute, event)
     if not rows:
         return None
     event_id = int(rows[0][0])
@@ -106,6 +112,15 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     if event.kind != "session_start":
         raise_task(execute, session_id, event_id, now)
     return event_id
+
+
+def _store_written_edit(execute: Execute, event: CapturedEvent) -> None:
+    try:
+        edit = written_edit(event)
+    except Exception:  # a command no reader understands still counts as itself
+        return
+    if edit is not None:
+        store_event(execute, edit)
 
 
 def raise_task(execute: Execute, session_id: int, event_id: int, now: float) -> None:

@@ -163,28 +163,33 @@ def _run_import(
 
 
 def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
-    """One burst, as `remem worker --burst` runs it, and the procedures it made active."""
+    """One burst, as `remem worker --burst` runs it, the procedures it made active, and how
+    many it learnt stale: their sessions are older than `promotion.max_age`."""
     from remem.agent.read import Procedure, read_procedures
     from remem.db.snapshot import engine_reader
+    from remem.db.vocabulary import ACTIVE, STALE
     from workers.logs import configure
     from workers.runner import Worker
     from workers.work import run_burst
 
-    def active() -> list[Procedure]:
+    def every() -> list[Procedure]:
         with engine_reader(engine) as execute:
-            return read_procedures(execute)
+            return read_procedures(execute, statuses=None)
 
     configure(settings)
-    before = {p.id for p in active()}
+    before = {p.id for p in every()}
     stats = run_burst(Worker(engine, settings))
-    fresh = [p for p in active() if p.id not in before]
+    learnt = [p for p in every() if p.id not in before]
     return {
         "promoted": int(stats.get("promoted", 0)),
         "tasks_failed": int(stats.get("tasks_failed", 0)),
         "procedures": [
             {"id": p.id, "command": p.command, "project": p.project, "branch": p.branch}
-            for p in fresh
+            for p in learnt
+            if p.status == ACTIVE
         ],
+        "stale": sum(p.status == STALE for p in learnt),
+        "max_age_s": settings.max_age_s,
     }
 
 
@@ -212,6 +217,13 @@ def _print_summary(report: dict[str, Any]) -> None:
         return
     procedures = report["procedures"]
     click.echo(f"Promoted {len(procedures)} procedure(s).")
+    if report["stale"]:
+        days = f"{report['max_age_s'] / 86_400:g}d"
+        click.echo(
+            f"{report['stale']} more procedure(s) learnt are stale: their sessions are older "
+            f"than promotion.max_age ({days}). `remem procedures list --all` shows their runs "
+            "and dates; the digest lists them as verified earlier."
+        )
     for procedure in procedures[:SHOWN_PROCEDURES]:
         where = procedure["project"] + (f" ({procedure['branch']})" if procedure["branch"] else "")
         click.echo(f"  {procedure['command']}  in {where}")

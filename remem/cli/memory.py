@@ -28,6 +28,7 @@ from remem.errors import RememError
 
 if TYPE_CHECKING:
     from remem.agent.read import Detail
+    from remem.agent.substitutions import Substitution
 
 
 @cli.group()
@@ -41,9 +42,18 @@ def procedures() -> None:
 
 
 def _no_procedures(
-    settings: Settings, statuses: tuple[str, ...] | None, root: str | None, branch: str | None
+    settings: Settings,
+    statuses: tuple[str, ...] | None,
+    root: str | None,
+    branch: str | None,
+    stale: int = 0,
 ) -> str:
     runs = settings.min_verified_runs
+    if statuses == ("active",) and stale:
+        return (
+            f"No active procedures: {stale} stale, verified earlier but not within "
+            "promotion.max_age: see `remem procedures list --all`."
+        )
     if statuses == ("active",) and root is None and branch is None:
         times = "twice" if runs == 2 else f"{runs} times"
         return f"No procedures yet: they appear after a command passes {times}."
@@ -82,8 +92,11 @@ def procedures_list(
     statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
     root = project_root(project)
     settings = current_settings()
+    stale = 0
     with read_snapshot(settings) as execute:
         found = read_procedures(execute, root, branch, statuses)
+        if not found and statuses == ("active",):
+            stale = len(read_procedures(execute, root, branch, ("stale",)))
     if as_json:
         print_json([p.as_json() for p in found])
         return
@@ -104,7 +117,7 @@ def procedures_list(
             ]
             for p in found
         ],
-        empty=_no_procedures(settings, statuses, root, branch),
+        empty=_no_procedures(settings, statuses, root, branch, stale),
     )
 
 
@@ -203,6 +216,8 @@ def _print_procedure(detail: Detail) -> None:
                 f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
                 f"{code}{output}, {edited}{repeat}"
             )
+    for found in detail.substitutions:
+        click.echo(_substitution_line(found))
     for sighting in detail.same_errors_elsewhere:
         fix = (
             f"fixed after editing {', '.join(sighting.fix_files)}"
@@ -215,26 +230,43 @@ def _print_procedure(detail: Detail) -> None:
         )
 
 
+def _substitution_line(found: Substitution) -> str:
+    sessions = "session" if found.sessions == 1 else "sessions"
+    verified = (
+        f", verified: procedure {found.instead_procedure_id}"
+        if found.instead_procedure_id is not None
+        else ""
+    )
+    return (
+        f"Instead of {json.dumps(found.workflow, ensure_ascii=False)} "
+        f"({found.failures} failed in {found.sessions} {sessions}), "
+        f"{json.dumps(found.instead, ensure_ascii=False)} passed{verified}"
+    )
+
+
 @procedures.command("errors")
 @click.option("--project", type=click.Path(), default=None, help="Project root directory.")
 @json_option("the errors")
 def procedures_errors(project: str | None, as_json: bool) -> None:
     """List the errors the project met and what fixed them, on every branch and command,
-    newest first: the "Known errors" of the digest, in full.
+    newest first: the "Known errors" of the digest, in full; then the commands that failed
+    here and what passed instead of them.
 
     \b
     Example:
       remem procedures errors --project ~/src/shop
     """
     from remem.agent.context import read_known_errors
+    from remem.agent.substitutions import read_substitutions
     from remem.json_contract import date
     from remem.record.quote import NO_OUTPUT
 
     root = project_root(project)
     with read_snapshot(current_settings()) as execute:
         found = read_known_errors(execute, root)
+        substitutions = read_substitutions(execute, root)
     if as_json:
-        print_json([sighting.as_json() for sighting in found])
+        print_json([item.as_json() for item in [*found, *substitutions]])
         return
     print_table(
         "Known errors",
@@ -251,6 +283,8 @@ def procedures_errors(project: str | None, as_json: bool) -> None:
         ],
         empty="No known errors yet: a failure that a later run fixed is recorded here.",
     )
+    for substitution in substitutions:
+        click.echo(_substitution_line(substitution))
 
 
 @procedures.command("rebuild")

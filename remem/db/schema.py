@@ -215,7 +215,9 @@ verifications = Table(
     info={"derived": True, "runs": True},
 )
 
-# Failed runs of a workflow: they lower confidence, break procedures, and become lessons.
+# Failed runs of a workflow: they become lessons; those that could not run at all (not found,
+# not installed, timed out, misconfigured: remem/shell/runnable.py) lower confidence and break
+# procedures, while the others only say the code is red on their branch.
 attempts = Table(
     "attempts",
     metadata,
@@ -231,6 +233,7 @@ attempts = Table(
     Column("change_hash", Text),
     Column("duplicate_of", Integer),
     Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id")),
+    Column("cannot_run", Integer, nullable=False, server_default=text("0")),
     *_run_indexes("attempts", "failed_at"),
     info={"derived": True, "runs": True},
 )
@@ -276,6 +279,37 @@ lessons = Table(
     Index("ix_lessons_group", "project_id", "branch", "directory", "workflow_hash", "resolved_at"),
     Index("ix_lessons_workflow", "project_id", "directory", "workflow_hash", "resolved_at"),
     Index("ix_lessons_error", "project_id", "error_key", "resolved_at"),
+    info={"derived": True},
+)
+
+# "Instead of A, B worked here" (DESIGN.md §6): a failed run of a workflow and the first run
+# of another workflow for the same purpose that passed after it in the same session, with no
+# edit in between. One row per failed run; found by the failing workflow or by its error's key
+# (the salient line, normalised as a lesson's), each one indexed lookup per project.
+substitutions = Table(
+    "substitutions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("failed_event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
+    Column("failed_step", Integer, nullable=False),
+    Column("failed_workflow", Text, nullable=False),
+    Column("failed_workflow_hash", Text, nullable=False),
+    Column("error", Text),
+    Column("error_key", Text),
+    Column("substitute_event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
+    Column("substitute_workflow", Text, nullable=False),
+    Column("substitute_workflow_hash", Text, nullable=False),
+    Column("substitute_command", Text, nullable=False),
+    Column("failed_at", Float, nullable=False),
+    Column("found_at", Float, nullable=False),
+    UniqueConstraint("failed_event_id", "failed_step", name="uq_substitutions_failed"),
+    Index("ix_substitutions_session", "session_id", "failed_event_id"),
+    Index("ix_substitutions_workflow", "project_id", "failed_workflow_hash", "found_at"),
+    Index("ix_substitutions_error", "project_id", "error_key", "found_at"),
     info={"derived": True},
 )
 

@@ -34,6 +34,7 @@ class Run(NamedTuple):
     at: float
     succeeded: bool
     branch: str = ""
+    cannot_run: bool = False  # a failure that could not run at all, rather than found red code
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ class Decision:
     first_verified_at: float
     last_verified_at: float
     branches: tuple[str, ...] = ()
+    # Whether a verified run is within max_age. When none is, the runs and sessions are all of
+    # them: a stale procedure shows what verified it, and when.
+    lately: bool = True
 
 
 def command_hash(command: str) -> str:
@@ -116,12 +120,16 @@ def decide(
     cutoff = now - rules.max_age_s
     fresh = [run for run in successes if run.at >= cutoff]
     last_success = successes[-1]
-    failures = sum(
+    # Only runs that could not run break a procedure: red code on one branch says nothing of
+    # whether the command works (its branch's digest says it fails there).
+    blocked = sum(
         1
         for run in ordered
-        if not run.succeeded and (run.at, run.event_id) > (last_success.at, last_success.event_id)
+        if not run.succeeded
+        and run.cannot_run
+        and (run.at, run.event_id) > (last_success.at, last_success.event_id)
     )
-    if failures >= FAILURES_TO_BREAK:
+    if blocked >= FAILURES_TO_BREAK:
         status = BROKEN
     elif not fresh:
         status = STALE
@@ -130,13 +138,14 @@ def decide(
     evidence = fresh or successes
     return Decision(
         status=status,
-        confidence=confidence(len({run.event_id for run in fresh}), failures),
-        verified_runs=len({run.event_id for run in fresh}),
-        distinct_sessions=len({run.session_id for run in fresh}),
+        confidence=confidence(len({run.event_id for run in fresh}), blocked),
+        verified_runs=len({run.event_id for run in evidence}),
+        distinct_sessions=len({run.session_id for run in evidence}),
         evidence_event_ids=tuple(sorted({run.event_id for run in evidence})),
         first_verified_at=successes[0].at,
         last_verified_at=last_success.at,
         branches=tuple(sorted({run.branch for run in evidence if run.branch})),
+        lately=bool(fresh),
     )
 
 
@@ -179,18 +188,13 @@ def render_body(
     sessions = "session" if decision.distinct_sessions == 1 else "sessions"
     credentials = f" ({NEEDS_CREDENTIALS})" if needs_credentials(command) else ""
     lines = [f"Run {inert_command(command)}{credentials} in {where.describe()}."]
-    if not decision.verified_runs:
-        lines.append(
-            "No recent successful run: it last passed on "
-            f"{date(decision.last_verified_at)}; "
-            f"confidence {decision.confidence:.2f} ({decision.status})."
-        )
-        return "\n".join(lines)
     branches = ""
     if where.project_wide:
         branches = f" on {len(decision.branches)} branches"
+    lately = "" if decision.lately else "No recent successful run: "
+    verified = "Verified" if decision.lately else "verified"
     lines.append(
-        f"Verified by {decision.verified_runs} successful {runs} in "
+        f"{lately}{verified} by {decision.verified_runs} successful {runs} in "
         f"{decision.distinct_sessions} {sessions}{branches}, first on "
         f"{date(decision.first_verified_at)}, last on {date(decision.last_verified_at)}; "
         f"confidence {decision.confidence:.2f} ({decision.status})."

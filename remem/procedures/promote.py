@@ -21,7 +21,7 @@ from remem.config import Settings
 from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
-from remem.procedures import journal, policy, tallies
+from remem.procedures import instead, journal, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
 from remem.procedures.steps import VERIFIED
@@ -114,6 +114,11 @@ def apply(
         outcome = step.write(connection, rules, now)
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
+    # Every run is in a branch group once (and in its project group again).
+    branch_runs = (
+        run for group, runs in reads.runs.items() if group.scope == BRANCH for run in runs
+    )
+    stats.update(instead.derive(connection, branch_runs))
     return stats
 
 

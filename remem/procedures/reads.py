@@ -70,8 +70,9 @@ INSERT_UNVERIFIED = text(
 )
 INSERT_ATTEMPT = text(
     f"INSERT INTO attempts ({_RUN_COLUMNS}, exit_code, error_excerpt, salient_error, failed_at, "
-    f"files, change_hash) VALUES ({_RUN_VALUES}, :exit_code, :error_excerpt, :salient_error, "
-    ":at, :files, :change_hash) ON CONFLICT (event_id, step) DO NOTHING"
+    f"files, change_hash, cannot_run) VALUES ({_RUN_VALUES}, :exit_code, :error_excerpt, "
+    ":salient_error, :at, :files, :change_hash, :cannot_run) "
+    "ON CONFLICT (event_id, step) DO NOTHING"
 )
 # A run's verdict -> the table its row goes in, in the order they are written.
 INSERT_RUN = {VERIFIED: INSERT_VERIFICATION, FAILED: INSERT_ATTEMPT, UNVERIFIED: INSERT_UNVERIFIED}
@@ -259,6 +260,7 @@ def _record(
         group.branch,
         run.command,
         run.masked,
+        run.cannot_run,
     )
     if run.verdict == UNVERIFIED:
         batch.add(UNVERIFIED, params)
@@ -283,6 +285,7 @@ def _record(
         salient_error=run.salient_error,
         files=json.dumps(files) if files else None,
         change_hash=change_hash,
+        cannot_run=int(run.cannot_run),
     )
     batch.add(FAILED, params)
     return group, group_run

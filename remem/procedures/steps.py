@@ -4,7 +4,8 @@ Pure: the command's analysis and its output decide. A step whose exit status the
 status entails is verified by exit 0; a step whose status is hidden (a masked pipeline, a step
 before `;`) counts only by what its output shows: a recognised success summary verifies it, a
 recognised failure summary makes it a failure whatever the exit code, anything else leaves it
-unverified (kept, never counted).
+unverified (kept, never counted). A failed run also says whether the command could not run at
+all, rather than run and find the code red (remem/shell/runnable.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from remem.record.identity import spelt_root
 from remem.shell import recognisers
 from remem.shell.analysis import Step, analyse, resolve_directory
 from remem.shell.arguments import without_messages
+from remem.shell.runnable import cannot_run
 
 VERIFIED, FAILED, UNVERIFIED = "verified", "failed", "unverified"
 
@@ -32,6 +34,7 @@ class StepRun:
     masked: bool
     verdict: str
     salient_error: str | None
+    cannot_run: bool = False  # failed because it could not run here, not because the code is red
     messages: tuple[str, ...] = ()  # the messages elided, to clear from its stored output
 
 
@@ -46,6 +49,7 @@ def classify(
     cwd: str,
     directory: str,
     ignore_commands: Sequence[str] = (),
+    exit_code: int | None = None,
 ) -> list[StepRun]:
     """The runs a command's workflow steps stand for; read-only steps and steps whose
     directory cannot be known are left out."""
@@ -59,10 +63,11 @@ def classify(
         where = resolve_directory(directory, work_tree, step.chdir)
         if where is None:
             continue
-        salient = None
+        salient = blocked = None
         if verdict == FAILED:
             salient = recognisers.salient_line(step.workflow, output)
             salient = without_messages(salient, step.messages)
+            blocked = cannot_run(step.workflow, step.program, exit_code, output)
         workflow = group_workflow(step, where, work_tree)
         runs.append(
             StepRun(
@@ -74,6 +79,7 @@ def classify(
                 masked=step.masked,
                 verdict=verdict,
                 salient_error=salient,
+                cannot_run=blocked is not None,
                 messages=step.messages,
             )
         )

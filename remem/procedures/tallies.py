@@ -177,16 +177,16 @@ def nearby(
 
 _RUNS = (
     "SELECT event_id, step, session_id, {at} AS run_at, '{verdict}' AS verdict, branch, "
-    "command, masked FROM {table} WHERE {{where}}"
+    "command, masked, {cannot_run} AS cannot_run FROM {table} WHERE {{where}}"
 )
 _ALL_RUNS = (
     "SELECT * FROM ("
     + " UNION ALL ".join(
-        _RUNS.format(at=at, verdict=verdict, table=table)
-        for table, at, verdict in (
-            ("verifications", "verified_at", VERIFIED),
-            ("attempts", "failed_at", FAILED),
-            ("unverified_runs", "ran_at", UNVERIFIED),
+        _RUNS.format(at=at, verdict=verdict, table=table, cannot_run=cannot_run)
+        for table, at, verdict, cannot_run in (
+            ("verifications", "verified_at", VERIFIED, "0"),
+            ("attempts", "failed_at", FAILED, "cannot_run"),
+            ("unverified_runs", "ran_at", UNVERIFIED, "0"),
         )
     )
     + ") AS runs ORDER BY event_id, step"
@@ -197,7 +197,9 @@ def all_runs(connection: Driver, group: Group) -> list[GroupRun]:
     """Every stored run of the group, by event then step, as a window lists them: of two steps
     of one event, the later counts (tally.derive), whatever order the rows lie in."""
     rows = connection.execute(scoped_statement(_ALL_RUNS, group.scope), group.params()).all()
-    return [GroupRun(e, s, at, v, b, c, bool(m)) for e, _step, s, at, v, b, c, m in rows]
+    return [
+        GroupRun(e, s, at, v, b, c, bool(m), bool(x)) for e, _step, s, at, v, b, c, m, x in rows
+    ]
 
 
 def rederive(

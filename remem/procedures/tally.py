@@ -32,6 +32,7 @@ class GroupRun(NamedTuple):
     branch: str = ""
     command: str = ""
     masked: bool = False
+    cannot_run: bool = False  # a failed run that could not run at all (remem/shell/runnable.py)
 
 
 class Aging(NamedTuple):
@@ -53,6 +54,9 @@ class Tally:
     first: Key | None = None  # the earliest verified run
     last: Key | None = None  # the latest verified run
     failures: tuple[Key, ...] = ()  # failed runs after the latest verified one, in order
+    blocked: tuple[Key, ...] = ()  # those of them that could not run: only these break it
+    all_runs: int = 0  # distinct verified events ever, what a stale procedure shows
+    all_sessions: int = 0  # sessions with a verified run ever
     qualified: bool = False  # enough runs within max_age at some moment (policy.qualified)
     # (command, masked) -> [verified runs, all runs]
     variants: dict[tuple[str, bool], tuple[int, int]] = field(default_factory=dict)
@@ -68,6 +72,9 @@ class Tally:
             "first": self.first,
             "last": self.last,
             "failures": [list(key) for key in self.failures],
+            "blocked": [list(key) for key in self.blocked],
+            "all_runs": self.all_runs,
+            "all_sessions": self.all_sessions,
             "qualified": self.qualified,
             "variants": sorted([c, m, v, r] for (c, m), (v, r) in self.variants.items()),
         }
@@ -86,6 +93,9 @@ class Tally:
             first=_key(data["first"]),
             last=_key(data["last"]),
             failures=tuple((at, int(e)) for at, e in data["failures"]),
+            blocked=tuple((at, int(e)) for at, e in data.get("blocked", ())),
+            all_runs=data.get("all_runs", 0),
+            all_sessions=data.get("all_sessions", 0),
             qualified=data["qualified"],
             variants={(c, bool(m)): (v, r) for c, m, v, r in data["variants"]},
         )
@@ -159,7 +169,9 @@ def advance(
 
 
 def _policy_run(run: GroupRun) -> policy.Run:
-    return policy.Run(run.event_id, run.session_id, run.at, run.verdict == VERIFIED, run.branch)
+    return policy.Run(
+        run.event_id, run.session_id, run.at, run.verdict == VERIFIED, run.branch, run.cannot_run
+    )
 
 
 def session_lasts(runs: Iterable[GroupRun]) -> dict[int, float]:
@@ -181,10 +193,12 @@ def _add(
     # A session counts as fresh once: by a stored run at or after the cutoff, or its first
     # fresh run here.
     seen = {s for s, at in known_sessions.items() if at >= tally.cutoff}
+    seen_ever = set(known_sessions)
+    all_runs, all_sessions = tally.all_runs, tally.all_sessions
     branches = dict(tally.branches)
     all_branches = set(tally.all_branches)
     first, last = tally.first, tally.last
-    failures = list(tally.failures)
+    failures, blocked = list(tally.failures), list(tally.blocked)
     variants = dict(tally.variants)
     for run in sorted(counted, key=lambda r: (r.at, r.event_id, r.verdict)):
         key = (run.at, run.event_id)
@@ -193,7 +207,13 @@ def _add(
         variants[(run.command, run.masked)] = (verified + int(success), runs + 1)
         if not success:
             failures.append(key)
+            if run.cannot_run:
+                blocked.append(key)
             continue
+        all_runs += 1
+        if run.session_id not in seen_ever:
+            seen_ever.add(run.session_id)
+            all_sessions += 1
         first = key if first is None or key < first else first
         last = key if last is None or key > last else last
         if run.branch:
@@ -210,6 +230,7 @@ def _add(
         verified, runs = variants.get((run.command, run.masked), (0, 0))
         variants[(run.command, run.masked)] = (verified, runs + 1)
     after = sorted(key for key in failures if last is None or key > last)
+    blocked_after = sorted(key for key in blocked if last is None or key > last)
     return replace(
         tally,
         fresh_runs=fresh,
@@ -220,6 +241,9 @@ def _add(
         first=first,
         last=last,
         failures=tuple(after),
+        blocked=tuple(blocked_after),
+        all_runs=all_runs,
+        all_sessions=all_sessions,
         variants=variants,
     )
 
@@ -231,23 +255,25 @@ def decide(tally: Tally, existing_status: str | None) -> policy.Decision | None:
         return None
     if existing_status is None and not tally.qualified:
         return None
-    failures = len(tally.failures)
-    if failures >= policy.FAILURES_TO_BREAK:
+    blocked = len(tally.blocked)
+    if blocked >= policy.FAILURES_TO_BREAK:
         status = policy.BROKEN
     elif not tally.fresh_runs:
         status = policy.STALE
     else:
         status = policy.ACTIVE
-    branches = sorted(tally.branches) if tally.fresh_runs else list(tally.all_branches)
+    lately = bool(tally.fresh_runs)
+    branches = sorted(tally.branches) if lately else list(tally.all_branches)
     return policy.Decision(
         status=status,
-        confidence=policy.confidence(tally.fresh_runs, failures),
-        verified_runs=tally.fresh_runs,
-        distinct_sessions=tally.fresh_sessions,
+        confidence=policy.confidence(tally.fresh_runs, blocked),
+        verified_runs=tally.fresh_runs if lately else tally.all_runs,
+        distinct_sessions=tally.fresh_sessions if lately else tally.all_sessions,
         evidence_event_ids=(),
         first_verified_at=tally.first[0],
         last_verified_at=tally.last[0],
         branches=tuple(branches),
+        lately=lately,
     )
 
 

@@ -93,7 +93,12 @@ def build_window(
         resolution = resolutions.get(event.id)
         if resolution is not None:
             outcome = "success" if resolution.exit_code == 0 else "failure"
-            event = replace(event, outcome=outcome, output_excerpt=resolution.output)
+            event = replace(
+                event,
+                outcome=outcome,
+                exit_code=resolution.exit_code,
+                output_excerpt=resolution.output,
+            )
         runs = _classify(event, settings)
         if runs:
             steps[event.id] = runs
@@ -131,6 +136,7 @@ def _classify(event: WindowEvent, settings: Settings) -> list[StepRun]:
             event.cwd,
             event.directory or ".",
             settings.ignore_commands,
+            event.exit_code,
         )
     except Exception:  # one command no rule can read must not hold up its session's others
         log.exception(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from remem.capture.fields import command_text
+from remem.record.writes import applied_patch
 from remem.transcripts.common import (
     ReadStats,
     TranscriptCall,
@@ -181,8 +182,9 @@ class _Rollout:
             self._open_command(call_id, command, arguments.get("workdir"))
 
     def _open_command(self, call_id: str, command: Any, workdir: Any) -> None:
-        if isinstance(command, list) and len(command) == 2 and command[0] in PATCH_TOOLS:
-            self._open(call_id, "apply_patch", command[1], workdir)
+        patch = applied_patch(command)
+        if patch is not None:  # `["apply_patch", patch]`, or `apply_patch <<'EOF'` in bash
+            self._open(call_id, "apply_patch", patch, workdir)
         else:
             self._open(call_id, "Bash", command_text(command), workdir)
 

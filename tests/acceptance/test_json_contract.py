@@ -25,6 +25,8 @@ from tests.conftest import REMEM, Home
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "json.md"
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 TEST = "python -m pytest -q tests/test_cart.py"
+TEST_PYTHON3 = "python3 -m pytest -q tests/test_cart.py"
+NO_PYTEST = "/usr/bin/python3: No module named pytest"
 TEST_TAIL = "python -m pytest -q tests/test_cart.py 2>&1 | tail -5"
 ERROR = "E   sqlalchemy.exc.OperationalError: no such table: carts"
 TEAM_COMMAND = "npm run e2e"
@@ -47,9 +49,12 @@ def _populate(home: Home, root: str) -> None:
     events: list[dict[str, Any]] = [
         {"command": TEST, "exit_code": 1, "error": ERROR},
         {"files": [f"{root}/migrations/0002_carts.py"]},
+        {"command": TEST_PYTHON3, "exit_code": 1, "error": NO_PYTEST},
         {"command": TEST, "exit_code": 0},
         {"command": TEST_TAIL, "exit_code": 0, "output": "3 passed in 0.2s"},
         {"command": TEST, "exit_code": 0},
+        # Red again since: the digest entry says since when it fails on this branch.
+        {"command": TEST, "exit_code": 1, "error": "E   assert 2 == 3"},
     ]
     for number, event in enumerate(events):
         result = home.hook({**base, **event, "event_id": f"e{number}"}, "--host", "generic")
@@ -250,6 +255,13 @@ def test_docs_name_every_field_of_every_output(outputs: dict[str, Any]) -> None:
     assert {name: keys for name, keys in missing.items() if keys} == {}
 
 
+def test_a_digest_entry_says_since_when_it_fails_on_this_branch(outputs: dict[str, Any]) -> None:
+    (entry,) = [e for e in outputs["remem context --json"]["procedures"] if e["source"] == "local"]
+    assert (entry["failing_runs"], entry["failing_error"]) == (1, "E   assert 2 == 3")
+    assert TIME.fullmatch(entry["failing_since_at"])
+    assert outputs["remem context --json"]["verified_earlier"] == []
+
+
 def test_one_procedure_reads_the_same_everywhere(outputs: dict[str, Any]) -> None:
     (listed,) = outputs["remem procedures list --json"]
     shown = outputs["remem procedures show --json"]
@@ -275,3 +287,20 @@ def test_one_procedure_reads_the_same_everywhere(outputs: dict[str, Any]) -> Non
     assert (
         outputs["remem context --json"]["known_errors"] == outputs["mcp procedures"]["known_errors"]
     )
+
+
+def test_a_substitution_reads_the_same_everywhere(outputs: dict[str, Any]) -> None:
+    (listed,) = [item for item in outputs["remem procedures errors --json"] if "instead" in item]
+    assert (listed["kind"], listed["workflow"], listed["instead"]) == (
+        "substitution",
+        TEST_PYTHON3,
+        TEST,
+    )
+    assert listed["instead_procedure_id"] == outputs["remem procedures show --json"]["id"]
+    for name in (
+        "remem procedures show --json",
+        "remem context --json",
+        "mcp procedures",
+        "mcp lessons",
+    ):
+        assert outputs[name]["substitutions"] == [listed], name

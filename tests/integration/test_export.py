@@ -176,8 +176,8 @@ def test_a_draft_file_linked_to_agents_or_claude_md_is_refused(
 
 def test_only_active_procedures_export(world: World, home: Home, shop: str) -> None:
     procedure_id = _procedure(world, shop)
-    world.post(TEST, exit_code=1, project=shop, branch=None)
-    world.post(TEST, exit_code=1, project=shop, branch=None)
+    world.post(TEST, exit_code=127, project=shop, branch=None)
+    world.post(TEST, exit_code=127, project=shop, branch=None)
     world.burst()
     assert world.one("status") == ("broken",)
     _refused(_export(home, procedure_id, "runbook", check=False), "is broken", "only active")
@@ -294,8 +294,8 @@ def test_doctor_reports_drafts_whose_procedure_broke_or_changed(
     assert changed["status"] == "warn"
     assert f"{path}: procedure {procedure_id} changed since export" in changed["detail"]
 
-    world.post(TEST, exit_code=1, project=shop, branch=None)
-    world.post(TEST, exit_code=1, project=shop, branch=None)
+    world.post(TEST, exit_code=127, project=shop, branch=None)
+    world.post(TEST, exit_code=127, project=shop, branch=None)
     world.burst()
     broken = _doctor_drafts(home)
     assert f"{path}: procedure {procedure_id} is broken" in broken["detail"]

@@ -24,7 +24,7 @@ def test_an_unusable_time_cannot_keep_a_procedure_active(world: World, timestamp
     world.post("make test")
     for _ in range(3):
         world.now += 60
-        world.post("make test", 2)
+        world.post("make test", 127)
     stats = world.burst()
 
     assert stats.get("tasks_failed", 0) == 0 and stats.get("tasks_retried", 0) == 0
@@ -85,7 +85,7 @@ def test_a_branch_s_own_verdict_hides_the_default_branch_s_procedure(
     if verdict == "broken":
         for _ in range(2):
             world.now += 60
-            world.post("make test", 2, branch="feature", session="s3")
+            world.post("make test", 127, branch="feature", session="s3")  # cannot run there
     elif verdict == "stale":
         world.now += 15 * DAY
         world.post("make test", branch="main", session="s4")  # main stays fresh

@@ -408,3 +408,137 @@ def test_sessions_are_counted_from_the_agents_folders_without_reading_them(
     assert len(found) == 4  # subagents' transcripts are imported too: their hooks fire
     shutil.rmtree(projects)
     assert discover("claude-code", [], str(tmp_path), {}) == []
+
+
+# --- edits made through the shell, and the shapes of a Codex outcome ----------------------------
+
+
+class Rollout:
+    """A Codex rollout written line by line in the envelope shape of the real ones (the
+    fixtures' codex/01.jsonl and codex/02.jsonl): one session, its calls and their outcomes."""
+
+    def __init__(self, cwd: str, session: str = "rollout-1", start: int = 0) -> None:
+        self.lines: list[str] = []
+        self.start, self.calls = start, 0
+        self.lines.append(self._line("session_meta", {"id": session, "cwd": cwd}))
+
+    def _line(self, kind: str, payload: dict[str, Any]) -> str:
+        at = stamp(self.start + len(self.lines))
+        return json.dumps({"timestamp": at, "type": kind, "payload": payload})
+
+    def call(self, name: str, arguments: dict[str, Any]) -> str:
+        self.calls += 1
+        call_id = f"call_{self.calls:04d}"
+        item = {"type": "function_call", "name": name, "arguments": json.dumps(arguments)}
+        self.lines.append(self._line("response_item", {**item, "call_id": call_id}))
+        return call_id
+
+    def output(self, call_id: str, output: str) -> None:
+        item = {"type": "function_call_output", "call_id": call_id, "output": output}
+        self.lines.append(self._line("response_item", item))
+
+    def shell(self, argv: list[str], exit_code: int, output: str) -> str:
+        """The `shell` tool of 2025: argv, and JSON output with metadata.exit_code."""
+        call_id = self.call("shell", {"command": argv, "workdir": None})
+        metadata = {"exit_code": exit_code, "duration_seconds": 0.4}
+        self.output(call_id, json.dumps({"output": output, "metadata": metadata}))
+        return call_id
+
+    def shell_command(self, command: str, exit_code: int, output: str) -> str:
+        """The `shell_command` tool: a command string, and text output under a header."""
+        call_id = self.call("shell_command", {"command": command})
+        self.output(call_id, f"Exit code: {exit_code}\nWall time: 0.4 seconds\nOutput:\n{output}")
+        return call_id
+
+    def exec_command(self, command: str, exit_code: int, output: str) -> str:
+        """Unified exec: the outcome is its exec_command_end event."""
+        call_id = self.call("exec_command", {"cmd": command})
+        end = {"type": "exec_command_end", "call_id": call_id, "exit_code": exit_code}
+        self.lines.append(self._line("event_msg", {**end, "aggregated_output": output}))
+        return call_id
+
+    def write(self, path: Path) -> Path:
+        path.write_text("".join(line + "\n" for line in self.lines), encoding="utf-8")
+        return path
+
+
+def test_the_apply_patch_calls_of_an_older_codex_session_are_edits(
+    home: Home, engine: Engine
+) -> None:
+    summary = run_import(engine, "codex", TRANSCRIPTS / "codex" / "02.jsonl")
+
+    edits = [json.loads(files) for (files,) in rows(home, "files", "kind = 'edit'")]
+    commands = [command for (command,) in rows(home, "command", "kind = 'command'")]
+    assert summary.edits == len(edits) == 206
+    assert not [c for c in commands if "apply_patch" in c or "*** Begin Patch" in c]
+    assert edits[:2] == [["opk/cli/__main__.py"], ["README.md"]]
+    named = {name for files in edits for name in files}
+    assert {"opk/ui/pdl_editor.py", "schemas/pdl.schema.json", "tests/test_cli.py"} <= named
+    assert all(not os.path.isabs(name) for name in named)
+
+
+def test_a_fix_applied_through_the_shell_is_named_by_its_lesson(
+    world: World, tmp_path: Path
+) -> None:
+    patch = "*** Begin Patch\n*** Update File: opk/core/io.py\n@@\n-import yaml\n+import json\n"
+    rollout = Rollout("/home/dev/opk")
+    error = "E   ModuleNotFoundError: No module named 'yaml'\n1 error in 0.31s\n"
+    rollout.shell(["bash", "-lc", "PYTHONPATH=. pytest -q"], 1, error)
+    heredoc = f"apply_patch << 'PATCH'\n{patch}*** End Patch\nPATCH\n"
+    rollout.shell(["bash", "-lc", heredoc], 0, "Success. Updated the following files:\n")
+    rollout.shell(["bash", "-lc", "PYTHONPATH=. pytest -q"], 0, "12 passed in 0.40s\n")
+    second = Rollout("/home/dev/opk", session="rollout-2", start=60)
+    second.shell(["bash", "-lc", "PYTHONPATH=. pytest -q"], 0, "12 passed in 0.41s\n")
+    run_import(world.engine, "codex", rollout.write(tmp_path / "a.jsonl"))
+    run_import(world.engine, "codex", second.write(tmp_path / "b.jsonl"))
+
+    world.burst()
+
+    (fix_files,) = world.execute("SELECT fix_files FROM lessons")[0]
+    assert json.loads(fix_files) == ["opk/core/io.py"]
+
+
+def test_each_shape_of_codex_outcome_keeps_its_exit_code_and_its_error(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    rollout = Rollout("/home/dev/shop")
+    rollout.exec_command("go test ./...", 1, "--- FAIL: TestCart (0.00s)\nFAIL\tshop/cart\n")
+    rollout.shell(["pytest", "-q"], 1, "E   ModuleNotFoundError: No module named 'shop'\n")
+    rollout.shell_command("npm test", 127, "sh: 1: jest: not found\n")
+    rollout.shell_command("make lint", 0, "ok\n")
+    path = rollout.write(tmp_path / "rollout.jsonl")
+
+    run_import(engine, "codex", path)
+
+    stored = rows(home, "command, exit_code, outcome, exit_code_source, error_excerpt")
+    assert [row[:4] for row in stored] == [
+        ("go test ./...", 1, "failure", "rollout"),
+        ("pytest -q", 1, "failure", "rollout"),
+        ("npm test", 127, "failure", "rollout"),
+        ("make lint", 0, "success", "rollout"),
+    ]
+    excerpts = [row[4] or "" for row in stored]
+    assert "--- FAIL: TestCart" in excerpts[0]
+    assert excerpts[1].startswith("E   ModuleNotFoundError: No module named 'shop'")
+    assert excerpts[2] == "sh: 1: jest: not found\n"  # the text after the header, alone
+    assert excerpts[3] == ""
+
+
+def test_a_file_written_through_the_shell_is_an_edit_and_importing_again_adds_a_missing_one(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    repository = tmp_path / "shop"
+    make_repository(repository)
+    session = Claude(str(repository))
+    session.bash("cat > src/cart.py <<'EOF'\ndef total(items):\n    return 0\nEOF")
+    session.bash("cat > /tmp/commit-message.txt <<'EOF'\nfix: total\nEOF")
+    path = session.write(tmp_path / "s.jsonl")
+
+    run_import(engine, "claude-code", path)
+    first = rows(home, "kind, files")
+    with engine.begin() as connection:  # as a database stored before writes were edits
+        connection.exec_driver_sql("DELETE FROM captured_events WHERE kind = 'edit'")
+    run_import(engine, "claude-code", path)
+
+    assert first == [("command", None), ("edit", '["src/cart.py"]'), ("command", None)]
+    assert [row[1] for row in rows(home, "kind, files")] == [None, None, '["src/cart.py"]']

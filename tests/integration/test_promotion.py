@@ -136,13 +136,14 @@ def test_untrusted_outcomes_never_count(world: World, fixture: str) -> None:
 def test_failures_after_promotion_lower_confidence_then_break_then_success_restores(
     world: World,
 ) -> None:
+    """Failures that could not run (exit 127: command not found, ...) break a procedure."""
     world.post(TEST)
     world.post(TEST)
     world.burst()
-    world.post(TEST, exit_code=1)
+    world.post(TEST, exit_code=127)
     world.burst()
     assert world.one("status", "confidence") == ("active", 0.76)
-    world.post(TEST, exit_code=2)
+    world.post(TEST, exit_code=127)
     assert world.burst()["broken"] == 1
     assert world.one("status", "confidence") == ("broken", 0.66)
     world.post(TEST)
@@ -259,8 +260,9 @@ def test_codex_unknown_outcome_is_resolved_from_the_rollout(world: World, tmp_pa
         ("call_2", "failure", 101, "rollout"),
         ("call_3", "unknown", None, None),
     ]
+    # A compile error is red code: the command ran, and its procedure keeps its confidence.
     assert world.one("command", "status", "confidence") == (
         "cargo test --workspace",
         "active",
-        0.76,
+        0.86,
     )

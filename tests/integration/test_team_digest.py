@@ -207,7 +207,7 @@ def test_a_local_active_procedure_of_the_workflow_hides_the_teams(world: World, 
 
 def test_a_local_broken_procedure_of_the_workflow_hides_the_teams(world: World, shop: Path) -> None:
     verify(world, shop)
-    for code in (1, 2):
+    for code in (126, 127):  # it cannot run on this machine
         world.post(TEST, code, project=str(shop), branch=None)
     world.burst()
     assert local_key(world) == ("broken", ".", workflow_hash(TEST))

@@ -84,7 +84,14 @@ class Home:
 
 def policy_runs(runs: list[GroupRun]) -> list[policy.Run]:
     return [
-        policy.Run(run.event_id, run.session_id, run.at, run.verdict == VERIFIED, run.branch)
+        policy.Run(
+            run.event_id,
+            run.session_id,
+            run.at,
+            run.verdict == VERIFIED,
+            run.branch,
+            run.cannot_run,
+        )
         for run in runs
         if run.verdict != UNVERIFIED
     ]
@@ -98,15 +105,17 @@ def histories(draw: st.DrawFn) -> tuple[list[list[GroupRun]], list[float], list[
     runs, at = [], START
     for event_id in range(1, count + 1):
         at += draw(st.sampled_from([60.0, 3_600.0, DAY, 10 * DAY, 20 * DAY]))
+        verdict = draw(st.sampled_from([VERIFIED, VERIFIED, FAILED, UNVERIFIED]))
         runs.append(
             GroupRun(
                 event_id=event_id,
                 session_id=draw(st.integers(min_value=1, max_value=4)),
                 at=at,
-                verdict=draw(st.sampled_from([VERIFIED, VERIFIED, FAILED, UNVERIFIED])),
+                verdict=verdict,
                 branch=draw(st.sampled_from(["", "main", "main", "feature"])),
                 command=draw(st.sampled_from(["make test", "make test 2>&1 | tail"])),
                 masked=draw(st.booleans()),
+                cannot_run=verdict == FAILED and draw(st.booleans()),
             )
         )
     order = draw(st.permutations(runs))
@@ -166,16 +175,32 @@ def test_maintenance_ageing_alone_equals_a_re_derivation(
         assert home.tally == derive(home.runs, later, RULES)
 
 
-def test_a_stale_group_cites_every_branch_it_was_verified_on() -> None:
+def test_a_stale_group_cites_every_run_and_branch_it_was_verified_on() -> None:
     runs = [
         GroupRun(1, 1, START, VERIFIED, "main", "make test"),
         GroupRun(2, 2, START + DAY, VERIFIED, "feature", "make test"),
+        GroupRun(3, 2, START + DAY + 60, VERIFIED, "feature", "make test"),
     ]
     tally = derive(runs, START + 30 * DAY, RULES, 2)
     decision = decide(tally, None)
     assert decision is not None
-    assert (decision.status, decision.verified_runs) == (policy.STALE, 0)
+    assert (decision.status, decision.lately) == (policy.STALE, False)
+    assert (decision.verified_runs, decision.distinct_sessions) == (3, 2)
     assert decision.branches == ("feature", "main")
+    assert (decision.first_verified_at, decision.last_verified_at) == (START, START + DAY + 60)
+
+
+def test_red_runs_never_break_and_runs_that_cannot_run_do() -> None:
+    verified = [GroupRun(1, 1, START, VERIFIED, "main"), GroupRun(2, 1, START + 60, VERIFIED)]
+    red = [GroupRun(i, 2, START + 60 * i, FAILED, "feature") for i in range(3, 9)]
+    tally = derive(verified + red, START + DAY, RULES)
+    decision = decide(tally, None)
+    assert decision is not None
+    assert (decision.status, decision.confidence) == (policy.ACTIVE, 0.86)
+    blocked = [GroupRun(i, 3, START + 60 * i, FAILED, "feature", cannot_run=True) for i in (9, 10)]
+    decision = decide(derive(verified + red + blocked, START + DAY, RULES), policy.ACTIVE)
+    assert decision is not None
+    assert (decision.status, decision.confidence) == (policy.BROKEN, 0.66)
 
 
 def test_a_tally_does_not_age_backwards() -> None:

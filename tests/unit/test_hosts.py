@@ -5,13 +5,14 @@ from typing import Any
 
 import pytest
 
-from remem.capture.fields import STORED_STRING_CHARS, exit_code_value
+from remem.capture.fields import STORED_STRING_CHARS, change_hash, edit_change, exit_code_value
 from remem.capture.hosts import (
     CUT_OUTPUT_KEEP_CHARS,
     build_event,
     cut_output,
     detect_host,
     payload_excerpt,
+    written_edit,
 )
 from remem.record.event import DROP_EXCERPT_CHARS, OUTPUT_TAIL_CHARS, CapturedEvent, Dropped
 from remem.record.output import OUTPUT_FIELDS, output_excerpt, output_text
@@ -183,6 +184,80 @@ def test_codex_apply_patch_lists_the_patched_files() -> None:
     assert event.kind == "edit"
     assert event.files == ["src/a.py", "src/b.py"]
     assert event.change_hash is not None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [
+            "apply_patch",
+            "*** Begin Patch\n*** Update File: src/a.py\n@@\n-old\n+new\n*** End Patch",
+        ],
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.py\n@@\n-old\n+new\n"
+        "*** End Patch\nEOF",
+    ],
+)
+def test_a_patch_applied_through_the_shell_is_the_same_edit_as_the_patch_tool(
+    command: Any,
+) -> None:
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-old\n+new\n*** End Patch"
+    codex = load("codex/post_tool_use_bash.json")
+    by_tool = build(changed(codex, tool_name="apply_patch", tool_input={"input": patch}))
+
+    event = build(changed(codex, tool_input={"command": command}))
+
+    assert (event.kind, event.command, event.outcome) == ("edit", None, None)
+    assert (event.files, event.change_hash) == (["src/a.py"], by_tool.change_hash)
+
+
+def _written(command: str, cwd: str = ROOT, **changes: Any) -> CapturedEvent | None:
+    payload = load("claude-code/post_tool_use_bash_success.json")
+    payload = changed(payload, cwd=cwd, tool_input={"command": command}, **changes)
+    directory = cwd[len(ROOT) + 1 :] if cwd != ROOT else "."
+    return written_edit(
+        build_event(payload, "claude-code", NOW, lambda _: (ROOT, "main", ROOT, directory))
+    )
+
+
+def test_a_heredoc_write_is_an_edit_beside_its_command() -> None:
+    command = "cat > src/app.py <<'EOF'\nprint('hi')\nEOF"
+    same_as_write = {"file_path": "src/app.py", "content": "print('hi')"}
+
+    edit = _written(command)
+
+    assert edit is not None and edit.kind == "edit"
+    assert (edit.files, edit.command, edit.outcome) == (["src/app.py"], None, None)
+    assert edit.idempotency_key.endswith(":edit") and edit.tool_use_id is not None
+    assert edit.change_hash == change_hash(*edit_change("Write", same_as_write))
+
+
+@pytest.mark.parametrize(
+    ("cwd", "command", "files"),
+    [
+        (f"{ROOT}/web", "cat > app.js <<'EOF'\nx\nEOF", ["web/app.js"]),
+        (ROOT, f"cat > {ROOT}/src/a.py <<'EOF'\nx\nEOF", ["src/a.py"]),
+        (ROOT, "printf 'x' > a.txt && tee -a b.txt <<EOF\ny\nEOF", ["a.txt", "b.txt"]),
+        (ROOT, "cat > /tmp/message.txt <<'EOF'\nfix\nEOF", None),
+        (ROOT, "cat > ../elsewhere/a.py <<'EOF'\nx\nEOF", None),
+        (ROOT, "cat > ~/notes.md <<'EOF'\nx\nEOF", None),
+        (ROOT, "python -m pytest -q > out.txt", None),
+    ],
+)
+def test_only_files_inside_the_work_tree_are_written_edits(
+    cwd: str, command: str, files: list[str] | None
+) -> None:
+    edit = _written(command, cwd)
+
+    assert (edit.files if edit else None) == files
+
+
+def test_a_write_that_failed_or_was_interrupted_edits_nothing() -> None:
+    command = "cat > src/app.py <<'EOF'\nx\nEOF"
+    failure = load("claude-code/post_tool_use_failure_bash_exit_code.json")
+    failure = changed(failure, tool_input={"command": command})
+
+    assert written_edit(build(failure)) is None
+    assert _written(command, tool_response={"interrupted": True}) is None
 
 
 @pytest.mark.parametrize(("exit_code", "outcome"), [(0, "success"), (1, "failure")])

@@ -37,7 +37,13 @@ def ok(event_id: int, at: float, session_id: int = 1) -> Run:
 
 
 def fail(event_id: int, at: float, session_id: int = 1) -> Run:
-    return Run(event_id=event_id, session_id=session_id, at=at, succeeded=False)
+    """A run that could not run (command not found, ...): what breaks a procedure."""
+    return Run(event_id, session_id, at, succeeded=False, cannot_run=True)
+
+
+def red(event_id: int, at: float, session_id: int = 1) -> Run:
+    """A run whose tool ran and reported failures: the code is red."""
+    return Run(event_id, session_id, at, succeeded=False)
 
 
 def decided(runs: list[Run], existing_status: str | None = None, rules: Rules = RULES) -> Decision:
@@ -112,8 +118,9 @@ def test_runs_that_qualified_once_stay_promoted_when_they_age_out() -> None:
 
     decision = decided(runs)
 
-    assert decision.status == "stale"
-    assert decision.verified_runs == 0
+    assert (decision.status, decision.lately) == ("stale", False)
+    assert (decision.verified_runs, decision.distinct_sessions) == (2, 1)
+    assert decision.evidence_event_ids == (1, 2)
 
 
 def test_a_run_older_than_max_age_counts_toward_promotion_with_a_run_within_max_age_of_it() -> None:
@@ -162,8 +169,8 @@ def test_an_existing_procedure_whose_runs_all_aged_out_is_stale() -> None:
 
     decision = decided(runs, existing_status="active")
 
-    assert decision.status == "stale"
-    assert decision.verified_runs == 0
+    assert (decision.status, decision.lately) == ("stale", False)
+    assert (decision.verified_runs, decision.distinct_sessions) == (2, 1)
     assert decision.evidence_event_ids == (2, 4)
 
 
@@ -201,6 +208,15 @@ def test_two_failures_in_a_row_after_the_latest_success_break_it() -> None:
 
     assert decision.status == "broken"
     assert decision.confidence == 0.66
+
+
+def test_red_runs_neither_break_nor_penalise() -> None:
+    runs = [ok(1, NOW - 400), ok(2, NOW - 300), *(red(i, NOW - 300 + i) for i in range(3, 9))]
+
+    decision = decided(runs)
+
+    assert (decision.status, decision.confidence) == ("active", 0.86)
+    assert decided([*runs, fail(9, NOW - 10)]).confidence == 0.76
 
 
 def test_a_later_success_restores_active_and_removes_the_penalty() -> None:
@@ -332,12 +348,13 @@ RUNS = st.lists(
         # Half-day steps make equal times common and put some runs exactly at the cutoff.
         st.integers(min_value=0, max_value=40).map(lambda half_days: NOW - half_days * DAY / 2),
         st.booleans(),
+        st.booleans(),
     ),
     max_size=12,
 ).map(
     lambda rows: [
-        Run(event_id=i, session_id=s, at=at, succeeded=good)
-        for i, (s, at, good) in enumerate(rows, start=1)
+        Run(event_id=i, session_id=s, at=at, succeeded=good, cannot_run=not good and blocked)
+        for i, (s, at, good, blocked) in enumerate(rows, start=1)
     ]
 )
 

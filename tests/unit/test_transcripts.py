@@ -511,3 +511,22 @@ def test_a_file_is_read_as_it_is_written(tmp_path: Path) -> None:
         writer.join(timeout=10)
 
     assert [c.payload["tool_input"]["command"] for c in [first, *rest]] == ["a", "b"]
+
+
+def test_an_older_codex_session_applies_its_patches_through_the_shell_tool() -> None:
+    """codex/02.jsonl: 233 `apply_patch` calls through `shell`, as argv or a bash heredoc; the
+    206 that succeeded are edits, the rest failed and changed nothing."""
+    path = transcript("codex/02.jsonl")
+    raw_calls, _ends = codex_raw(path)
+    through_shell = [a["command"] for a in raw_calls.values() if "apply_patch" in str(a)]
+
+    calls, stats = read_all(read_codex, path)
+
+    assert len(through_shell) == 233
+    assert {c[0] for c in through_shell} == {"apply_patch", "bash"}
+    patches = [c for c in calls if c.payload["tool_name"] == "apply_patch"]
+    assert (stats.edits, len(patches), stats.commands) == (206, 206, 155)
+    for call in patches:
+        assert call.payload["tool_input"]["input"].startswith("*** Begin Patch\n")
+        event = build_event(call.payload, "codex", NOW, locate)
+        assert event.kind == "edit" and event.files and event.command is None

@@ -1,0 +1,124 @@
+"""What passed instead of the commands that fail here (DESIGN.md §6, substitutions): read for
+the digest (remem.agent.context), `remem procedures errors` and `show`, and the MCP tools.
+
+Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
+"""
+
+from __future__ import annotations
+
+from remem.db.vocabulary import ACTIVE
+from remem.record.frozen import Record, in_list
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from remem.db.snapshot import Execute
+
+
+class Substitution(Record):
+    """A workflow that failed here and another, for the same purpose, that passed after it in
+    the same session with no edit in between: "instead of `workflow`, `instead` worked"."""
+
+    project: str
+    directory: str
+    workflow: str
+    error: str | None  # the newest failure's salient line
+    error_key: str | None
+    failures: int
+    sessions: int
+    last_seen_at: float
+    instead: str  # the command that passed, as it was run the last time
+    instead_workflow: str
+    instead_procedure_id: int | None = None  # its active procedure, when one is verified
+    instead_verified_runs: int | None = None
+    kind: str = "substitution"
+
+    def recorded_text(self) -> str:
+        """What a query's words are looked for in."""
+        return "\n".join((self.workflow, self.error or "", self.instead))
+
+
+SUBSTITUTIONS_SHOWN = 5
+_SUBSTITUTIONS = (
+    "SELECT pr.root, s.directory, s.failed_workflow_hash, s.substitute_workflow_hash, "
+    "s.failed_workflow, s.error, s.error_key, s.session_id, s.found_at, s.substitute_command, "
+    "s.substitute_workflow FROM substitutions s JOIN projects pr ON pr.id = s.project_id "
+    "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
+)
+_ACTIVE_WORKFLOWS = (
+    "SELECT pr.root, p.directory, p.workflow_hash, p.id, p.verified_runs FROM procedures p "
+    "JOIN projects pr ON pr.id = p.project_id WHERE p.status = :active "
+    "AND p.workflow_hash IN ({hashes}){where} ORDER BY p.verified_runs DESC, p.id"
+)
+
+
+def read_substitutions(
+    execute: Execute, root: str | None, workflow_hashes: Sequence[str] | None = None
+) -> list[Substitution]:
+    """The substitutions of a project (None: of every project), one per (failing workflow,
+    workflow that passed instead), most sessions first, then newest; `workflow_hashes`: only
+    those where either side is one of them. A failing workflow that is itself verified now is
+    no longer shown failing."""
+    params: dict[str, Any] = {}
+    where = ""
+    if root is not None:
+        where, params["root"] = " AND pr.root = :root", root
+    if workflow_hashes is not None:
+        if not workflow_hashes:
+            return []
+        hashes = in_list("w", workflow_hashes, params)
+        where += (
+            f" AND (s.failed_workflow_hash IN ({hashes}) "
+            f"OR s.substitute_workflow_hash IN ({hashes}))"
+        )
+    found: dict[tuple[str, str, str, str], list[Any]] = {}
+    for row in execute(_SUBSTITUTIONS.format(where=where), params):
+        found.setdefault(tuple(row[:4]), []).append(row)
+    if not found:
+        return []
+    active = _active_workflows(execute, root, {h for key in found for h in key[2:]})
+    result = []
+    for (project, directory, failed_hash, substitute_hash), rows in found.items():
+        if (project, directory, failed_hash) in active:
+            continue
+        newest = rows[0]
+        verified = active.get((project, directory, substitute_hash), (None, None))
+        result.append(
+            Substitution(
+                project, directory, newest[4], newest[5], newest[6], len(rows),
+                len({row[7] for row in rows}), newest[8], newest[9], newest[10], *verified,
+            )
+        )  # fmt: skip
+    result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))
+    return result
+
+
+def _active_workflows(
+    execute: Execute, root: str | None, hashes: set[str]
+) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(project, directory, workflow hash) -> the id and verified runs of its most verified
+    active procedure, on any branch."""
+    params: dict[str, Any] = {"active": ACTIVE}
+    where = ""
+    if root is not None:
+        where, params["root"] = " AND pr.root = :root", root
+    query = _ACTIVE_WORKFLOWS.format(hashes=in_list("h", sorted(hashes), params), where=where)
+    found: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for project, directory, workflow_hash, procedure_id, runs in execute(query, params):
+        found.setdefault((project, directory, workflow_hash), (procedure_id, runs))
+    return found
+
+
+def digest_substitutions(execute: Execute, root: str) -> list[Substitution]:
+    """For each failing workflow, what the digest says works instead: a verified procedure
+    first, then what passed in the most sessions."""
+    shown: dict[tuple[str, str], Substitution] = {}
+    ranked = sorted(
+        read_substitutions(execute, root),
+        key=lambda s: (s.instead_procedure_id is None, -s.sessions, -s.last_seen_at),
+    )
+    for substitution in ranked:
+        shown.setdefault((substitution.directory, substitution.workflow), substitution)
+    return list(shown.values())[:SUBSTITUTIONS_SHOWN]

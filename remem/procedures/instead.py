@@ -1,0 +1,168 @@
+"""Persisting substitutions (remem/procedures/substitutions.py): re-derived, as a window's runs
+are stored, for the stretch of its session between the edits around them.
+
+An edit ends every substitution that spans it, so the stretch from the session's last edit
+before the window's earliest run to its first edit after the window's latest run holds every
+substitution those runs can make or change: a Codex run resolved late, which lies among
+earlier runs, included. That stretch is read and its rows are written again where they
+changed, a few indexed ranges as small as the stretch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import text
+
+from remem.db.driver import Driver
+from remem.procedures.lessons import telling_line
+from remem.procedures.steps import FAILED, VERIFIED
+from remem.procedures.substitutions import Pair, SessionRun, pair
+from remem.procedures.tally import GroupRun
+from remem.shell import recognisers
+
+_EDIT_BEFORE = text(
+    "SELECT id FROM captured_events WHERE session_id = :session_id AND id < :at "
+    "AND kind = 'edit' ORDER BY id DESC LIMIT 1"
+)
+_EDIT_AFTER = text(
+    "SELECT id FROM captured_events WHERE session_id = :session_id AND id > :at "
+    "AND kind = 'edit' ORDER BY id LIMIT 1"
+)
+_SESSION_SPAN = text("SELECT MIN(id), MAX(id) FROM captured_events WHERE session_id = :session_id")
+_EDITS_BETWEEN = text(
+    "SELECT id FROM captured_events WHERE session_id = :session_id AND id > :after "
+    "AND id < :before AND kind = 'edit'"
+)
+# A session's runs, found through its events (the index on session and id), not by a range of
+# event ids, which other sessions' runs share.
+_RUN = (
+    "SELECT r.event_id, r.step, r.directory, r.workflow, r.workflow_hash, r.project_id, "
+    "r.branch, r.command, r.{at} AS at, {error} FROM captured_events e JOIN {table} r "
+    "ON r.event_id = e.id WHERE e.session_id = :session_id AND e.id > :after "
+    "AND e.id < :before"
+)
+_FAILED = text(
+    _RUN.format(at="failed_at", error="r.salient_error AS error, r.error_excerpt", table="attempts")
+)
+_PASSED = text(
+    _RUN.format(
+        at="verified_at", error="NULL AS error, NULL AS error_excerpt", table="verifications"
+    )
+)
+_STORED = text(
+    "SELECT id, failed_event_id, failed_step, substitute_event_id, substitute_workflow_hash "
+    "FROM substitutions WHERE session_id = :session_id AND failed_event_id > :after "
+    "AND failed_event_id < :before"
+)
+_INSERT = text(
+    "INSERT INTO substitutions (project_id, session_id, branch, directory, failed_event_id, "
+    "failed_step, failed_workflow, failed_workflow_hash, error, error_key, "
+    "substitute_event_id, substitute_workflow, substitute_workflow_hash, substitute_command, "
+    "failed_at, found_at) VALUES (:project_id, :session_id, :branch, :directory, "
+    ":failed_event_id, :failed_step, :failed_workflow, :failed_workflow_hash, :error, "
+    ":error_key, :substitute_event_id, :substitute_workflow, :substitute_workflow_hash, "
+    ":substitute_command, :failed_at, :found_at)"
+)
+_DELETE = text("DELETE FROM substitutions WHERE id = :id")
+
+
+def derive(connection: Driver, runs: Iterable[GroupRun]) -> Counter[str]:
+    """Re-derive the substitutions the window's new runs (failed or verified) can touch."""
+    stats: Counter[str] = Counter()
+    spans: dict[int, tuple[int, int]] = {}
+    for run in runs:
+        if run.verdict in (FAILED, VERIFIED):
+            first, last = spans.get(run.session_id, (run.event_id, run.event_id))
+            spans[run.session_id] = (min(first, run.event_id), max(last, run.event_id))
+    for session_id, (first, last) in sorted(spans.items()):
+        stats.update(_derive_stretch(connection, session_id, first, last))
+    return stats
+
+
+def _derive_stretch(connection: Driver, session_id: int, first: int, last: int) -> Counter[str]:
+    params: dict[str, Any] = {"session_id": session_id, "at": first}
+    before_edit = connection.execute(_EDIT_BEFORE, params).scalar()
+    after_edit = connection.execute(_EDIT_AFTER, {**params, "at": last}).scalar()
+    if before_edit is None or after_edit is None:
+        start, end = connection.execute(_SESSION_SPAN, params).one()
+        before_edit = (start - 1) if before_edit is None else before_edit
+        after_edit = (end + 1) if after_edit is None else after_edit
+    params = {"session_id": session_id, "after": before_edit, "before": after_edit}
+    failed = {(row.event_id, row.step): row for row in connection.execute(_FAILED, params)}
+    if not failed:
+        return Counter()  # a row is a failed run's: none, no row either
+    stored = {
+        (row.failed_event_id, row.failed_step): row for row in connection.execute(_STORED, params)
+    }
+    passed = {(row.event_id, row.step): row for row in connection.execute(_PASSED, params)}
+    edits = connection.execute(_EDITS_BETWEEN, params).scalars()
+    runs = [_session_run(row, False) for row in failed.values()]
+    runs += [_session_run(row, True) for row in passed.values()]
+    wanted = {(p.failed.event_id, p.failed.step): p for p in pair(runs, edits)}
+    stale = [
+        {"id": row.id}
+        for key, row in stored.items()
+        if key not in wanted or _changed(row, wanted[key])
+    ]
+    kept = {key for key, row in stored.items() if key in wanted and not _changed(row, wanted[key])}
+    fresh = [
+        _row(session_id, failed[key], passed[(p.substitute.event_id, p.substitute.step)], p)
+        for key, p in wanted.items()
+        if key not in kept
+    ]
+    if stale:
+        connection.execute(_DELETE, stale)
+    if fresh:
+        connection.execute(_INSERT, fresh)
+    return Counter(substitutions=len(fresh))
+
+
+def _session_run(row: Any, passed: bool) -> SessionRun:
+    # Whether its tool ran matters only for a workflow of a known tool (same_purpose).
+    ran = False
+    if not passed and recognisers.family_of(row.workflow) is not None:
+        output = "\n".join(filter(None, (row.error_excerpt, row.error)))
+        ran = recognisers.judge(row.workflow, output) == "failure"
+    return SessionRun(
+        row.event_id, row.step, row.directory, row.workflow, row.workflow_hash, passed, ran
+    )
+
+
+def _changed(row: Any, found: Pair) -> bool:
+    substitute = found.substitute
+    return (row.substitute_event_id, row.substitute_workflow_hash) != (
+        substitute.event_id,
+        substitute.workflow_hash,
+    )
+
+
+def _row(session_id: int, failed: Any, passed: Any, found: Pair) -> dict[str, Any]:
+    error = failed.error or telling_line(failed.error_excerpt)
+    return {
+        "project_id": failed.project_id,
+        "session_id": session_id,
+        "branch": failed.branch,
+        "directory": failed.directory,
+        "failed_event_id": failed.event_id,
+        "failed_step": failed.step,
+        "failed_workflow": failed.workflow,
+        "failed_workflow_hash": failed.workflow_hash,
+        "error": error,
+        "error_key": _error_key(error),
+        "substitute_event_id": passed.event_id,
+        "substitute_workflow": passed.workflow,
+        "substitute_workflow_hash": passed.workflow_hash,
+        "substitute_command": passed.command,
+        "failed_at": failed.at,
+        "found_at": passed.at,
+    }
+
+
+def _error_key(line: str | None) -> str | None:
+    """The key a lesson gives the same line: a bare summary says which tool failed, not why."""
+    if not line or recognisers.is_summary(line):
+        return None
+    return recognisers.error_key(line)

@@ -1,0 +1,65 @@
+"""Substitutions (DESIGN.md §6), pure: in a session, a workflow that failed and, before any
+edit, a different workflow for the same purpose that passed: "instead of A, B worked here".
+
+Each failed run gets the first such pass after it, so every failing step of a chain
+(`pytest` 127, `python -m pytest` 127, `python3 -m pytest`: no module named pytest, then
+`.venv/bin/python -m pytest` passes) gets the command that worked. An edit in between means
+the pass may owe to the edit: no substitution. A failed workflow that passes itself later is
+no longer waiting for a substitute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from remem.shell.purpose import same_purpose
+
+
+@dataclass(frozen=True)
+class SessionRun:
+    """A failed or verified run of one step of a session's command."""
+
+    event_id: int
+    step: int
+    directory: str
+    workflow: str
+    workflow_hash: str
+    passed: bool
+    ran: bool = False  # failed, with its tool's failure summary shown: the tool could run
+
+
+@dataclass(frozen=True)
+class Pair:
+    failed: SessionRun
+    substitute: SessionRun
+
+
+def pair(runs: Iterable[SessionRun], edit_event_ids: Iterable[int]) -> list[Pair]:
+    """The substitutions among a session's runs, given the ids of its edit events."""
+    edits = sorted(edit_event_ids)
+    # The failed runs waiting for a substitute, by what decides whether one is: a session may
+    # fail one workflow many times, and each pass is weighed against each kind once.
+    waiting: dict[tuple[str, str, bool], list[SessionRun]] = {}
+    found: list[Pair] = []
+    next_edit = 0
+    for run in sorted(runs, key=lambda r: (r.event_id, r.step)):
+        while next_edit < len(edits) and edits[next_edit] < run.event_id:
+            waiting, next_edit = {}, next_edit + 1
+        if not run.passed:
+            waiting.setdefault((run.directory, run.workflow_hash, run.ran), []).append(run)
+            continue
+        for kind in list(waiting):
+            failed = waiting[kind]
+            if _substitutes(failed[0], run):
+                found.extend(Pair(one, run) for one in failed)
+                del waiting[kind]
+            elif kind[1] == run.workflow_hash:
+                del waiting[kind]  # it passed itself
+    return sorted(found, key=lambda p: (p.failed.event_id, p.failed.step))
+
+
+def _substitutes(failed: SessionRun, passed: SessionRun) -> bool:
+    return failed.directory == passed.directory and same_purpose(
+        failed.workflow, passed.workflow, failed.ran
+    )

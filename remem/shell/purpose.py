@@ -1,0 +1,99 @@
+"""Whether two workflows are for the same purpose (DESIGN.md §6, substitutions): the same tool
+run another way. `pytest`, `.venv/bin/python -m pytest` and `python3 -m pytest` run pytest;
+`go test ./...` and `GOCACHE=$(pwd)/.cache/go-build go test ./...` run go test.
+
+A workflow is reduced to what it runs: environment assignments, wrappers (`env`, `time`) and
+launchers (`uv run`, `npx`) dropped, a program's directory dropped, an interpreter running a
+module (`python3 -m pytest`) read as that module. Two workflows whose reductions are equal are
+for the same purpose; so are two of one tool family (remem/shell/recognisers.py) that differ
+only in their options, when the failed one could not run: `pytest tests/a.py` and
+`pytest tests/b.py` are not, as running other tests is another purpose. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from remem.shell import recognisers
+from remem.shell.arguments import parseable
+from remem.shell.kinds import WRAPPERS
+from remem.shell.syntax import parse, unit_words
+
+# Commands that run the command after them (and their options): `uv run pytest` runs pytest.
+LAUNCHERS: tuple[tuple[str, ...], ...] = (
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("pipenv", "run"),
+    ("pdm", "run"),
+    ("hatch", "run"),
+    ("rye", "run"),
+    ("bundle", "exec"),
+    ("pnpm", "exec"),
+    ("npx",),
+    ("pnpx",),
+    ("bunx",),
+)
+# An interpreter's name, whatever its version: python, python3, python3.12, pypy3.
+_PYTHON = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?$")
+
+
+@lru_cache(maxsize=1_024)
+def reduced(workflow: str) -> tuple[str, ...] | None:
+    """What the workflow runs, as words; None when it is not one simple command (a pipeline,
+    a list, something the grammar cannot read)."""
+    lists = parse(parseable(workflow))
+    if not lists or len(lists) != 1 or len(lists[0].pipelines) != 1:
+        return None
+    units = lists[0].pipelines[0].units
+    if len(units) != 1 or units[0].node.type != "command":
+        return None
+    words = _past_launchers(unit_words(units[0]))
+    if not words:
+        return None
+    program = words[0].rsplit("/", 1)[-1]
+    if not _PYTHON.match(program):
+        return (program, *words[1:])
+    if len(words) > 2 and words[1] == "-m":
+        return tuple(words[2:])  # `python -m pytest -q` runs pytest
+    return ("python", *words[1:])
+
+
+def _past_launchers(words: list[str]) -> list[str]:
+    """The words after every wrapper and launcher, and their options."""
+    while words:
+        if words[0] in WRAPPERS:
+            words = words[1:]
+        else:
+            launcher = next((lw for lw in LAUNCHERS if tuple(words[: len(lw)]) == lw), None)
+            if launcher is None:
+                return words
+            words = words[len(launcher) :]
+        while words and (words[0].startswith("-") or "=" in words[0]):
+            words = words[1:]
+    return words
+
+
+def same_purpose(failed: str, passed: str, failed_ran: bool = False) -> bool:
+    """Whether `passed` runs what `failed` meant to run, another way: see the module's doc.
+    `failed_ran`: the failed run's output shows its tool's failure summary, so the tool could
+    run; then other options passing says nothing about how to run it here (a flaky test, a
+    narrower selection), and only the same tool run another way counts."""
+    if failed == passed:
+        return False
+    first, second = reduced(failed), reduced(passed)
+    if first is None or second is None:
+        return False
+    if first == second:
+        return True
+    if failed_ran:
+        return False
+    family = recognisers.family_of(failed)
+    if family is None or family is not recognisers.family_of(passed):
+        return False
+    return _operands(first) == _operands(second)
+
+
+def _operands(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The words that are not options: what a tool is asked to run or check."""
+    return tuple(word for word in words if not word.startswith("-"))

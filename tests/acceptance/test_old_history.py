@@ -1,0 +1,75 @@
+"""Old history is truthful: a real session older than `promotion.max_age`, imported with the
+real `remem`, learns stale procedures that keep their real runs and dates, the import says
+so, and the project's digest shows them under their own heading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.acceptance.test_import_cli import import_json, workspace_copies
+from tests.conftest import Home, contract_time
+
+SESSION_DAY = "2026-02-11"  # claude/spotter-fum.jsonl ran then: far older than 14 days
+
+
+def test_importing_a_session_older_than_max_age_learns_stale_procedures_that_say_when(
+    home: Home, tmp_path: Path
+) -> None:
+    copies = workspace_copies(tmp_path)
+    (host, transcript) = copies[0]  # claude/spotter-fum.jsonl, an Elixir worktree
+    root = tmp_path / "work" / "s0" / "spotter-worktrees" / "spotter-fum"
+    home.env.pop("REMEM_PROMOTION_MAX_AGE", None)
+
+    summary = import_json(home, host, str(transcript), "--since", "3650d")
+    listed = json.loads(home.remem("procedures", "list", "--all", "--json").stdout)
+
+    assert summary["procedures"] == [] and summary["max_age_s"] == 14 * 86_400
+    assert summary["stale"] == len(listed) >= 2
+    for procedure in listed:
+        assert procedure["status"] == "stale"
+        assert procedure["verified_runs"] >= 2 and procedure["distinct_sessions"] == 1
+        assert procedure["last_verified_at"].startswith(SESSION_DAY)
+        assert procedure["first_verified_at"].startswith(SESSION_DAY)
+        shown = json.loads(home.remem("procedures", "show", str(procedure["id"]), "--json").stdout)
+        assert len(shown["evidence"]) == shown["evidence_runs"] == procedure["verified_runs"]
+        runs = procedure["verified_runs"]
+        said = f"No recent successful run: verified by {runs} successful runs in 1 session, "
+        assert shown["body"].splitlines()[1].startswith(said)
+
+    # Imported again as text: the summary says why nothing is active.
+    again = home.remem("import", host, str(transcript), "--since", "3650d").stdout
+    assert "Promoted 0 procedure(s)." in again
+    assert "are stale" not in again  # nothing new was learnt the second time
+    assert "No active procedures: " in home.remem("procedures", "list").stdout
+
+    digest = home.remem("context", "--cwd", str(root)).stdout
+    lines = digest.splitlines()
+    assert lines[0].startswith("remem: no command verified lately in ")
+    assert lines[1] == "Verified earlier (not lately):"
+    shown_lines = [line for line in lines if line.startswith("- `")]
+    assert len(shown_lines) == len(listed)
+    for procedure in listed:
+        (line,) = [line for line in shown_lines if line.startswith(f"- `{procedure['command']}`")]
+        assert (
+            f"({procedure['verified_runs']} runs in 1 session, last verified {SESSION_DAY}, "
+            in line
+        )
+    earlier = json.loads(home.remem("context", "--cwd", str(root), "--json").stdout)
+    assert earlier["procedures"] == []
+    assert {e["id"] for e in earlier["verified_earlier"]} == {p["id"] for p in listed}
+    assert all(contract_time(e["last_verified_at"]) for e in earlier["verified_earlier"])
+
+
+def test_an_import_that_learns_stale_procedures_says_so(home: Home, tmp_path: Path) -> None:
+    (host, transcript) = workspace_copies(tmp_path)[0]
+    home.env.pop("REMEM_PROMOTION_MAX_AGE", None)
+
+    shown = home.remem("import", host, str(transcript), "--since", "3650d").stdout
+
+    stale = len(json.loads(home.remem("procedures", "list", "--all", "--json").stdout))
+    assert stale >= 2
+    assert (
+        f"Promoted 0 procedure(s).\n{stale} more procedure(s) learnt are stale: their sessions "
+        "are older than promotion.max_age (14d)."
+    ) in shown

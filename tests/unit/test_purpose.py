@@ -1,0 +1,107 @@
+"""Same purpose (remem/shell/purpose.py) and the substitutions a session's runs make
+(remem/procedures/substitutions.py): pure, no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from remem.procedures.steps import workflow_hash
+from remem.procedures.substitutions import SessionRun, pair
+from remem.shell.purpose import reduced, same_purpose
+
+GO = "go test ./..."
+GO_SANDBOXED = "GOCACHE=$(pwd)/.cache/go-build GOMODCACHE=$(pwd)/.cache/go-mod go test ./..."
+VENV = ".venv/bin/python -m pytest"
+
+
+@pytest.mark.parametrize(
+    ("failed", "passed", "same"),
+    [
+        ("pytest", VENV, True),
+        ("python -m pytest", "python3 -m pytest", True),
+        ("python3.12 -m pytest -q", "pytest -q", True),
+        ("pytest -x", "uv run pytest -q", True),
+        (GO, GO_SANDBOXED, True),
+        (GO, "env GOFLAGS=-mod=mod go test ./...", True),
+        ("go test ./...", "go test -count=1 ./...", True),
+        ("npx jest", "./node_modules/.bin/jest", True),
+        ("python manage.py test", "python3 manage.py test", True),
+        ("npm test", "git status", False),
+        ("npm test", "npm run build", False),
+        ("pytest tests/a.py", "pytest tests/b.py", False),
+        ("mix test", "mix test test/cart_test.exs", False),
+        ("go test ./...", "go test ./internal/...", False),
+        ("pytest", "pytest", False),
+        ("make test", "make lint", False),
+        ("pytest | tee log", VENV, False),
+    ],
+)
+def test_same_purpose(failed: str, passed: str, same: bool) -> None:
+    assert same_purpose(failed, passed) is same
+
+
+def test_a_tool_that_ran_and_failed_is_not_replaced_by_other_options() -> None:
+    assert same_purpose("pytest -x", "pytest -q")
+    assert not same_purpose("pytest -x", "pytest -q", failed_ran=True)
+    # The same tool through another interpreter still is: a system Python without the
+    # project's dependencies fails collection.
+    assert same_purpose("python3 -m pytest", VENV, failed_ran=True)
+
+
+def test_a_workflow_reduces_to_what_it_runs() -> None:
+    assert reduced(VENV) == reduced("pytest") == ("pytest",)
+    assert reduced(GO_SANDBOXED) == reduced(GO) == ("go", "test", "./...")
+    assert reduced("make test && make lint") is None
+
+
+def run(event_id: int, workflow: str, passed: bool, step: int = 0) -> SessionRun:
+    return SessionRun(event_id, step, ".", workflow, workflow_hash(workflow), passed)
+
+
+def pairs(runs: list[SessionRun], edits: tuple[int, ...] = ()) -> list[tuple[str, str]]:
+    return [(p.failed.workflow, p.substitute.workflow) for p in pair(runs, edits)]
+
+
+def test_every_failing_link_of_a_chain_gets_the_command_that_passed() -> None:
+    runs = [
+        run(1, "pytest", False),
+        run(2, "python -m pytest", False),
+        run(3, "python3 -m pytest", False),
+        run(4, VENV, True),
+        run(5, VENV, True),  # the first pass after each failure is its substitute
+    ]
+    assert pairs(runs) == [
+        ("pytest", VENV),
+        ("python -m pytest", VENV),
+        ("python3 -m pytest", VENV),
+    ]
+
+
+def test_an_edit_in_between_is_no_substitution() -> None:
+    runs = [run(1, "pytest", False), run(3, VENV, True)]
+    assert pairs(runs, (2,)) == []
+    assert pairs(runs, (4,)) == [("pytest", VENV)]  # an edit after the pass changes nothing
+
+
+def test_a_failure_that_passes_itself_waits_no_more() -> None:
+    runs = [run(1, "pytest", False), run(2, "pytest", True), run(3, VENV, True)]
+    assert pairs(runs) == []
+
+
+def test_another_directory_or_purpose_is_no_substitution() -> None:
+    other = SessionRun(2, 0, "api", VENV, workflow_hash(VENV), True)
+    assert pairs([run(1, "pytest", False), other]) == []
+    assert pairs([run(1, "npm test", False), run(2, "npm run build", True)]) == []
+
+
+def test_steps_of_one_command_pair_in_order() -> None:
+    runs = [run(1, GO, False, step=0), run(1, GO_SANDBOXED, True, step=1)]
+    assert pairs(runs) == [(GO, GO_SANDBOXED)]
+
+
+def test_a_failure_whose_tool_ran_is_not_replaced_by_other_options() -> None:
+    ran = SessionRun(1, 0, ".", "pytest -x", workflow_hash("pytest -x"), False, ran=True)
+    assert pairs([ran, run(2, "pytest -q", True)]) == []
+    assert pairs([run(1, "pytest -x", False), run(2, "pytest -q", True)]) == [
+        ("pytest -x", "pytest -q")
+    ]
