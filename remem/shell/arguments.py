@@ -202,6 +202,8 @@ def parseable(workflow: str) -> str:
     """A family's workflow as bash reads it: each placeholder one quoted word (`<file>` alone
     would be a redirection), which reads back as the placeholder."""
     return _PLACEHOLDER.sub(lambda match: f"'{match.group(0)}'", workflow)
+
+
 _RUN_OF_PLACEHOLDERS = re.compile(r"<(?:test )?file>(?: <(?:test )?file>)+")
 
 
