@@ -137,6 +137,15 @@ _NOT_A_PATH = re.compile(r"[\s$*?\[\]{}=@~<>|&;`'\"\\]|://")
 # Programs that run the script named first after them: that script is the program, not an
 # argument (`go run ./cmd/seed/main.go`, `mix run priv/repo/seeds.exs`).
 SCRIPT_HOSTS = (("go", "run"), ("mix", "run"), ("deno", "run"), ("bun", "run"), ("tsx",))
+# Commands that move, remove or check out the files they name: each file is its own act, and
+# acts on several files are no routine (`rm <file>` run twice is no procedure).
+FILE_OPERATIONS = frozenset(
+    {
+        ("rm",), ("mv",), ("cp",), ("touch",), ("mkdir",), ("rmdir",), ("unlink",), ("ln",),
+        ("chmod",), ("chown",), ("git", "rm"), ("git", "mv"), ("git", "checkout"),
+        ("git", "restore"), ("git", "add"), ("git", "reset"),
+    }
+)  # fmt: skip
 
 
 def file_placeholder(word: str) -> str | None:
@@ -183,6 +192,9 @@ def file_arguments(words: Sequence[str], message: Message) -> list[tuple[int, st
     never the program, an interpreter's script or a message."""
     view = command_view(words)
     argv = [words[i] for i in view]
+    name = program_name(argv)
+    if (name,) in FILE_OPERATIONS or (name, *argv[1:2]) in FILE_OPERATIONS:
+        return []
     script = _script_position(argv)
     skipped = set(message.whole) | {index for index, _offset in message.tails}
     found = []

@@ -170,6 +170,8 @@ FAMILIES = [
     ("git commit -m 'edit notes.md'", "git commit -m …"),
     ("go test ./internal/...", "go test ./internal/..."),
     ("ruff check 'src/*.py'", "ruff check 'src/*.py'"),
+    ("rm src/old.py", "rm src/old.py"),  # an act on a file, no routine over files
+    ("git checkout -- src/app.py", "git checkout -- src/app.py"),
 ]
 
 
