@@ -10,6 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mcp.client import ClientSession
+
+from tests.acceptance.test_mcp import _data, _talk
 from tests.acceptance.test_real_sessions import (
     bash_payload,
     hook,
@@ -136,7 +139,20 @@ def test_a_commit_message_is_never_a_workflow(home: Home, tmp_path: Path) -> Non
         home.remem("context", "--cwd", str(repository), "--json").stdout,
         hook(home, session_start(repository, "s9")),
     ]
-    assert "git commit -m …" in shown[-1]
+    answers: list[str] = []
+
+    async def ask(session: ClientSession) -> None:
+        for tool, arguments in (
+            ("procedures", {"cwd": str(repository)}),
+            ("procedure", {"id": procedure["id"]}),
+            ("lessons", {"cwd": str(repository), "query": "input"}),
+        ):
+            answers.append(json.dumps(_data(await session.call_tool(tool, arguments))))
+
+    _talk(home, str(repository), tmp_path / "mcp.log", ask)
+    assert json.loads(answers[1])["lessons"] and json.loads(answers[2])["lessons"]
+    shown += answers
+    assert "git commit -m …" in shown[6]
     errors = json.loads(shown[3])
     assert [e["workflow"] for e in errors] == ["git commit -m …"]
     assert errors[0]["error"] == "⧗   input: …"  # the hook's output, its message cleared
