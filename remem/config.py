@@ -102,15 +102,13 @@ def _log_level(value: object) -> str:
     return level
 
 
-# Read-only commands never promoted, written as the environment writes a list.
+# Read-only commands never promoted, beside those remem/shell/kinds.py knows (cat, sed -n,
+# grep, find, git status|log|diff|show, ...), written as the environment writes a list.
 DEFAULT_IGNORE_COMMANDS = _string_list(
-    "ls, ll, la, cat, less, more, head, tail, pwd, cd, echo, printf, clear, true, which, "
-    "whoami, history, tree, wc, grep, rg, find, env, git status, git log, git diff, "
-    "git show, git branch, git remote, git fetch, git add, git stash, git blame, "
-    "git ls-files, git rev-parse, gh pr view, gh pr list, gh pr status, gh pr diff, "
-    "gh issue view, gh issue list, gh run list, gh run view, bd show, bd list, bd ready, "
-    "docker ps, docker images, kubectl get, kubectl describe, kubectl logs, ps, df, du, "
-    "stat, file, date, uname, printenv, type, man"
+    "ll, la, clear, history, git branch, git remote, git fetch, git add, git stash, "
+    "gh pr view, gh pr list, gh pr status, gh pr diff, gh issue view, gh issue list, "
+    "gh run list, gh run view, bd show, bd list, bd ready, docker ps, docker images, "
+    "kubectl get, kubectl describe, kubectl logs, ps, man"
 )
 
 
@@ -189,7 +187,8 @@ class Settings:
         "promotion.ignore_commands",
         _string_list,
         list(DEFAULT_IGNORE_COMMANDS),
-        "read-only commands (matched on each parsed step's words) never promoted",
+        "more read-only commands (matched on each parsed step's words) never promoted, "
+        "beside the built-in table (cat, sed -n, grep, find, git status, ...)",
     )
     lease_s = setting(
         "worker.lease",

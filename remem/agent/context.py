@@ -14,7 +14,7 @@ from remem.agent.substitutions import Substitution, digest_substitutions
 from remem.config import Settings
 from remem.db.vocabulary import ACTIVE, ARCHIVED, BROKEN, STALE
 from remem.record.frozen import Record, in_list, json_list
-from remem.record.quote import needs_credentials, pitfall_text
+from remem.record.quote import family_files, needs_credentials, pitfall_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ class Entry(Record):
     failing_runs: int = 0
     failing_since_at: float | None = None
     failing_error: str | None = None
+    family_files: int = 0  # the sets of files its placeholder form (`<file>`) stands for
 
     @property
     def needs_credentials(self) -> bool:
@@ -156,11 +157,12 @@ def make_entry(
     return Entry(*values, inherited, source, machines)
 
 
-# This machine's procedures and the team's pulled ones alike; the team's add `machines`.
+# This machine's procedures and the team's pulled ones alike; this machine's add `variants`,
+# the team's `machines`.
 _ENTRIES = (
     "SELECT p.id, p.command, p.scope, p.branch, p.directory, p.workflow_hash, p.confidence, "
     "p.verified_runs, p.distinct_sessions, p.branches, p.last_verified_at, p.files, "
-    "p.files_more, p.status{machines} FROM {table} p JOIN projects pr ON pr.id = p.project_id "
+    "p.files_more, p.status{extra} FROM {table} p JOIN projects pr ON pr.id = p.project_id "
     "WHERE pr.root = :root AND (p.scope = 'project' OR p.branch IN ({branches}))"
 )
 # The pitfall is rendered from the lesson's fields, not read from its stored text: rows written
@@ -224,9 +226,11 @@ def read_entries(
     parents = [parent for parent in inherit_from if parent != own]
     params: dict[str, Any] = {"root": root}
     branches = in_list("b", [own, *parents], params)
-    local = execute(_ENTRIES.format(machines="", table="procedures", branches=branches), params)
+    local = execute(
+        _ENTRIES.format(extra=", p.variants", table="procedures", branches=branches), params
+    )
     team = execute(
-        _ENTRIES.format(machines=", p.machines", table="team_procedures", branches=branches),
+        _ENTRIES.format(extra=", p.machines", table="team_procedures", branches=branches),
         params,
     )
     entries = [
@@ -266,7 +270,9 @@ def choose(
     for key in sorted(set(mine) | set(theirs)):
         if key in mine:
             row, inherited = mine[key]
-            entries.append(make_entry(row, inherited))
+            made = make_entry(row, inherited)
+            family = family_files(made.command, json_list(row[14])) if len(row) > 14 else 0
+            entries.append(made.but(family_files=family) if family else made)
         elif key not in hidden:
             row, inherited = theirs[key]
             entries.append(make_entry(row, inherited, TEAM, row[14]))

@@ -55,6 +55,8 @@ def _facts(entry: Entry) -> str:
     last and how surely."""
     date = json_contract.date(entry.last_verified_at)
     runs = f"{entry.verified_runs} {'run' if entry.verified_runs == 1 else 'runs'}"
+    if entry.family_files:
+        runs = f"{entry.family_files} files, {runs}"
     if entry.source == TEAM:
         machines = "machine" if entry.machines == 1 else "machines"
         proof = f"verified by the team: {runs} on {entry.machines} {machines}"

@@ -31,7 +31,7 @@ from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
 from remem.json_contract import date
 from remem.paths import write_whole
-from remem.record.quote import NEEDS_CREDENTIALS, needs_credentials
+from remem.record.quote import NEEDS_CREDENTIALS, names_a_family, needs_credentials
 from remem.record.redact import redact_text
 
 DRAFTS_DIR = "remem-drafts"
@@ -220,7 +220,9 @@ def _variants(procedure: Procedure) -> list[str]:
 
 
 def _title(procedure: Procedure) -> str:
-    workflow = " ".join(procedure.workflow.split())
+    """Its workflow; a family run on one file only is titled by the command that ran."""
+    one_file = names_a_family(procedure.workflow) and not names_a_family(procedure.command)
+    workflow = " ".join((procedure.command if one_file else procedure.workflow).split())
     return workflow if len(workflow) <= 80 else workflow[:79] + "…"
 
 

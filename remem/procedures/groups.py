@@ -19,9 +19,13 @@ from remem.procedures import evidence, policy
 from remem.procedures.tally import Tally, variant_rows
 from remem.procedures.tally import decide as decide_from_tally
 from remem.record.quote import needs_credentials
+from remem.shell.analysis import analyse
+from remem.shell.arguments import file_identity
 
 BRANCH, PROJECT = "branch", "project"
 VARIANTS_KEPT = 10
+# A family's variants are the files it ran on: more are kept, so that their count is told.
+FAMILY_VARIANTS_KEPT = 100
 PROJECT_MIN_BRANCHES = 2
 
 
@@ -89,6 +93,47 @@ def recommended(found: list[tuple[str, bool, int, int]], workflow: str) -> str:
 def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, Any]]:
     ordered = sorted(found, key=lambda v: (-v[3], v[0]))
     return [{"command": command, "runs": runs} for command, _m, _v, runs in ordered][:VARIANTS_KEPT]
+
+
+Variant = tuple[str, bool, int, int]
+
+
+def shown(
+    found: list[Variant], workflow: str, directory: str = ".", root: str = ""
+) -> tuple[str, list[dict[str, Any]]]:
+    """The command a procedure shows and its variants. A family (`gofmt -w <file>`) run on
+    several files shows its placeholder form, its variants one per set of files (however
+    each run spelt them); run on one file, it shows that command as any workflow does."""
+    by_files: dict[tuple[str, ...], list[Variant]] = {}
+    for variant in found:
+        named = _files_named(variant[0], workflow)
+        files = tuple(file_identity(name, directory, root) for name in named)
+        by_files.setdefault(files, []).append(variant)
+    if len(by_files) < 2 or () in by_files:
+        return recommended(found, _actual_workflow(found, workflow)), variant_counts(found)
+    per_files = []
+    for variants in by_files.values():
+        best = min(variants, key=lambda v: (v[1], -v[3], len(v[0]), v[0]))
+        per_files.append((best[0], sum(v[3] for v in variants)))
+    per_files.sort(key=lambda item: (-item[1], item[0]))
+    kept = per_files[:FAMILY_VARIANTS_KEPT]
+    return workflow, [{"command": command, "runs": runs} for command, runs in kept]
+
+
+def _files_named(command: str, workflow: str) -> tuple[str, ...]:
+    """The files a variant of a family names; () when the group is no family."""
+    for step in analyse(command).steps:
+        if step.family == workflow and step.files:
+            return step.files
+    return ()
+
+
+def _actual_workflow(found: list[Variant], workflow: str) -> str:
+    """A family seen on one set of files is shown as it ran: its workflow without
+    placeholders is that of its variants."""
+    if not found or not _files_named(found[0][0], workflow):
+        return workflow
+    return next(s.workflow for s in analyse(found[0][0]).steps if s.family == workflow)
 
 
 SELECT_PROCEDURE = text(
@@ -169,8 +214,8 @@ def _values(
     existing: Any = None,
     known: evidence.Evidence | None = None,
 ) -> dict[str, Any]:
-    found = variant_rows(tally)
-    command = recommended(found, group.workflow)
+    root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
+    command, variants = shown(variant_rows(tally), group.workflow, group.directory, root)
     since = tally.cutoff if tally.fresh_runs else float("-inf")
     if known is None:
         latest = evidence.latest(connection, procedure_id, since)
@@ -188,12 +233,11 @@ def _values(
             runs = [(session, event) for event, session in newest]
             edited = list(evidence.files_before(connection, runs).values())
         files, files_more = evidence.rank(edited)
-    root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
     where = policy.Where(root, group.branch, group.directory, group.scope == PROJECT)
     return {
         "status": decision.status,
         "command": command,
-        "variants": json.dumps(variant_counts(found), ensure_ascii=False),
+        "variants": json.dumps(variants, ensure_ascii=False),
         "confidence": decision.confidence,
         "verified_runs": decision.verified_runs,
         "distinct_sessions": decision.distinct_sessions,

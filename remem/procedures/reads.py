@@ -22,6 +22,7 @@ from remem.procedures.rollout import Resolution
 from remem.procedures.steps import FAILED, UNVERIFIED, VERIFIED, StepRun
 from remem.procedures.tally import GroupRun, Tally
 from remem.procedures.window import Window, WindowEvent
+from remem.shell.arguments import without_messages
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,9 @@ def _record(
     files, change_hash = batch.edits_between(group, event.session_id, previous, event.id)
     params.update(
         exit_code=resolution.exit_code if resolution else event.exit_code,
-        error_excerpt=event.error_excerpt or (resolution.excerpt if resolution else None),
+        error_excerpt=without_messages(
+            event.error_excerpt or (resolution.excerpt if resolution else None), run.messages
+        ),
         salient_error=run.salient_error,
         files=json.dumps(files) if files else None,
         change_hash=change_hash,

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, text
 from remem.capture.hosts import shell_patch
 from remem.db.engine import READ_ONLY
 from remem.db.schema import metadata
-from remem.procedures.steps import workflow_hash
+from remem.procedures.steps import group_workflow, workflow_hash
 from remem.queue.store import rewind_promote_tasks
 from remem.record.identity import directory_under, locate
 from remem.shell.analysis import analyse, resolve_directory
@@ -203,8 +203,8 @@ def _rekey(connection: Connection, ignore_commands: tuple[str, ...]) -> int:
     row, an archived one first. Returns how many archived procedures were kept."""
     rows = connection.execute(
         text(
-            "SELECT a.id, a.project_id, a.scope, a.branch, a.directory, a.command, a.status, "
-            "p.root FROM procedures a JOIN projects p ON p.id = a.project_id "
+            "SELECT a.id, a.project_id, a.scope, a.branch, a.directory, a.command, a.variants, "
+            "a.status, p.root FROM procedures a JOIN projects p ON p.id = a.project_id "
             "ORDER BY a.status != 'archived', a.id"
         )
     ).all()
@@ -234,9 +234,14 @@ def _rekey(connection: Connection, ignore_commands: tuple[str, ...]) -> int:
 
 
 def _workflow_key(row: Any, ignore_commands: tuple[str, ...]) -> tuple[str, str, str]:
+    """A family's command is its placeholder form (`gofmt -w <file>`): one of the commands
+    that ran stands for it."""
     work_tree = row.root
-    for step in analyse(row.command, ignore_commands).workflow_steps():
+    variants = json.loads(row.variants or "[]")
+    command = variants[0]["command"] if variants else row.command
+    for step in analyse(command, ignore_commands).workflow_steps():
         directory = resolve_directory(row.directory, work_tree, step.chdir)
         if directory is not None:
-            return directory, step.workflow, workflow_hash(step.workflow)
+            workflow = group_workflow(step, directory, work_tree)
+            return directory, workflow, workflow_hash(workflow)
     return row.directory, row.command, workflow_hash(row.command)

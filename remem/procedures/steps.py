@@ -11,12 +11,14 @@ all, rather than run and find the code red (remem/shell/runnable.py).
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from remem.record.identity import spelt_root
 from remem.shell import recognisers
 from remem.shell.analysis import Step, analyse, resolve_directory
+from remem.shell.arguments import without_messages
 from remem.shell.runnable import cannot_run
 
 VERIFIED, FAILED, UNVERIFIED = "verified", "failed", "unverified"
@@ -28,11 +30,12 @@ class StepRun:
     directory: str
     workflow: str
     workflow_hash: str
-    command: str  # the step as it was run: a variant of its workflow
+    command: str  # the step as it was run, its message elided: a variant of its workflow
     masked: bool
     verdict: str
     salient_error: str | None
     cannot_run: bool = False  # failed because it could not run here, not because the code is red
+    messages: tuple[str, ...] = ()  # the messages elided, to clear from its stored output
 
 
 def workflow_hash(workflow: str) -> str:
@@ -55,7 +58,7 @@ def classify(
     work_tree = spelt_root(cwd, directory)
     runs = []
     for index, (step, verdict) in enumerate(zip(steps, verdicts, strict=True)):
-        if step.read_only:
+        if not step.procedural:
             continue
         where = resolve_directory(directory, work_tree, step.chdir)
         if where is None:
@@ -63,21 +66,39 @@ def classify(
         salient = blocked = None
         if verdict == FAILED:
             salient = recognisers.salient_line(step.workflow, output)
+            salient = without_messages(salient, step.messages)
             blocked = cannot_run(step.workflow, step.program, exit_code, output)
+        workflow = group_workflow(step, where, work_tree)
         runs.append(
             StepRun(
                 step=index,
                 directory=where,
-                workflow=step.workflow,
-                workflow_hash=workflow_hash(step.workflow),
+                workflow=workflow,
+                workflow_hash=workflow_hash(workflow),
                 command=step.text,
                 masked=step.masked,
                 verdict=verdict,
                 salient_error=salient,
                 cannot_run=blocked is not None,
+                messages=step.messages,
             )
         )
     return runs
+
+
+def group_workflow(step: Step, directory: str, work_tree: str) -> str:
+    """What a step's runs are grouped by: its family (`gofmt -w <file>`) when every file it
+    names lies in the project, so runs on each of its files pool; else its workflow."""
+    if step.files and all(_in_project(path, directory, work_tree) for path in step.files):
+        return step.family
+    return step.workflow
+
+
+def _in_project(path: str, directory: str, work_tree: str) -> bool:
+    if posixpath.isabs(path):
+        return bool(work_tree) and path.startswith(work_tree.rstrip("/") + "/")
+    relative = posixpath.normpath(posixpath.join(directory, path))
+    return relative != ".." and not relative.startswith("../")
 
 
 def _by_output(step: Step, output: str | None) -> str:
@@ -95,6 +116,7 @@ def _verdicts(steps: Sequence[Step], succeeded: bool, output: str | None) -> lis
     # The command failed: one of its decisive steps did. With one candidate it is that one;
     # with several, the one whose own tool's failure summary the output shows, if exactly one
     # does (a runner such as `make` is judged by any tool's summary: it comes second).
+    # Any step that did something may be the one that failed, a script or a write included.
     candidates = [i for i, step in enumerate(steps) if step.decisive and not step.read_only]
     if len(candidates) == 1:
         verdicts[candidates[0]] = FAILED

@@ -25,6 +25,21 @@ NO_OUTPUT = "no output recorded"
 NO_EDIT = "passed again with no edit in between"
 
 
+# What stands for the project files a family of runs named (remem/shell/arguments.py).
+FILE_PLACEHOLDERS = ("<file>", "<test file>")
+
+
+def names_a_family(text: str) -> bool:
+    """Whether a workflow or command is a family's placeholder form (`gofmt -w <file>`)."""
+    return any(mark in text for mark in FILE_PLACEHOLDERS)
+
+
+def family_files(command: str, variants: Sequence[object]) -> int:
+    """How many sets of files a family's placeholder form stands for (its variants are one
+    per set); 0 for a command that is no family."""
+    return len(variants) if len(variants) > 1 and names_a_family(command) else 0
+
+
 def needs_credentials(command: str) -> bool:
     """Whether redaction took something out of the command: it runs only once the user puts
     their credentials back."""

@@ -1,8 +1,10 @@
 """A captured command as a bash program: its steps, each step's workflow, directory and whether
 its exit status is masked (DESIGN.md §5).
 
-The command is parsed once (remem/shell/syntax.py). The original text is never rewritten: a
-step's `text` is a slice of the command as it was run, heredoc bodies included.
+The command is parsed once (remem/shell/syntax.py). The original text is never rewritten but
+for a message it carries: a step's `text` is a slice of the command as it was run, heredoc
+bodies included, with a commit's or a pull request's message elided (remem/shell/arguments.py).
+What a step is (work, a read, an inline script, a file write) is remem/shell/kinds.py's table.
 """
 
 from __future__ import annotations
@@ -12,15 +14,33 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from remem.shell.arguments import file_arguments, fold_placeholders, message_of
+from remem.shell.kinds import (
+    READ,
+    SCRIPT,
+    SETUP,
+    WORK,
+    WRITE,
+    command_view,
+    step_kind,
+    unit_kind,
+)
 from remem.shell.syntax import (
+    ELIDED,
     AndOr,
     Pipeline,
+    Spans,
     Unit,
     heredoc_bodies,
+    heredoc_body_spans,
     parse,
+    sliced,
     text_of,
+    unit_args,
+    unit_fed,
     unit_words,
     unit_workflow,
+    unit_writes,
 )
 
 UNKNOWN_DIRECTORY = "?"
@@ -33,32 +53,51 @@ OUTPUT_FILTERS = frozenset(
         "wc", "cat", "cut", "tr", "sed", "awk", "column", "nl", "fold", "jq", "fmt", "ts",
     }
 )  # fmt: skip
-# Shell builtins that set up the shell rather than do work: never a workflow of their own.
-SHELL_SETUP = frozenset(
-    {
-        "cd", "pushd", "popd", "set", "export", "unset", "source", ".", "true", ":", "exit",
-        "sleep", "wait", "alias", "unalias", "shopt", "trap", "read", "local", "declare",
-        "typeset", "readonly", "builtin", "hash", "ulimit", "umask", "false",
-    }
-)  # fmt: skip
 # A pipeline that is only one of these, after `||` or `;` at the end of a command, makes the
 # command succeed whatever ran before it.
 MASKERS = frozenset({"true", ":", "echo", "printf"})
-# Prefixes that run the command that follows them; read-only judgement looks past them.
-WRAPPERS = frozenset({"env", "sudo", "nice", "nohup", "time", "command", "exec", "stdbuf"})
 
 
 @dataclass(frozen=True)
 class Step:
     """One pipeline of the command: what it runs, where, and what its exit status tells."""
 
-    text: str  # the original text of the pipeline, output filters and heredoc bodies included
+    text: str  # the pipeline as it was run, output filters and heredoc bodies included, a
+    # message it carries elided
     workflow: str  # without output-only redirections and trailing output filters
     chdir: str | None  # `cd` before it, relative to the command's start or absolute; "?" unknown
     masked: bool  # its status is hidden by a trailing filter or a later `|| true` / `; exit 0`
     decisive: bool  # the command's exit status entails this step's (success: it passed)
-    read_only: bool  # only read-only, navigation or shell set-up commands
+    kind: str  # work, read, setup, inline script or file write (remem/shell/kinds.py)
     program: str  # the first command's name after wrappers: "mix", "npm", "pytest"
+    # The workflow with the project files it names as placeholders (`gofmt -w <file>`), and
+    # those files; the workflow itself and () when it names none. Whether they lie in the
+    # project is for the caller to judge (remem/procedures/steps.py).
+    family: str = ""
+    files: tuple[str, ...] = ()
+    # A message the command carries is elided from text, workflow and family; its text is
+    # kept here only so that its output can be cleared of it too.
+    messages: tuple[str, ...] = ()
+
+    @property
+    def read_only(self) -> bool:
+        """Only reads, navigation or shell set-up."""
+        return self.kind in (READ, SETUP)
+
+    @property
+    def inline_script(self) -> bool:
+        """Code written in the command: `python3 - <<'PY'`, `node -e ...`."""
+        return self.kind == SCRIPT
+
+    @property
+    def file_write(self) -> bool:
+        """Writes files with text written in the command (`cat <<EOF > f`), or in place."""
+        return self.kind == WRITE
+
+    @property
+    def procedural(self) -> bool:
+        """Work that can become a procedure: none of the above."""
+        return self.kind == WORK
 
 
 @dataclass(frozen=True)
@@ -68,21 +107,10 @@ class Analysis:
 
     def workflow_steps(self) -> tuple[Step, ...]:
         """The steps that can become procedures."""
-        return tuple(step for step in self.steps if not step.read_only)
+        return tuple(step for step in self.steps if step.procedural)
 
 
 # --- reading units ---------------------------------------------------------------------------
-
-
-def _program(words: Sequence[str]) -> tuple[str, list[str]]:
-    """The command a unit runs, past wrappers (`env FOO=1`, `sudo`, `time`): name and argv."""
-    index = 0
-    while index < len(words) and words[index] in WRAPPERS:
-        index += 1
-        while index < len(words) and ("=" in words[index] or words[index].startswith("-")):
-            index += 1
-    rest = list(words[index:])
-    return (rest[0] if rest else ""), rest
 
 
 def _unit_name(unit: Unit) -> str:
@@ -92,24 +120,56 @@ def _unit_name(unit: Unit) -> str:
     if kind in ("unset_command", "variable_assignment", "variable_assignments"):
         return "set"
     if kind == "command":
-        return _program(unit_words(unit))[0]
+        words = unit_words(unit)
+        view = command_view(words)
+        return words[view[0]] if view else ""
     return ""
 
 
-def _is_read_only(unit: Unit, ignore: Sequence[tuple[str, ...]]) -> bool:
+@dataclass
+class _Reading:
+    """One unit read for its step: its kind, whether it writes files, the spans of its
+    message (elided) and of its file arguments (placeholders), and its message's text."""
+
+    kind: str
+    writes: bool
+    elide: list[tuple[int, int, str]] = field(default_factory=list)
+    placeholders: list[tuple[int, int, str]] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+
+def _read_unit(unit: Unit, source: bytes, ignore: Sequence[tuple[str, ...]]) -> _Reading:
     kind = unit.node.type
     if kind in ("variable_assignment", "variable_assignments", "declaration_command"):
-        return True
+        return _Reading(SETUP, False)
     if kind == "unset_command":
-        return True
+        return _Reading(SETUP, False)
     if kind != "command":
-        return False
-    name, argv = _program(unit_words(unit))
-    if not name:
-        return not unit_words(unit) or unit_words(unit)[0] in WRAPPERS  # a bare `env` prints
-    if name in SHELL_SETUP:
-        return True
-    return any(tuple(argv[: len(entry)]) == entry for entry in ignore)
+        return _Reading(WORK, bool(unit_writes(unit)))
+    args = unit_args(unit)
+    words = [word for word, _node in args]
+    nodes = [node for _word, node in args]
+    found, writes = unit_kind(words, unit_fed(unit), ignore)
+    reading = _Reading(found, writes or bool(unit_writes(unit)))
+    message = message_of(words, [text_of(node) for node in nodes])
+    for index in message.whole:
+        node = nodes[index]
+        reading.elide.append((int(node.start_byte), int(node.end_byte), ELIDED))
+        reading.messages.append(words[index])
+    for index, offset in message.tails:
+        node = nodes[index]
+        reading.elide.append((int(node.start_byte) + offset, int(node.end_byte), ELIDED))
+        reading.messages.append(text_of(node)[offset:].strip("'\""))
+    if message.from_input:
+        for start, end in heredoc_body_spans(unit):
+            reading.elide.append((start, end, ELIDED + "\n"))
+            reading.messages.append(sliced(source, start, end))
+    for index, placeholder in file_arguments(words, message):
+        node = nodes[index]
+        reading.placeholders.append((int(node.start_byte), int(node.end_byte), placeholder))
+        reading.files.append(words[index])
+    return reading
 
 
 def _set_flags(unit: Unit) -> tuple[bool | None, bool | None]:
@@ -218,19 +278,18 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
     decisive, masked_lists = _decisive(lists, drafts)
     steps = []
     for index, draft in enumerate(drafts):
-        units = draft.pipeline.units
-        core = draft.core
-        text = source[units[0].start : max(u.line_end() for u in units)].decode(
-            "utf-8", "surrogateescape"
-        ) + heredoc_bodies(units, source)
-        pipes = draft.pipeline.pipes
-        workflow = unit_workflow(core[0], source)
-        for pipe, unit in zip(pipes, core[1:], strict=False):
-            workflow += f" {pipe} {unit_workflow(unit, source)}"
-        workflow += heredoc_bodies(core, source)
-        read_only = all(_is_read_only(unit, ignore) for unit in core)
+        units, core = draft.pipeline.units, draft.core
+        readings = [_read_unit(unit, source, ignore) for unit in units]
+        elide = [span for reading in readings for span in reading.elide]
+        text = sliced(source, units[0].start, max(u.line_end() for u in units), elide)
+        text += heredoc_bodies(units, source, elide)
+        core_readings = readings[: len(core)]
+        workflow = _workflow(draft, source, elide)
+        placeholders = [span for reading in core_readings for span in reading.placeholders]
+        family = _workflow(draft, source, elide + placeholders) if placeholders else workflow
         masked = (draft.filtered and not draft.pipefail) or draft.and_or in masked_lists
         masked = masked or index in decisive.masked_by_or
+        writes = any(reading.writes for reading in readings)
         steps.append(
             Step(
                 text=text,
@@ -238,11 +297,22 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
                 chdir=draft.chdir,
                 masked=masked,
                 decisive=index in decisive.indexes and not masked,
-                read_only=read_only,
+                kind=step_kind([reading.kind for reading in core_readings], writes),
                 program=_unit_name(core[0]),
+                family=fold_placeholders(family),
+                files=tuple(name for reading in core_readings for name in reading.files),
+                messages=tuple(m for reading in readings for m in reading.messages if m),
             )
         )
     return Analysis(tuple(steps), parsed=True)
+
+
+def _workflow(draft: _Draft, source: bytes, elide: Spans) -> str:
+    core = draft.core
+    workflow = unit_workflow(core[0], source, elide)
+    for pipe, unit in zip(draft.pipeline.pipes, core[1:], strict=False):
+        workflow += f" {pipe} {unit_workflow(unit, source, elide)}"
+    return workflow + heredoc_bodies(core, source, elide)
 
 
 def _drafts(lists: list[AndOr]) -> list[_Draft]:
@@ -312,9 +382,9 @@ def _first(flat: list[tuple[int, int]], list_index: int) -> int:
 def _unparsed(command: str, ignore: Sequence[tuple[str, ...]]) -> Analysis:
     """What the grammar cannot read stays one opaque step, its text unchanged."""
     words = command.split()
+    kind, _writes = unit_kind(words, False, ignore)
     name = words[0] if words else ""
-    read_only = name in SHELL_SETUP or any(tuple(words[: len(e)]) == e for e in ignore)
-    step = Step(command, command.strip(), None, False, True, read_only, name)
+    step = Step(command, command.strip(), None, False, True, kind, name, command.strip())
     return Analysis((step,), parsed=False)
 
 

@@ -16,7 +16,8 @@ import re
 from functools import lru_cache
 
 from remem.shell import recognisers
-from remem.shell.analysis import WRAPPERS
+from remem.shell.arguments import parseable
+from remem.shell.kinds import WRAPPERS
 from remem.shell.syntax import parse, unit_words
 
 # Commands that run the command after them (and their options): `uv run pytest` runs pytest.
@@ -41,7 +42,7 @@ _PYTHON = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?$")
 def reduced(workflow: str) -> tuple[str, ...] | None:
     """What the workflow runs, as words; None when it is not one simple command (a pipeline,
     a list, something the grammar cannot read)."""
-    lists = parse(workflow)
+    lists = parse(parseable(workflow))
     if not lists or len(lists) != 1 or len(lists[0].pipelines) != 1:
         return None
     units = lists[0].pipelines[0].units

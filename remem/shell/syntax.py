@@ -28,6 +28,10 @@ _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirec
 _SEPARATORS = frozenset({";", "&", "\n", ";;"})
 _PIPES = frozenset({"|", "|&"})
 _LITERAL_ARGS = frozenset({"word", "number", "raw_string", "string", "concatenation"})
+# What stands in a workflow for text that is not part of it (a commit's message).
+ELIDED = "…"
+# Byte spans of the source to show as other text: (start, end, what stands there).
+Spans = Sequence[tuple[int, int, str]]
 
 
 @dataclass
@@ -167,6 +171,12 @@ def _structure(items: Sequence[Any]) -> list[AndOr]:
 
 def unit_words(unit: Unit) -> list[str]:
     """A simple command's words after its variable assignments: ["env", "FOO=1", "make", ...]."""
+    return [word for word, _node in unit_args(unit)]
+
+
+def unit_args(unit: Unit) -> list[tuple[str, Any]]:
+    """A simple command's words with the nodes they were read from (their place in the
+    command), the command's name first."""
     if unit.node.type != "command":
         return []
     words = []
@@ -174,8 +184,26 @@ def unit_words(unit: Unit) -> list[str]:
         if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
             continue
         if child.type == "command_name" or child.type in _LITERAL_ARGS or child.is_named:
-            words.append(_unquote(text_of(child)))
+            words.append((_unquote(text_of(child)), child))
     return words
+
+
+def unit_writes(unit: Unit) -> list[str]:
+    """The files a unit's redirections write (`> out.txt`, `2>> log`): not /dev/null, not
+    another descriptor."""
+    written = []
+    for redirect in unit.redirects:
+        if redirect.type != "file_redirect" or _is_output_only(redirect):
+            continue
+        operator = next((c.type for c in redirect.children if not c.is_named), "")
+        if operator in (">", ">>", "&>", "&>>", ">|"):
+            written.append(_unquote(text_of(redirect.children[-1])))
+    return written
+
+
+def unit_fed(unit: Unit) -> bool:
+    """Whether the unit reads a heredoc or a here-string: text written in the command."""
+    return any(r.type in ("heredoc_redirect", "herestring_redirect") for r in unit.redirects)
 
 
 def _unquote(word: str) -> str:
@@ -204,13 +232,14 @@ _PROTECTED = frozenset(
 )  # fmt: skip
 
 
-def unit_workflow(unit: Unit, source: bytes) -> str:
+def unit_workflow(unit: Unit, source: bytes, elide: Spans = ()) -> str:
     """The unit's text without output-only redirections, whitespace runs between its tokens
-    made one space. Built from the source, not from the tree's tokens: the grammar drops some
-    (the `-` of `python3 - <<EOF`), and a workflow must still run."""
+    made one space, the `elide` spans (a commit's message) replaced by their text. Built from
+    the source, not from the tree's tokens: the grammar drops some (the `-` of
+    `python3 - <<EOF`), and a workflow must still run."""
     if unit.node.type != "command":
         node = unit.node
-        return source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape").strip()
+        return sliced(source, node.start_byte, node.end_byte, elide).strip()
     start, end = unit.start, unit.line_end()
     cuts = [(int(r.start_byte), int(r.end_byte)) for r in unit.redirects if _is_output_only(r)]
     protected: list[tuple[int, int]] = []
@@ -227,7 +256,7 @@ def unit_workflow(unit: Unit, source: bytes) -> str:
         if (span_start, span_end) in cuts:
             _append_gap(keep, b" ")
         else:
-            keep += source[span_start:span_end]
+            keep += sliced(source, span_start, span_end, elide).encode("utf-8", "surrogateescape")
         position = span_end
     _append_gap(keep, source[position:end])
     return bytes(keep).decode("utf-8", "surrogateescape").strip()
@@ -260,15 +289,39 @@ def _space(keep: bytearray) -> None:
         keep += b" "
 
 
-def heredoc_bodies(units: Iterable[Unit], source: bytes) -> str:
+def heredoc_bodies(units: Iterable[Unit], source: bytes, elide: Spans = ()) -> str:
     bodies = []
     for unit in units:
         for redirect in unit.heredoc_parts():
             pieces = [c for c in redirect.children if c.type in ("heredoc_body", "heredoc_end")]
             if pieces:
                 start, end = int(pieces[0].start_byte), int(pieces[-1].end_byte)
-                bodies.append(source[start:end].decode("utf-8", "surrogateescape"))
+                bodies.append(sliced(source, start, end, elide))
     return "".join("\n" + body for body in bodies)
+
+
+def heredoc_body_spans(unit: Unit) -> list[tuple[int, int]]:
+    """Where the unit's heredoc bodies and here-strings lie in the source."""
+    spans = []
+    for redirect in unit.redirects:
+        for child in redirect.children:
+            if child.type == "heredoc_body" or (
+                redirect.type == "herestring_redirect" and child.is_named
+            ):
+                spans.append((int(child.start_byte), int(child.end_byte)))
+    return spans
+
+
+def sliced(source: bytes, start: int, end: int, elide: Spans = ()) -> str:
+    """source[start:end] as text, each `elide` span inside it replaced by its text."""
+    parts, position = [], start
+    for span_start, span_end, shown in sorted(elide):
+        if span_start < position or span_end > end:
+            continue
+        parts += [source[position:span_start].decode("utf-8", "surrogateescape"), shown]
+        position = span_end
+    parts.append(source[position:end].decode("utf-8", "surrogateescape"))
+    return "".join(parts)
 
 
 def _parseable(command: str) -> bytes:

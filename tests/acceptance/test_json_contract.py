@@ -293,7 +293,7 @@ def test_a_substitution_reads_the_same_everywhere(outputs: dict[str, Any]) -> No
     (listed,) = [item for item in outputs["remem procedures errors --json"] if "instead" in item]
     assert (listed["kind"], listed["workflow"], listed["instead"]) == (
         "substitution",
-        TEST_PYTHON3,
+        "python3 -m pytest -q <test file>",  # the workflow: runs on any test file
         TEST,
     )
     assert listed["instead_procedure_id"] == outputs["remem procedures show --json"]["id"]

@@ -251,8 +251,13 @@ def test_cd_into_a_directory_and_running_there_are_one_procedure(
 
 
 def test_a_promoted_heredoc_runs_as_it_was_run(home: Home, tmp_path: Path) -> None:
+    """Input for a script is part of its workflow (code written inline is no workflow)."""
     repository = make_repository(tmp_path / "shop")
-    command = "python3 - <<'EOF'\nimport sys\nprint('a  b', file=sys.stdout)\nEOF"
+    (repository / "tools").mkdir()
+    (repository / "tools" / "echo.py").write_text(
+        "import sys\nsys.stdout.write(sys.stdin.read())\n"
+    )
+    command = "python3 tools/echo.py <<'EOF'\na  b\nEOF"
     hook(home, bash_payload(repository, command, "s1", "a  b"))
     hook(home, bash_payload(repository, command, "s2", "a  b"))
     home.remem("worker", "--burst")
@@ -266,3 +271,18 @@ def test_a_promoted_heredoc_runs_as_it_was_run(home: Home, tmp_path: Path) -> No
     assert shown["command"] == command
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "a  b\n"
+
+
+def test_an_old_codex_session_learns_its_tests_not_its_reads(home: Home) -> None:
+    """A whole Codex CLI 0.34 session: dozens of `sed -n` and `nl -ba` reads of files, commits
+    with their messages, and `PYTHONPATH=. pytest -q` fifty times."""
+    home.env["REMEM_PROMOTION_MAX_AGE"] = "3650d"  # the session is months old
+    home.remem("import", "codex", str(TRANSCRIPTS / "codex" / "02.jsonl"))
+    home.remem("worker", "--burst")
+
+    found = procedures(home)
+    workflows = sorted(p["workflow"] for p in found)
+    assert workflows == ["PYTHONPATH=. pytest -q", "git commit -m …"], workflows
+    reads = [c for c in home.commands() if c.startswith(("sed -n", "nl -ba"))]
+    assert len(reads) > 30  # they ran, and are remembered as commands
+    assert_truthful(home)

@@ -9,6 +9,7 @@ search for each secret's literal value, in every file under the home, is stronge
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
@@ -59,6 +60,9 @@ def generic_payload(number: int, text: str, project: Path) -> dict[str, Any]:
     payload.update(session_id=f"term-{number:02d}", cwd=str(project), command=text)
     payload["event_id"] = f"term-{number:02d}-1"
     return payload
+
+
+EDITED = "SELECT files FROM captured_events WHERE kind = 'edit'"
 
 
 def send(home: Home, number: int, text: str, project: Path) -> None:
@@ -208,7 +212,13 @@ def test_no_secret_of_the_corpus_is_kept_anywhere(
     home.remem("worker", "--burst")
     pages = digest_pages(home, project, evidence)
 
-    assert home.status()["events"] == 4 * len(CORPUS) + 1
+    assert home.status()["events"] == home.scalar("SELECT count(*) FROM captured_events")
+    assert home.scalar("SELECT count(*) FROM captured_events WHERE kind != 'edit'") == (
+        4 * len(CORPUS) + 1
+    )
+    # A command that writes a file in the project is an edit of it too, stored redacted.
+    written = {name for (files,) in home.query(EDITED) for name in json.loads(files)}
+    assert {".npmrc", "id_rsa", "creds.json"} <= written
     assert "[REDACTED" in pages[0].read_text(encoding="utf-8")
     kept = [dump_database(home, evidence), *pages, *text_files(home.path)]
     assert [path.name for path in kept if path.parent.name == "logs"] != []
@@ -239,7 +249,7 @@ def test_no_secret_reaches_the_spool(home: Home, tmp_path: Path, evidence: Path)
 
     home.remem("worker", "--burst")
 
-    assert home.status()["events"] == 2
+    assert home.scalar("SELECT count(*) FROM captured_events WHERE kind = 'command'") == 2
     assert oracle_findings([dump_database(home, evidence), *text_files(home.path)]) == []
     assert leaked_secrets(home.path) == []
 

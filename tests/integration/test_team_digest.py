@@ -19,7 +19,8 @@ from remem.procedures.steps import workflow_hash
 from tests.conftest import REMEM, load_fixture
 from tests.integration.conftest import DAY, NOW, World, make_repository
 
-TEST = "python -m pytest -q tests/test_cart.py"
+# No file argument: its workflow is the command itself, as the pulled rows are keyed.
+TEST = "python -m pytest -q -k test_cart"
 LINT = "ruff check src"
 NO_TEAM = (
     "No team procedures here: they arrive when [team] share includes this project and the "

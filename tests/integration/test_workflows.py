@@ -244,7 +244,12 @@ def test_a_fixed_error_is_a_known_error_of_the_whole_project(world: World) -> No
     (known,) = digest_known_errors(world.execute, "/p/shop")
     assert (known.error, known.fix_files) == (SECRET, ("config/test.exs",))
     (sighting,) = read_known_errors(world.execute, project="/p/shop")
-    assert (sighting.error, sighting.branch, sighting.workflow) == (SECRET, "a", command)
+    # The workflow is the family of runs on any test file.
+    assert (sighting.error, sighting.branch, sighting.workflow) == (
+        SECRET,
+        "a",
+        "mix test <test file>",
+    )
     assert read_known_errors(world.execute, error_keys=(lesson.error_key,)) == [sighting]
     assert read_known_errors(world.execute, project="/p/other") == []
     # Another branch with no procedure at all still gets the project's known errors.

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from remem.config import DEFAULT_IGNORE_COMMANDS
 from remem.shell.analysis import Step, analyse, resolve_directory
+from remem.shell.kinds import READ, SCRIPT, SETUP, SHELL_SETUP, WORK
 
 HEREDOC = "python3 - <<'EOF'\nprint('a  b')\nEOF"
 
@@ -25,16 +26,23 @@ def step(
     decisive: bool = True,
     read_only: bool = False,
     program: str | None = None,
+    kind: str | None = None,
 ) -> Step:
-    """A step as analyse() should give it; the workflow is the text unless said otherwise."""
+    """A step as analyse() should give it; the workflow is the text unless said otherwise. A
+    read-only step of a shell builtin is set-up, any other a read."""
+    program = text.split()[0] if program is None else program
+    if kind is None and read_only:
+        kind = SETUP if program in SHELL_SETUP or program == "set" else READ
+    workflow = text if workflow is None else workflow
     return Step(
         text=text,
-        workflow=text if workflow is None else workflow,
+        workflow=workflow,
         chdir=chdir,
         masked=masked,
         decisive=decisive,
-        read_only=read_only,
-        program=text.split()[0] if program is None else program,
+        kind=kind or WORK,
+        program=program,
+        family=workflow,
     )
 
 
@@ -200,7 +208,7 @@ CASES: list[tuple[str, list[Step]]] = [
     ("cd ~/x && make", [step("cd ~/x", read_only=True), step("make", chdir="?")]),
     ("cd /abs/x && make", [step("cd /abs/x", read_only=True), step("make", chdir="/abs/x")]),
     # Whitespace is normalised outside quotes only; heredoc bodies are kept as they are.
-    (HEREDOC, [step(HEREDOC)]),
+    (HEREDOC, [step(HEREDOC, kind=SCRIPT)]),
     ("grep 'a  b' x", [step("grep 'a  b' x", read_only=True)]),
     ("make   test", [step("make   test", "make test")]),
     ("make\ttest", [step("make\ttest", "make test")]),
@@ -305,11 +313,14 @@ def test_workflow_steps_leave_out_read_only_ones() -> None:
     assert [s.workflow for s in analysis.workflow_steps()] == ["npm test"]
 
 
-def test_ignore_commands_decide_what_is_read_only() -> None:
-    assert analyse("git status").steps[0].read_only is False
-    assert analyse("git status", ["git status"]).steps[0].read_only is True
-    assert analyse("git statusx", ["git status"]).steps[0].read_only is False
+def test_ignore_commands_add_read_only_commands_to_the_table() -> None:
+    assert analyse("kubectl get pods").steps[0].read_only is False
+    assert analyse("kubectl get pods", ["kubectl get"]).steps[0].read_only is True
+    assert analyse("kubectl getx", ["kubectl get"]).steps[0].read_only is False
     assert analyse("make test", ["make"]).steps[0].read_only is True
+    # What the table knows writes or works whatever the setting lists.
+    assert analyse("find . -name '*.pyc' -delete", ["find"]).steps[0].procedural
+    assert analyse("cat a.txt > b.txt", ["cat"]).steps[0].file_write
 
 
 # (where the command started, the work tree's root, the step's chdir, its directory or None)

@@ -58,7 +58,7 @@ def test_defaults_without_a_config_file(tmp_path: Path) -> None:
     assert settings.max_attempts == 5
     assert settings.poll_interval_s == 2.0
     assert settings.log_level == "INFO"
-    assert "git status" in settings.ignore_commands
+    assert "git fetch" in settings.ignore_commands
 
 
 def test_default_database_is_a_sqlite_file_in_the_home(tmp_path: Path) -> None:

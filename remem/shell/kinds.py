@@ -1,0 +1,287 @@
+"""What a command does, judged on its parsed words (DESIGN.md §5-6): it reads, sets up the
+shell, runs a script written inline, writes a file, or does work. Only work can become a
+procedure; the others still are commands an agent ran (between attempts, in a fix).
+
+Knowledge as data: one row per program, each with the options that turn a read into a write
+or into work of its own, and an example from real sessions.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+WORK, READ, SETUP, SCRIPT, WRITE = "work", "read", "setup", "inline script", "file write"
+
+# Shell builtins that set up the shell rather than do work: never a workflow of their own.
+SHELL_SETUP = frozenset(
+    {
+        "cd", "pushd", "popd", "set", "export", "unset", "source", ".", "true", ":", "exit",
+        "sleep", "wait", "alias", "unalias", "shopt", "trap", "read", "local", "declare",
+        "typeset", "readonly", "builtin", "hash", "ulimit", "umask", "false",
+    }
+)  # fmt: skip
+# Prefixes that run the command that follows them; the judgement looks past them.
+WRAPPERS = frozenset({"env", "sudo", "nice", "nohup", "time", "command", "exec", "stdbuf"})
+# git's options before its subcommand, and those of them that take a value.
+_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A program that only reads (or prints), unless one of `writes` makes it write a file
+    (then the step is a file write) or one of `runs` makes it run commands or delete files
+    (then it is work). `valued` are its one-letter options that take a value: in a cluster
+    (`-ne`), what follows one of them is that value, not more options."""
+
+    words: tuple[str, ...]
+    example: str
+    writes: frozenset[str] = frozenset()
+    runs: frozenset[str] = frozenset()
+    valued: str = ""
+
+
+def _r(words: str, example: str, writes: str = "", runs: str = "", valued: str = "") -> Reader:
+    return Reader(
+        tuple(words.split()), example, frozenset(writes.split()), frozenset(runs.split()), valued
+    )
+
+
+READERS = (
+    _r("cat", "cat mix.exs"),
+    _r("bat", "bat --paging=never lib/app.ex"),
+    _r("nl", "nl -ba opk/ui/pdl_editor.py"),
+    _r("head", "head -n 40 README.md"),
+    _r("tail", "tail -n 100 log/test.log"),
+    _r("less", "less CHANGELOG.md"),
+    _r("more", "more setup.cfg"),
+    _r("ls", "ls -la examples"),
+    _r("tree", "tree -L 2 lib", writes="-o"),
+    _r("stat", "stat -c %s dist/app.js"),
+    _r("file", "file priv/static/logo.png"),
+    _r("grep", "grep -rn secret_key_base config", valued="efmABCD"),
+    _r("egrep", "egrep -n 'TODO|FIXME' src"),
+    _r("fgrep", "fgrep -n '[deps]' Cargo.toml"),
+    _r("rg", "rg -n 'def test_' tests", runs="--pre"),
+    _r("ag", "ag --python render_hooks"),
+    _r("fd", "fd -e go internal", runs="-x --exec -X --exec-batch"),
+    _r("fdfind", "fdfind -e py tests", runs="-x --exec -X --exec-batch"),
+    _r(
+        "find",
+        "find . -name '*.go' -newer go.mod",
+        writes="-fprint -fprint0 -fprintf -fls",
+        runs="-exec -execdir -ok -okdir -delete",
+    ),
+    _r("wc", "wc -l lib/**/*.ex"),
+    _r("jq", "jq '.scripts' package.json"),
+    _r("yq", "yq '.services' docker-compose.yml", writes="-i --inplace"),
+    _r("sed", "sed -n '1,200p' opk/core/io.py", writes="-i --in-place", valued="efl"),
+    _r("sort", "sort -u words.txt", writes="-o --output", valued="kStT"),
+    _r("diff", "diff -u old.txt new.txt"),
+    _r("cmp", "cmp a.bin b.bin"),
+    _r("du", "du -sh deps"),
+    _r("df", "df -h ."),
+    _r("echo", "echo $PATH"),
+    _r("printf", "printf '%s\\n' \"$HOME\""),
+    _r("pwd", "pwd"),
+    _r("which", "which mix"),
+    _r("type", "type -a python3"),
+    _r("whoami", "whoami"),
+    _r("date", "date -u +%Y-%m-%d", runs="-s --set"),
+    _r("uname", "uname -a"),
+    _r("printenv", "printenv PATH"),
+    _r("realpath", "realpath ../shared"),
+    _r("readlink", "readlink -f .venv/bin/python"),
+    _r("basename", "basename $PWD"),
+    _r("dirname", "dirname lib/app.ex"),
+    _r("git status", "git status --short"),
+    _r("git log", "git log --oneline -5", writes="--output"),
+    _r("git diff", "git diff --stat main", writes="--output"),
+    _r("git show", "git show HEAD:mix.exs", writes="--output"),
+    _r("git blame", "git blame -L 10,20 lib/app.ex"),
+    _r("git ls-files", "git ls-files priv/static"),
+    _r("git grep", "git grep -n lazy_html"),
+    _r("git rev-parse", "git rev-parse --abbrev-ref HEAD"),
+    _r("git shortlog", "git shortlog -sn"),
+    _r("git describe", "git describe --tags"),
+    _r("git cat-file", "git cat-file -p HEAD"),
+    _r("git ls-tree", "git ls-tree -r HEAD --name-only"),
+)
+_READERS = {row.words: row for row in READERS}
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """A language's interpreter: code given with one of `code` options, or fed on its
+    standard input by a heredoc or a here-string with no script named, is a script written
+    inline, not a workflow. `valued` are its options that take a value."""
+
+    names: re.Pattern[str]
+    example: str
+    code: frozenset[str] = frozenset()
+    valued: frozenset[str] = frozenset()
+
+
+def _i(names: str, example: str, code: str = "", valued: str = "") -> Interpreter:
+    pattern = re.compile(rf"(?:{names})\Z")
+    return Interpreter(pattern, example, frozenset(code.split()), frozenset(valued.split()))
+
+
+INTERPRETERS = (
+    _i(r"python[0-9.]*|pypy[0-9.]*", "python3 - <<'PY'", code="-c", valued="-m -W -X"),
+    _i(r"node|nodejs", "node -e 'console.log(process.version)'", "-e --eval -p --print", "-r"),
+    _i(r"bun", "bun -e 'console.log(1)'", code="-e --eval -p --print"),
+    _i(r"deno", "deno eval 'console.log(1)'", code="eval"),
+    _i(r"ruby", "ruby -e 'puts RUBY_VERSION'", code="-e", valued="-r -I"),
+    _i(r"perl", "perl -e 'print 1'", code="-e -E", valued="-M -I"),
+    _i(r"php", "php -r 'echo PHP_VERSION;'", code="-r"),
+    _i(r"elixir", "elixir -e 'IO.puts 1'", code="-e --eval", valued="-r"),
+    _i(r"Rscript", "Rscript -e 'sessionInfo()'", code="-e"),
+    _i(r"lua[0-9.]*|luajit", "lua -e 'print(1)'", code="-e"),
+    _i(r"julia", "julia -e 'println(1)'", code="-e --eval -E --print"),
+    _i(r"bash|sh|zsh|dash|ksh", "bash <<'EOF'"),
+)
+# Commands that run the program after them in an environment (`uv run python -c ...`).
+RUNNERS = (
+    ("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
+    ("rye", "run"), ("bundle", "exec"), ("pnpm", "exec"), ("npx",), ("mise", "exec"),
+)  # fmt: skip
+# Programs that only apply an edit written in the command (a patch): a file write.
+EDITORS = frozenset({"apply_patch", "applypatch"})
+# Programs that write their input to the files they name (`jq ... f.json | sponge f.json`).
+WRITERS = frozenset({"tee", "sponge"})
+
+
+def command_view(words: Sequence[str]) -> list[int]:
+    """The indexes of a simple command's own words: past its wrappers (`env FOO=1`, `sudo`,
+    `time`) and, for git, past the options before its subcommand (`git -C sub status`)."""
+    index = 0
+    while index < len(words) and words[index] in WRAPPERS:
+        index += 1
+        while index < len(words) and ("=" in words[index] or words[index].startswith("-")):
+            index += 1
+    view = list(range(index, len(words)))
+    if view and posixpath.basename(words[view[0]]) == "git":
+        position = 1
+        while position < len(view) and words[view[position]].startswith("-"):
+            position += 2 if words[view[position]] in _GIT_VALUED else 1
+        view = view[:1] + view[position:]
+    return view
+
+
+def program_name(argv: Sequence[str]) -> str:
+    return posixpath.basename(argv[0]) if argv else ""
+
+
+def _matches(word: str, option: str, valued: str) -> bool:
+    """`--in-place=.bak` is `--in-place`; `-ni` and `-i.bak` are `-i`; `-es/i/x/` is not."""
+    if word == option or (option.startswith("--") and word.startswith(option + "=")):
+        return True
+    if len(option) != 2 or option[0] != "-" or word[:1] != "-" or word.startswith("--"):
+        return False
+    for letter in word[1:]:
+        if letter == option[1]:
+            return True
+        if letter in valued or not letter.isalpha():
+            return False
+    return False
+
+
+def _has(args: Sequence[str], options: frozenset[str], valued: str = "") -> bool:
+    return any(_matches(word, option, valued) for word in args for option in options)
+
+
+def reader_of(argv: Sequence[str]) -> Reader | None:
+    name = program_name(argv)
+    return _READERS.get((name, *argv[1:2])) or _READERS.get((name,))
+
+
+def interpreter_argv(argv: Sequence[str]) -> tuple[Interpreter, list[str]] | None:
+    """The interpreter a command runs, past runners (`uv run`), and its arguments."""
+    rest = list(argv)
+    for runner in RUNNERS:
+        if rest and (program_name(rest), *rest[1 : len(runner)]) == runner:
+            rest = rest[len(runner) :]
+            while rest and rest[0].startswith("-"):
+                rest = rest[1:]
+            break
+    name = program_name(rest)
+    for row in INTERPRETERS:
+        if row.names.match(name):
+            return row, rest[1:]
+    return None
+
+
+def is_inline_script(argv: Sequence[str], fed: bool) -> bool:
+    """`python3 -c ...`, `node -e ...`, `python3 - <<'PY'`, `ruby <<< '...'`: code written
+    in the command itself."""
+    found = interpreter_argv(argv)
+    if found is None:
+        return False
+    row, args = found
+    if any(word in row.code or any(word.startswith(c + "=") for c in row.code) for word in args):
+        return True
+    return fed and script_index(row, args) is None
+
+
+def script_index(row: Interpreter, args: Sequence[str]) -> int | None:
+    """Where the script an interpreter runs is named among its arguments (`manage.py` of
+    `python manage.py test`); None when it runs a module, inline code or its input."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word in row.code or word == "-m":
+            return None
+        if word == "-" or word == "--":
+            return None if word == "-" else (index + 1 if index + 1 < len(args) else None)
+        if word.startswith("-"):
+            index += 2 if word in row.valued else 1
+            continue
+        return index
+    return None
+
+
+def unit_kind(
+    words: Sequence[str], fed: bool, ignore: Sequence[tuple[str, ...]] = ()
+) -> tuple[str, bool]:
+    """A simple command's kind, and whether it writes files of its own (a reader's write
+    option, `tee FILE`); `fed`: a heredoc or a here-string is its input; `ignore`: commands
+    the user declared read-only."""
+    argv = [words[i] for i in command_view(words)]
+    name = program_name(argv)
+    if not name:
+        return READ, False  # a bare `env` prints
+    if name in SHELL_SETUP:
+        return SETUP, False
+    if name in EDITORS:
+        return WRITE, True
+    if name in WRITERS:
+        return (WRITE, True) if any(not w.startswith("-") for w in argv[1:]) else (READ, False)
+    if name == "perl" and _has(argv[1:], frozenset({"-i"}), "eEIM"):
+        return WRITE, True  # perl -pi -e: an edit in place
+    if is_inline_script(argv, fed):
+        return SCRIPT, False
+    reader = reader_of(argv)
+    if reader is not None:
+        if _has(argv[1:], reader.runs, reader.valued):
+            return WORK, False
+        if _has(argv[1:], reader.writes, reader.valued):
+            return WRITE, True
+        return READ, False
+    if any(tuple(argv[: len(entry)]) == entry for entry in ignore):
+        return READ, False
+    return WORK, False
+
+
+def step_kind(kinds: Sequence[str], writes: bool) -> str:
+    """A step's kind from its units' (those whose status it has): work if any unit works,
+    else an inline script, else a file write when anything in it writes a file, else a read
+    (a step of set-up alone is set-up)."""
+    for kind in (WORK, SCRIPT):
+        if kind in kinds:
+            return kind
+    if writes or WRITE in kinds:
+        return WRITE
+    return SETUP if kinds and all(kind == SETUP for kind in kinds) else READ

@@ -1,0 +1,246 @@
+"""What a command is (DESIGN.md §6): read-only commands, inline scripts and file writes are no
+workflows; messages are elided; project files fold into families. One row per case."""
+
+from __future__ import annotations
+
+import pytest
+
+from remem.procedures.groups import shown
+from remem.procedures.steps import classify
+from remem.shell.analysis import analyse
+from remem.shell.arguments import MESSENGERS, file_placeholder, without_messages
+from remem.shell.kinds import INTERPRETERS, READ, READERS, SCRIPT, SETUP, WORK, WRITE
+
+ROOT = "/home/dev/shop"
+
+
+def kind_of(command: str) -> str:
+    (step,) = [s for s in analyse(command).steps if s.kind != SETUP] or analyse(command).steps
+    return step.kind
+
+
+@pytest.mark.parametrize("row", READERS, ids=[row.example for row in READERS])
+def test_every_reader_s_example_reads(row: object) -> None:
+    assert kind_of(row.example) == READ  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("row", INTERPRETERS, ids=[row.example for row in INTERPRETERS])
+def test_every_interpreter_s_example_is_an_inline_script(row: object) -> None:
+    example: str = row.example  # type: ignore[attr-defined]
+    if "<<'" in example:  # the heredoc's body and its end
+        example += "\nprint(1)\n" + example.split("<<'")[1].rstrip("'")
+    assert kind_of(example) == SCRIPT
+
+
+# (command, its kind): the options that turn a read into a write or into work.
+KINDS = [
+    ("sed -n '1,200p' opk/core/io.py", READ),
+    ("sed 's/a/b/' in.txt", READ),
+    ("sed -e s/i/x/ notes", READ),  # the `i` is the script's, not an option
+    ("sed -i 's/a/b/' src/app.py", WRITE),
+    ("sed -i.bak 's/a/b/' src/app.py", WRITE),
+    ("sed -ni 's/a/b/p' src/app.py", WRITE),
+    ("sed --in-place=.bak 's/a/b/' src/app.py", WRITE),
+    ("nl -ba -w1 -s': ' opk/ui/pdl_editor.py | sed -n '240,520p'", READ),
+    ("find . -name '*.go'", READ),
+    ("find . -name '*.pyc' -delete", WORK),
+    ("find . -name '*.sh' -exec chmod +x {} +", WORK),
+    ("find . -type f -fprint files.txt", WRITE),
+    ("fd -e py -x ruff format", WORK),
+    ("rg --pre pdftotext invoice docs", WORK),
+    ("git diff --stat", READ),
+    ("git -C services/api log --oneline -3", READ),
+    ("git --no-pager show HEAD", READ),
+    ("git diff --output=changes.patch", WRITE),
+    ("git diff > changes.patch", WRITE),
+    ("git diff 2>/dev/null", READ),
+    ("tree -o tree.txt", WRITE),
+    ("sort -uo words.txt words.txt", WRITE),
+    ("date -s '2026-01-01'", WORK),
+    ("jq '.version' package.json", READ),
+    ("jq '.version = 2' package.json > package.json.new", WRITE),
+    ("yq -i '.a = 1' config.yml", WRITE),
+    ("jq '.version = 2' package.json | sponge package.json", WRITE),
+    ("cat mix.exs", READ),
+    ("cat a.txt > b.txt", WRITE),
+    ("cat <<'EOF' > src/app.py\nx = 1\nEOF", WRITE),
+    ("cat > src/app.py <<'EOF'\nx = 1\nEOF", WRITE),
+    ("echo 'node_modules' >> .gitignore", WRITE),
+    ("ls | tee listing.txt", WRITE),
+    ("tee config/test.exs <<'EOF'\nimport Config\nEOF", WRITE),
+    ("apply_patch <<'PATCH'\n*** Begin Patch\n*** End Patch\nPATCH", WRITE),
+    ("perl -pi -e 's/a/b/' lib/app.pl", WRITE),
+    ("sudo cat /etc/hosts", READ),
+    ("echo $PATH", READ),
+    ("which mix", READ),
+    ("pwd", READ),
+    ("python3 - <<'PY'\nprint(1)\nPY", SCRIPT),
+    ("python3 <<'PY'\nprint(1)\nPY", SCRIPT),
+    ("python3 <<< 'print(1)'", SCRIPT),
+    ("python -c 'import sys; print(sys.path)'", SCRIPT),
+    (".venv/bin/python -c 'import app'", SCRIPT),
+    ("uv run python -c 'import app'", SCRIPT),
+    ("node -e 'console.log(1)'", SCRIPT),
+    ("ruby -e 'puts 1'", SCRIPT),
+    ("bash <<'EOF'\nmake test\nEOF", SCRIPT),
+    ("python3 - <<'PY' > out.json\nprint(1)\nPY", SCRIPT),
+    ("python manage.py test", WORK),
+    ("python -m pytest -q", WORK),
+    ("node scripts/build.js", WORK),
+    ("python3 tools/gen.py <<'EOF'\na\nEOF", WORK),  # input for a script, not code
+    ("bash scripts/ci.sh", WORK),
+    ("make test > out.txt", WORK),
+    ("mix test | tee test.log", WORK),
+    ("git commit -m 'fix'", WORK),
+    ("gofmt -w internal/a.go", WORK),
+]
+
+
+@pytest.mark.parametrize(("command", "kind"), KINDS, ids=[c for c, _ in KINDS])
+def test_kinds(command: str, kind: str) -> None:
+    assert kind_of(command) == kind
+
+
+def test_what_is_no_work_makes_no_run() -> None:
+    for command, kind in KINDS:
+        runs = classify(command, True, None, ROOT, ".")
+        assert bool(runs) is (kind == WORK), command
+
+
+# (command, its text and workflow as stored): the message elided.
+MESSAGES = [
+    ('git commit -m "fix: total adds tax"', "git commit -m …"),
+    ("git commit -am 'wip'", "git commit -am …"),
+    ("git commit -am'wip'", "git commit -am…"),
+    ('git commit --message="fix: total"', "git commit --message=…"),
+    ("git commit -q -m 'a' -m 'b'", "git commit -q -m … -m …"),
+    ("git commit -F - <<'EOF'\nfix: total\nEOF", "git commit -F - <<'EOF'\n…\nEOF"),
+    (
+        "git commit -m \"$(cat <<'EOF'\nfix: total\n\nCloses #3\nEOF\n)\"",
+        "git commit -m …",
+    ),
+    ("git -C api commit -m 'fix'", "git -C api commit -m …"),
+    ("git tag -a v1.2.0 -m 'release 1.2.0'", "git tag -a v1.2.0 -m …"),
+    ('gh pr create --title "Add cart" --body "Closes #3"', "gh pr create --title … --body …"),
+    ("gh pr create -t 'Add cart' -b 'Closes #3' --base main", "gh pr create -t … -b … --base main"),
+    ("gh issue create -t 'Crash' --body-file notes.md", "gh issue create -t … --body-file …"),
+    ("git revert -m 1 HEAD", "git revert -m 1 HEAD"),  # a parent number, not a message
+]
+
+
+@pytest.mark.parametrize(("command", "elided"), MESSAGES, ids=[c for c, _ in MESSAGES])
+def test_messages_are_elided(command: str, elided: str) -> None:
+    (step,) = analyse(command).steps
+    assert (step.text, step.workflow) == (elided, elided)
+
+
+@pytest.mark.parametrize("row", MESSENGERS, ids=[row.example for row in MESSENGERS])
+def test_every_messenger_s_example_loses_its_message(row: object) -> None:
+    example: str = row.example  # type: ignore[attr-defined]
+    message = example.split('"')[1]
+    (step,) = analyse(example).steps
+    assert message not in step.workflow and message not in step.text
+    assert "…" in step.workflow and step.messages
+
+
+def test_output_repeating_a_message_loses_it() -> None:
+    (step,) = analyse("git commit -m 'feat: add the cart total'").steps
+    output = "⧗   input: feat: add the cart total\n✖   subject may not be empty"
+    assert without_messages(output, step.messages) == "⧗   input: …\n✖   subject may not be empty"
+    failed = classify("git commit -m 'feat: add the cart total'", False, output, ROOT, ".")
+    assert [run.command for run in failed] == ["git commit -m …"]
+
+
+# (command, its family): project files become placeholders; scripts and messages never do.
+FAMILIES = [
+    ("gofmt -w internal/a.go", "gofmt -w <file>"),
+    ("gofmt -w internal/a.go internal/b.go", "gofmt -w <file>"),
+    ("mix test test/shop/cart_test.exs", "mix test <test file>"),
+    ("mix test test/shop/cart_test.exs:12", "mix test <test file>"),
+    ("mix test", "mix test"),
+    ("python -m pytest tests/test_cart.py::test_total -q", "python -m pytest <test file> -q"),
+    ("npx prettier --write src/app.tsx", "npx prettier --write <file>"),
+    ("python manage.py test", "python manage.py test"),
+    ("node scripts/build.js --prod", "node scripts/build.js --prod"),
+    ("go run ./cmd/seed/main.go", "go run ./cmd/seed/main.go"),
+    ("python scripts/check.py src/app.py", "python scripts/check.py <file>"),
+    ("npm install lodash.merge", "npm install lodash.merge"),
+    ("pip install requests==2.0", "pip install requests==2.0"),
+    ("uvicorn app.main:app", "uvicorn app.main:app"),
+    ("git commit -m 'edit notes.md'", "git commit -m …"),
+    ("go test ./internal/...", "go test ./internal/..."),
+    ("ruff check 'src/*.py'", "ruff check 'src/*.py'"),
+    ("rm src/old.py", "rm src/old.py"),  # an act on a file, no routine over files
+    ("git checkout -- src/app.py", "git checkout -- src/app.py"),
+]
+
+
+@pytest.mark.parametrize(("command", "family"), FAMILIES, ids=[c for c, _ in FAMILIES])
+def test_families(command: str, family: str) -> None:
+    (step,) = analyse(command).steps
+    assert step.family == family
+    assert bool(step.files) is (family != step.workflow)
+
+
+@pytest.mark.parametrize(
+    ("word", "placeholder"),
+    [
+        ("internal/a.go", "<file>"),
+        ("README.md", "<file>"),
+        ("tests/unit/test_cart.py", "<test file>"),
+        ("src/cart.test.ts", "<test file>"),
+        ("spec/cart_spec.rb", "<test file>"),
+        ("-w", None),
+        ("Makefile", None),
+        ("$FILE", None),
+        ("https://example.com/a.js", None),
+        (".env", None),
+    ],
+)
+def test_file_placeholder(word: str, placeholder: str | None) -> None:
+    assert file_placeholder(word) == placeholder
+
+
+# (command, the directory it ran in, its group's workflow): files outside the project are no
+# family member.
+WHERE = [
+    ("gofmt -w internal/a.go", ".", "gofmt -w <file>"),
+    ("gofmt -w ../a.go", "internal", "gofmt -w <file>"),
+    ("gofmt -w ../a.go", ".", "gofmt -w ../a.go"),
+    (f"gofmt -w {ROOT}/internal/a.go", ".", "gofmt -w <file>"),
+    ("gofmt -w /tmp/scratch/a.go", ".", "gofmt -w /tmp/scratch/a.go"),
+    ("cd internal && gofmt -w a.go", ".", "gofmt -w <file>"),
+]
+
+
+@pytest.mark.parametrize(("command", "directory", "workflow"), WHERE)
+def test_a_family_holds_project_files_only(command: str, directory: str, workflow: str) -> None:
+    (run,) = classify(command, True, None, ROOT, directory)
+    assert run.workflow == workflow
+    assert run.command == command.split(" && ")[-1]
+
+
+def test_a_family_shows_its_placeholder_form_once_it_ran_on_two_files() -> None:
+    on_a = [
+        ("gofmt -w internal/a.go", False, 2, 2),
+        ("gofmt -w internal/a.go 2>&1 | tail -3", True, 0, 1),
+    ]
+    assert shown(on_a, "gofmt -w <file>") == (
+        "gofmt -w internal/a.go",
+        [
+            {"command": "gofmt -w internal/a.go", "runs": 2},
+            {"command": "gofmt -w internal/a.go 2>&1 | tail -3", "runs": 1},
+        ],
+    )
+    on_b = [("gofmt -w /r/internal/b.go", False, 1, 1), ("gofmt -w internal/b.go", False, 1, 1)]
+    # One variant per file, however each run spelt it.
+    assert shown(on_a + on_b, "gofmt -w <file>", ".", "/r") == (
+        "gofmt -w <file>",
+        [
+            {"command": "gofmt -w internal/a.go", "runs": 3},
+            {"command": "gofmt -w internal/b.go", "runs": 2},
+        ],
+    )
+    # Run on one file, and only masked: the command without its filter.
+    masked = [("mix test test/a_test.exs 2>&1 | tail -5", True, 1, 2)]
+    assert shown(masked, "mix test <test file>")[0] == "mix test test/a_test.exs"
