@@ -1,11 +1,14 @@
 """How much `remem-hook` costs an agent's tool call, next to a bare Python start-up.
 
 Times the installed `remem-hook` storing a Claude Code PostToolUse event into an empty database
-and into one holding a million events, and answering a SessionStart with the digest of a project
-that has procedures and lessons, against `python -c "import sqlite3, json"`, the floor any Python
-hook pays. Everything it creates lives in one temporary directory, removed at the end.
+and into one holding a million events, answering a SessionStart with the digest of a project
+that has procedures and lessons, and answering a failed command with advice (a failure remem
+knows what works instead of, and one it knows nothing of, in a project with advice to give;
+and, opt-in, the PreToolUse warning before a command known to fail), against
+`python -c "import sqlite3, json"`, the floor any Python hook pays. Everything it creates lives
+in one temporary directory, removed at the end.
 
-    .venv/bin/python bench/hook.py [--runs N] [--json]
+    .venv/bin/python bench/hook.py [--runs N] [--json] [--advice-only]
 """
 
 from __future__ import annotations
@@ -44,7 +47,26 @@ DIGEST_PROCEDURES = 20
 DIGEST_LESSONS = 2
 WARMUP_RUNS = 3
 TARGET_RATIO = 1.30
+ADVICE_RATIO = 1.50  # a failure answered with advice: the hook reads and prints more
 CASES = ("baseline", "hook-empty", "hook-1M", "sessionstart")
+# Failures in a project with advice to give, in a database holding only it and in the 1M one:
+# answered ("match"), known nothing of ("nomatch"), and the PreToolUse warning ("before").
+ADVICE_CASES = (
+    "match-empty",
+    "match-1M",
+    "nomatch-empty",
+    "nomatch-1M",
+    "before-empty",
+    "before-1M",
+)
+TARGETS = {
+    **dict.fromkeys(("hook-empty", "hook-1M", "sessionstart"), TARGET_RATIO),
+    **dict.fromkeys(("nomatch-empty", "nomatch-1M"), TARGET_RATIO),
+    **dict.fromkeys(("match-empty", "match-1M", "before-empty", "before-1M"), ADVICE_RATIO),
+}
+NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"
+UNKNOWN_ERROR = "Exit code 2\nerror: unused import `os` in app.py"
+VENV_PYTEST = ".venv/bin/python -m pytest -q"
 
 
 def fixture_payload(fixture: Path = FIXTURE) -> dict[str, Any]:
@@ -179,8 +201,59 @@ def fill_procedures(home: Path, project: Path) -> None:
         raise RuntimeError(f"{home}: {procedures} procedures and {lessons} lessons after burst")
 
 
+def fill_advice(home: Path, project: Path) -> None:
+    """A project where `pytest` is not found and `.venv/bin/python -m pytest -q` passes
+    instead, verified: two sessions through the real hook, then one `remem worker --burst`."""
+    if not (project / ".git").exists():
+        (project / ".git").mkdir(parents=True)
+        (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    success, failure = fixture_payload(), fixture_payload(FAILURE_FIXTURE)
+    hook, env = [str(VENV_BIN / "remem-hook")], remem_env(home)
+    for session in ("bench-advice-1", "bench-advice-2"):
+        runs = [(failure, "pytest"), (success, VENV_PYTEST), (success, VENV_PYTEST)]
+        for run, (template, command) in enumerate(runs):
+            payload = {
+                **template,
+                "session_id": session,
+                "cwd": str(project),
+                "tool_use_id": f"toolu_advice_{session}_{run}",
+                "tool_input": {"command": command},
+            }
+            if template is failure:
+                payload["error"] = NOT_FOUND
+            run_checked(hook, env, json.dumps(payload).encode())
+    run_checked([str(VENV_BIN / "remem"), "worker", "--burst"], env)
+    connection = sqlite3.connect(f"file:{home / 'remem.db'}?mode=ro", uri=True)
+    try:
+        (found,) = connection.execute("SELECT count(*) FROM substitutions").fetchone()
+    finally:
+        connection.close()
+    if found != 2:
+        raise RuntimeError(f"{home}: {found} substitutions after burst, not 2")
+
+
+def advice_payload(case: str, project: Path) -> tuple[dict[str, Any], bool]:
+    """The payload of an advice case, in a session of its own (advice is given once per
+    session), and whether the hook must print."""
+    session = f"bench-{uuid.uuid4()}"
+    tool_use_id = f"toolu_bench_{uuid.uuid4().hex}"
+    base = {"session_id": session, "cwd": str(project), "tool_use_id": tool_use_id}
+    if case.startswith("before"):
+        before = {
+            **base,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "pytest"},
+        }
+        return before, True
+    match = case.startswith("match")
+    command, error = ("pytest", NOT_FOUND) if match else ("make lint", UNKNOWN_ERROR)
+    failure = fixture_payload(FAILURE_FIXTURE)
+    return {**failure, **base, "tool_input": {"command": command}, "error": error}, match
+
+
 def time_cases(
-    runs: int, homes: dict[str, Path], project: Path
+    runs: int, homes: dict[str, Path], project: Path, cases: tuple[str, ...] = CASES
 ) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
     """Wall-clock ms per case over `runs` measured rounds, and the ids sent per home (tool-use
     ids; session ids for sessionstart). The cases take turns within each round so that machine
@@ -190,14 +263,21 @@ def time_cases(
     baseline = [str(VENV_BIN / "python"), "-c", "import sqlite3, json"]
     hook = [str(VENV_BIN / "remem-hook")]
     env = bytecode_env()
-    timings: dict[str, list[float]] = {case: [] for case in CASES}
-    sent: dict[str, list[str]] = {case: [] for case in CASES[1:]}
+    timings: dict[str, list[float]] = {case: [] for case in cases}
+    sent: dict[str, list[str]] = {case: [] for case in cases[1:]}
     for round_index in range(WARMUP_RUNS + runs):
-        for case in CASES:
+        for case in cases:
             tool_use_id = f"toolu_bench_{uuid.uuid4().hex}"
             stdin = json.dumps({**template, "tool_use_id": tool_use_id}).encode()
             if case == "baseline":
                 elapsed = run_checked(baseline, env, stdin)
+            elif case in ADVICE_CASES:
+                payload, prints = advice_payload(case, project)
+                stdin = json.dumps(payload).encode()
+                home = homes[case]
+                elapsed = run_checked(hook, remem_env(home), stdin, expect_stdout=prints)
+                if not case.startswith("before"):
+                    sent[case].append(payload["tool_use_id"])
             elif case == "sessionstart":
                 session_id = f"bench-{uuid.uuid4()}"
                 stdin = json.dumps({**session_start, "session_id": session_id}).encode()
@@ -235,7 +315,7 @@ def verify_stored(home: Path, ids: list[str], sql: str = _STORED) -> None:
 
 
 def summarise(timings: dict[str, list[float]], generate_s: float, runs: int) -> dict[str, Any]:
-    figures = start_up_figures(timings, {case: TARGET_RATIO for case in CASES[1:]})
+    figures = start_up_figures(timings, {case: TARGETS[case] for case in list(timings)[1:]})
     return {
         **figures,
         "events": EVENTS,
@@ -249,34 +329,46 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="measured runs per case")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--advice-only", action="store_true", help="time the baseline and the advice cases only"
+    )
     args = parser.parse_args()
+    cases = ("baseline", *ADVICE_CASES) if args.advice_only else (*CASES, *ADVICE_CASES)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     compile_bytecode()
     tmp = Path(tempfile.mkdtemp(prefix="remem-bench-"))
     try:
+        big, small = tmp / "big", tmp / "advice"
         homes = {
             "hook-empty": tmp / "empty",
-            "hook-1M": tmp / "big",
+            "hook-1M": big,
             "sessionstart": tmp / "digest",
+            **{case: big if case.endswith("1M") else small for case in ADVICE_CASES},
         }
-        for home in homes.values():
+        homes = {case: home for case, home in homes.items() if case in cases}
+        for home in set(homes.values()):
             init_home(home)
         started = time.perf_counter()
-        fill_database(homes["hook-1M"] / "remem.db")
+        fill_database(big / "remem.db")
         generate_s = time.perf_counter() - started
         print(f"generated {EVENTS:,} events in {generate_s:.1f} s", file=sys.stderr)
         project = tmp / "projects" / "shop"
-        fill_procedures(homes["sessionstart"], project)
-        print(
-            f"promoted {DIGEST_PROCEDURES} procedures with {DIGEST_LESSONS} lessons",
-            file=sys.stderr,
-        )
-        print(f"timing {WARMUP_RUNS}+{args.runs} runs of {', '.join(CASES)}", file=sys.stderr)
-        timings, sent = time_cases(args.runs, homes, project)
-        for case in ("hook-empty", "hook-1M"):
-            verify_stored(homes[case], sent[case])
-        verify_stored(homes["sessionstart"], sent["sessionstart"], _SESSIONS_STARTED)
+        if "sessionstart" in cases:
+            fill_procedures(homes["sessionstart"], project)
+            print(
+                f"promoted {DIGEST_PROCEDURES} procedures with {DIGEST_LESSONS} lessons",
+                file=sys.stderr,
+            )
+        for home in (small, big):
+            fill_advice(home, project)
+        print(f"timing {WARMUP_RUNS}+{args.runs} runs of {', '.join(cases)}", file=sys.stderr)
+        timings, sent = time_cases(args.runs, homes, project, cases)
+        for case, ids in sent.items():
+            if case == "sessionstart":
+                verify_stored(homes[case], ids, _SESSIONS_STARTED)
+            elif ids:
+                verify_stored(homes[case], ids)
     finally:
         shutil.rmtree(tmp)
     report = summarise(timings, generate_s, args.runs)
