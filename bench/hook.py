@@ -175,7 +175,8 @@ def fill_procedures(home: Path, project: Path) -> None:
     success, failure = fixture_payload(), fixture_payload(FAILURE_FIXTURE)
     hook, env = [str(VENV_BIN / "remem-hook")], remem_env(home)
     for index in range(DIGEST_PROCEDURES):
-        command = f"python -m pytest -q tests/test_module_{index:02d}.py"
+        # Not a file argument: runs on files of the project are one family, one procedure.
+        command = f"python -m pytest -q -k case_{index:02d}"
         session = f"bench-fill-{index % 4}"
         # The first commands fail once before passing: each such streak leaves a lesson.
         runs = [failure] if index < DIGEST_LESSONS else []

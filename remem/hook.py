@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 MAX_PAYLOAD_BYTES = 1024 * 1024
 MAX_READ_BYTES = 64 * 1024 * 1024
 _fast_exit = False  # set by run(): the process ends with os._exit straight after main()
+_kept: sqlite3.Connection | None = None  # the connection _write left open, for the advice
 DIGEST_WAIT_S = 0.5
 USAGE = "usage: remem-hook [--host claude-code|codex|cursor|generic] < payload.json"
 
@@ -142,7 +143,10 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
     # When run() exits right after, the connection is left open on purpose: closing the last
     # connection checkpoints the WAL, which would cost every hook a millisecond. The commit is
     # already durable in the WAL, and the worker's connections checkpoint it.
-    if not _fast_exit:
+    global _kept
+    if _fast_exit:
+        _kept = connection
+    else:
         connection.close()
 
 
@@ -358,12 +362,12 @@ def _give(settings: Settings, read: Any, now: float, before: bool = False) -> st
     if path is None:
         return None
     try:
-        connection = sqlite_settings.connect(path, settings.lock_timeout_s, hot_path=True)
+        connection = _kept or sqlite_settings.connect(path, settings.lock_timeout_s, hot_path=True)
     except sqlite3.Error:
         return None
     try:
         execute = sqlite_settings.executor(connection)
-        if schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
+        if connection is not _kept and schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
             return None
         found, session_id, event_id = read(execute)
         if found and session_id is not None:

@@ -14,15 +14,15 @@ Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
+from remem.capture.fields import sha256_hex
 from remem.db.vocabulary import ACTIVE, BEFORE, SUBSTITUTION
 from remem.json_contract import date
 from remem.record.frozen import Record, in_list
 from remem.record.quote import inert_command, inert_path
 from remem.shell import recognisers
-from remem.shell.plain import plain_workflow_hash
+from remem.shell.plain import plain_workflow
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -81,11 +81,19 @@ def error_of(command: str | None, output: str | None, error_excerpt: str | None)
 
 
 def key_of(line: str | None) -> str | None:
-    """The error key of an error line; a bare summary ("3 tests, 1 failure") keys nothing, as
-    in the worker."""
-    if not line or not line.strip() or recognisers.is_summary(line):
+    """The error key of an error line. The worker keys no bare summary ("3 tests, 1 failure"),
+    so no stored key is a summary's: asking whether the line is one would cost the whole table
+    to say what a lookup already says."""
+    return recognisers.error_key(line) if line and line.strip() else None
+
+
+def plain_workflow_hash(command: str | None) -> str | None:
+    """The workflow hash the worker gives a plain command line (remem.procedures.steps), with
+    the interpreter's own SHA-256: hashlib would load OpenSSL for it."""
+    workflow = plain_workflow(command)
+    if workflow is None:
         return None
-    return recognisers.error_key(line)
+    return sha256_hex(workflow.encode("utf-8", "surrogatepass"))
 
 
 LINES_KEYED = 400  # an output excerpt holds 4,000 characters: far fewer lines than this
@@ -289,7 +297,7 @@ def render(found: Sequence[Advice], before: bool = False) -> str | None:
 
 def key_hash(text: str) -> str:
     """What names an error in advice_given: a hash, so the record holds no recorded text."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]
 
 
 def _use(command: str, runs: int | None) -> str:

@@ -9,8 +9,6 @@ space; for anything else this says nothing (None) and the grammar decides. Pure,
 
 from __future__ import annotations
 
-import hashlib
-
 _PLAIN_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t_-./=:,+@%"
 )
@@ -31,11 +29,3 @@ def plain_workflow(command: str | None) -> str | None:
     if not words or words[0] in _RESERVED:
         return None
     return " ".join(words)
-
-
-def plain_workflow_hash(command: str | None) -> str | None:
-    """The workflow hash the worker gives a plain command line (remem.procedures.steps)."""
-    workflow = plain_workflow(command)
-    if workflow is None:
-        return None
-    return hashlib.sha256(workflow.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,12 +1,14 @@
-"""The hook's reading of a plain command line agrees with the grammar's, or says nothing."""
+"""The hook's reading of a plain command line agrees with the grammar's, or says nothing;
+the workflow hash it keys advice by is the worker's."""
 
 from __future__ import annotations
 
 import pytest
 
+from remem.agent.advice import plain_workflow_hash
 from remem.procedures.steps import workflow_hash
 from remem.shell.analysis import analyse
-from remem.shell.plain import plain_workflow, plain_workflow_hash
+from remem.shell.plain import plain_workflow
 
 PLAIN = [
     "pytest",
