@@ -21,7 +21,6 @@ from remem.db.vocabulary import ACTIVE, BEFORE, SUBSTITUTION
 from remem.json_contract import date
 from remem.record.frozen import Record, in_list
 from remem.record.quote import inert_command, inert_path
-from remem.shell import recognisers
 from remem.shell.plain import plain_workflow
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -76,6 +75,8 @@ class Advice(Record):
 
 def error_of(command: str | None, output: str | None, error_excerpt: str | None) -> str | None:
     """The failure's error line, as the worker reads it (remem.procedures.steps, .lessons)."""
+    from remem.shell import recognisers  # once a recorded key may match: see _by_key
+
     line = recognisers.salient_line(command, output or error_excerpt)
     return line or recognisers.telling_line(error_excerpt)
 
@@ -84,6 +85,8 @@ def key_of(line: str | None) -> str | None:
     """The error key of an error line. The worker keys no bare summary ("3 tests, 1 failure"),
     so no stored key is a summary's: asking whether the line is one would cost the whole table
     to say what a lookup already says."""
+    from remem.shell import recognisers
+
     return recognisers.error_key(line) if line and line.strip() else None
 
 
@@ -101,6 +104,8 @@ LINES_KEYED = 400  # an output excerpt holds 4,000 characters: far fewer lines t
 
 def line_keys(*texts: str | None) -> list[str]:
     """The error key of each line of the texts, whole and cut as a salient line is."""
+    from remem.shell import recognisers
+
     keys: set[str] = set()
     for text in texts:
         for line in (text or "").replace("\r\n", "\n").replace("\r", "\n").split("\n"):
@@ -130,6 +135,11 @@ _SUBSTITUTE_COLUMNS = (
 )
 _SUBSTITUTES = _SUBSTITUTE_COLUMNS + "failed_workflow_hash = :value ORDER BY found_at DESC LIMIT 50"
 _SUBSTITUTES_BY_KEY = _SUBSTITUTE_COLUMNS + "error_key IN ({keys}) ORDER BY found_at DESC LIMIT 200"
+KEYS_READ = 2_000  # past this many recorded keys, every failure's lines are keyed instead
+_SUBSTITUTE_KEYS = (
+    "SELECT DISTINCT error_key FROM substitutions WHERE project_id = :project "
+    f"AND error_key IS NOT NULL LIMIT {KEYS_READ + 1}"
+)
 _ACTIVE = (
     "SELECT verified_runs FROM procedures WHERE project_id = :project AND directory = :directory "
     "AND workflow_hash = :hash AND status = :active ORDER BY verified_runs DESC LIMIT 1"
@@ -167,19 +177,39 @@ def advise_failure(execute: Execute, failure: Failure) -> list[Advice]:
     return [*_known_error(execute, failure), *_substitution(execute, failure)]
 
 
-def _by_key(execute: Execute, query: str, failure: Failure, key_column: int) -> list[Any]:
+def _by_key(
+    execute: Execute, keys_query: str, query: str, failure: Failure, key_column: int
+) -> list[Any]:
     """The rows of `query` (project_id = :project AND error_key IN ({keys})) whose key is this
-    failure's: first those of any line it printed, in one indexed probe per line, then, only
-    when some matched, those of the line the worker will key."""
+    failure's, in three steps, each only when the one before found something: the keys
+    recorded here whose words all appear in what it printed (`keys_query`, read from an index
+    alone); the keys of its lines, one indexed probe each; the key of the line the worker
+    will key. A failure nothing is known of stops at the first, before any pattern is
+    compiled."""
+    params: dict[str, Any] = {"project": failure.project_id}
+    recorded = [row[0] for row in execute(keys_query, params)]
+    text = "\n".join(t for t in (failure.output, failure.error_excerpt) if t)
+    if "\x1b" in text:  # a colour code inside a word would hide it
+        from remem.shell import recognisers
+
+        text = recognisers.without_colours(text)
+    if len(recorded) <= KEYS_READ and not any(literally_in(key, text) for key in recorded):
+        return []
     keys = failure.line_keys()
     if not keys:
         return []
-    params: dict[str, Any] = {"project": failure.project_id}
     rows = execute(query.format(keys=in_list("k", keys, params)), params)
     if not rows:
         return []
     key = key_of(failure.error())
     return [row for row in rows if key is not None and row[key_column] == key]
+
+
+def literally_in(key: str, text: str) -> bool:
+    """Whether every word of an error key that no mask made (no `<path>`, `<hex>`, `N`…)
+    appears in the text: a line of it can have that key only then (error_key masks parts of
+    words and collapses the spaces between them, never changes another word)."""
+    return all(word in text for word in key.split(" ") if "<" not in word and "N" not in word)
 
 
 def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
@@ -193,7 +223,7 @@ def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
     if failure.workflow_hash is not None:
         params = {"project": failure.project_id, "value": failure.workflow_hash}
         rows.update((row[0], row) for row in execute(_SUBSTITUTES, params))
-    for row in _by_key(execute, _SUBSTITUTES_BY_KEY, failure, 9):
+    for row in _by_key(execute, _SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY, failure, 9):
         rows.setdefault(row[0], row)
     best = _best_substitute(execute, failure.project_id, list(rows.values()), failure.directory)
     if best is None:

@@ -709,6 +709,11 @@ def error_key(line: str) -> str:
     return _SPACE.sub(" ", _NUMBER.sub("N", key)).strip()
 
 
+def without_colours(text: str) -> str:
+    """The text without its terminal colour and title codes."""
+    return _ANSI.sub("", text)
+
+
 def _clean(output: str) -> str:
     return _ANSI.sub("", output).replace("\r\n", "\n").replace("\r", "\n")
 

@@ -227,3 +227,30 @@ def test_advice_before_needs_two_sessions_of_failure(home: Home, project: Path) 
     learn_pytest_substitute(agent, sessions=1)
     quiet = agent.before("pytest", "now")
     assert (quiet.returncode, quiet.stdout) == (0, b"")
+
+
+def test_advice_given_survives_a_rebuild_and_goes_with_what_it_was_given_for(
+    home: Home, project: Path
+) -> None:
+    agent = Claude(home, project)
+    learn_pytest_substitute(agent)
+    assert agent.failed("pytest", "now")
+    agent.ran("ls", "pre")
+    assert agent.before("pytest", "pre").stdout
+    assert [(s, kind) for s, kind, _ in given(home)] == [("now", "substitution"), ("pre", "before")]
+    home.remem("procedures", "rebuild")
+    assert len(given(home)) == 2
+
+    def event_of(command: str, session: str) -> int:
+        rows = home.query(
+            "SELECT e.id FROM captured_events e JOIN sessions s ON s.id = e.session_id "
+            "WHERE e.command = ? AND s.session_key = ?",
+            (command, session),
+        )
+        return int(rows[-1][0])
+
+    home.remem("forget", "--event", str(event_of("pytest", "now")), "--yes")
+    assert [(s, kind) for s, kind, _ in given(home)] == [("pre", "before")]
+    # Advice before a command names no event: it goes with its session's last event.
+    home.remem("forget", "--event", str(event_of("ls", "pre")), "--yes")
+    assert given(home) == []
