@@ -10,6 +10,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,32 @@ def test_advice_given_survives_a_rebuild_and_goes_with_what_it_was_given_for(
     # Advice before a command names no event: it goes with its session's last event.
     home.remem("forget", "--event", str(event_of("ls", "pre")), "--yes")
     assert given(home) == []
+
+
+def test_advice_costs_the_hook_no_heavy_import(home: Home, project: Path) -> None:
+    """A failure answered with advice is read with the stdlib alone: no grammar, no typing."""
+    agent = Claude(home, project)
+    learn_pytest_substitute(agent)
+    payload = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
+    payload.update(
+        session_id="now", cwd=str(project), tool_use_id="toolu_imports",
+        tool_input={"command": "pytest"}, error=NOT_FOUND,
+    )  # fmt: skip
+    script = (
+        "import sys, json\n"
+        "from remem.hook import main\n"
+        "code = main([])\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(payload).encode(),
+        env=home.env,
+        capture_output=True,
+        timeout=30,
+    )
+    advice, report = result.stdout.decode().splitlines()
+    assert f"use `{VENV}`" in context_of(advice.encode())
+    assert json.loads(report)["code"] == 0
+    forbidden = {"typing", "dataclasses", "inspect", "sqlalchemy", "tree_sitter", "hashlib"}
+    assert forbidden.isdisjoint(json.loads(report)["modules"])
