@@ -173,7 +173,8 @@ def test_recorded_text_cannot_speak_as_remem(home: Home, tmp_path: Path) -> None
     assert "\u2028" not in text
 
 
-def test_a_closed_stdout_still_stores_the_failure(home: Home, project: Path) -> None:
+@pytest.mark.parametrize("stdout", ["read-end-closed", "fd-closed"])
+def test_a_closed_stdout_still_stores_the_failure(home: Home, project: Path, stdout: str) -> None:
     agent = Claude(home, project)
     learn_pytest_substitute(agent)
     payload = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
@@ -181,13 +182,24 @@ def test_a_closed_stdout_still_stores_the_failure(home: Home, project: Path) -> 
         session_id="now", cwd=str(project), tool_use_id="toolu_closed",
         tool_input={"command": "pytest"}, error=NOT_FOUND,
     )  # fmt: skip
-    process = subprocess.Popen(
-        [REMEM_HOOK],
-        stdin=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=home.env,
-        preexec_fn=lambda: os.close(1),
-    )
+    if stdout == "read-end-closed":
+        process = subprocess.Popen(
+            [REMEM_HOOK],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=home.env,
+        )
+        assert process.stdout is not None
+        process.stdout.close()  # the agent stopped listening before the advice is written
+    else:
+        process = subprocess.Popen(
+            [REMEM_HOOK],
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=home.env,
+            preexec_fn=lambda: os.close(1),
+        )
     _out, err = process.communicate(json.dumps(payload).encode(), timeout=30)
     assert process.returncode == 0, err
     assert b"Traceback" not in err
