@@ -21,7 +21,7 @@ from remem.config import Settings
 from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
-from remem.procedures import journal, policy, tallies
+from remem.procedures import journal, known, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
 from remem.procedures.steps import VERIFIED
@@ -111,7 +111,7 @@ def apply(
         if rows:
             connection.execute(INSERT_RUN[verdict], rows)
     for step in steps:
-        outcome = step.write(connection, rules, now)
+        outcome = step.write(connection, rules, now, settings.ignore_commands)
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
     return stats
@@ -150,7 +150,9 @@ class _Step:
         )
         return cls(group, runs, reads, advanced)
 
-    def write(self, connection: Driver, rules: policy.Rules, now: float) -> str:
+    def write(
+        self, connection: Driver, rules: policy.Rules, now: float, ignore: tuple[str, ...] = ()
+    ) -> str:
         group = self.group
         tally = self.advanced
         lasts = session_lasts(self.runs)
@@ -164,7 +166,7 @@ class _Step:
         if group.scope == BRANCH:
             previous = self.stored.tally if current and self.stored else None
             region = self.reads.regions.get(group) if current else None
-            self._journal(connection, now, previous, region)
+            self._journal(connection, now, previous, region, ignore)
         verified = {run.event_id: run for run in self.runs if run.verdict == VERIFIED}
         new_evidence = [
             {"event_id": run.event_id, "verified_at": run.at} for run in verified.values()
@@ -181,6 +183,7 @@ class _Step:
         now: float,
         previous: Tally | None,
         region: journal.Region | None,
+        ignore: tuple[str, ...],
     ) -> None:
         """Only the streaks from the group's last success before the window's earliest run to
         its first success after the window's latest run can change: they are re-derived from
@@ -193,6 +196,7 @@ class _Step:
         tail = journal.load_tail(connection, params, start, end)
         fixes = self.reads.fixes.get(self.group, {})
         journal.rebuild(connection, params, tail, now, region=(start, end), fixes=fixes)
+        known.rederive(connection, params, tail, now, (start, end), ignore)
 
 
 SELECT_UNRESOLVED_SESSIONS = text(

@@ -1,0 +1,185 @@
+"""Persisting known errors (DESIGN.md §6): each distinct error of a workflow's failing attempts,
+what resolved it and what fixed it, re-derived with the journal for the streaks a window may
+change (lessons.occurrences, fixes.read_fix)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+
+from remem.db.driver import Driver
+from remem.procedures import fixes, lessons
+from remem.procedures.journal import GROUP, PREVIOUS_RUN, History, Key, Region, inside
+from remem.shell.recognisers import mask_branch
+
+# How many of a session's events after a failure are read for its fix: a fix comes soon after.
+EVENTS_READ = 200
+_END = float("inf")
+
+SELECT_KNOWN = text(
+    "SELECT id, first_event_id, first_seen_at, last_event_id, times_seen, error_key, error, "
+    f"resolved_by_event_id FROM known_errors WHERE {GROUP} "
+    "AND first_seen_at >= :since AND first_seen_at <= :until"
+)
+UPSERT_KNOWN = text(
+    "INSERT INTO known_errors (project_id, branch, directory, workflow, workflow_hash, "
+    "error_key, error, first_event_id, last_event_id, session_id, first_seen_at, last_seen_at, "
+    "times_seen, sessions, resolved_by_event_id, resolved_at, fix_files, fix_commands, "
+    "updated_at) VALUES (:project_id, :branch, :directory, :workflow, :workflow_hash, "
+    ":error_key, :error, :first_event_id, :last_event_id, :session_id, :first_seen_at, "
+    ":last_seen_at, :times_seen, :sessions, :resolved_by_event_id, :resolved_at, :fix_files, "
+    ":fix_commands, :now) ON CONFLICT (project_id, branch, directory, workflow_hash, "
+    "first_event_id) DO UPDATE SET workflow = excluded.workflow, "
+    "error_key = excluded.error_key, error = excluded.error, "
+    "last_event_id = excluded.last_event_id, session_id = excluded.session_id, "
+    "first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at, "
+    "times_seen = excluded.times_seen, sessions = excluded.sessions, "
+    "resolved_by_event_id = excluded.resolved_by_event_id, resolved_at = excluded.resolved_at, "
+    "fix_files = excluded.fix_files, fix_commands = excluded.fix_commands, "
+    "updated_at = excluded.updated_at"
+)
+DELETE_KNOWN = text("DELETE FROM known_errors WHERE id = :id")
+_EVENTS = (
+    "SELECT id, event_at, kind, command, outcome, files, output_excerpt, error_excerpt "
+    "FROM captured_events WHERE session_id = :session_id AND id < :before "
+    "AND (kind = 'edit' OR (kind = 'command' AND outcome IN ('success', 'failure'))) "
+)
+# The failing session's events after the failure, oldest first.
+EVENTS_AFTER = text(_EVENTS + f"AND id > :after ORDER BY id LIMIT {EVENTS_READ}")
+# The resolving session's events since its previous run of the workflow, newest first.
+EVENTS_BEFORE = text(
+    _EVENTS + f"AND id > COALESCE(({PREVIOUS_RUN}), 0) ORDER BY id DESC LIMIT {EVENTS_READ}"
+)
+
+
+def rederive(
+    connection: Driver,
+    group: dict[str, Any],
+    history: History,
+    now: float,
+    region: Region | None = None,
+    ignore: Sequence[str] = (),
+) -> None:
+    """The known errors of the group's streaks in `region` (None: all of them) from their
+    runs in `history`; those that first showed outside the region stand. A resolved error
+    whose attempts did not change keeps its fix; an open one is looked at again, as a later
+    command may have resolved it."""
+    attempts, successes = history.attempts, history.successes
+    branch = group["branch"] or None
+    runs = [lessons.JournalRun(row.event_id, row.failed_at, False) for row in attempts.values()] + [
+        lessons.JournalRun(row.event_id, row.verified_at, True) for row in successes.values()
+    ]
+    seen = {
+        row.event_id: lessons.sighting(
+            row.event_id,
+            row.failed_at,
+            row.session_id,
+            lessons.AttemptDetail(0, row.exit_code, row.error_excerpt, None, row.salient_error),
+            branch,
+        )
+        for row in attempts.values()
+    }
+    found = [
+        occurrence
+        for streak in lessons.streaks(runs)
+        for occurrence in lessons.occurrences(streak, seen)
+    ]
+    stored = _stored(connection, group, region)
+    written = []
+    for occurrence in found:
+        first = occurrence.sightings[0].event_id
+        row = stored.pop(first, None)
+        if row is not None and _stands(row, occurrence):
+            continue
+        workflow = attempts[occurrence.sightings[-1].event_id].workflow
+        values = _values(connection, group, occurrence, history, workflow, ignore)
+        written.append({**group, **values, "now": now})
+    if written:
+        connection.execute(UPSERT_KNOWN, written)
+    if stored:
+        connection.execute(DELETE_KNOWN, [{"id": row.id} for row in stored.values()])
+
+
+def _stored(connection: Driver, group: dict[str, Any], region: Region | None) -> dict[int, Any]:
+    after: Key = (float("-inf"), 0)
+    end: Key | None = None
+    if region is not None:
+        after, end = region
+    params = {**group, "since": after[0], "until": end[0] if end else _END}
+    return {
+        row.first_event_id: row
+        for row in connection.execute(SELECT_KNOWN, params).all()
+        if inside((row.first_seen_at, row.first_event_id), after, end)
+    }
+
+
+def _stands(row: Any, occurrence: lessons.Occurrence) -> bool:
+    last = occurrence.sightings[-1]
+    return (
+        row.resolved_by_event_id is not None
+        and row.last_event_id == last.event_id
+        and row.times_seen == len(occurrence.sightings)
+        and row.error_key == occurrence.error_key
+    )
+
+
+def _values(
+    connection: Driver,
+    group: dict[str, Any],
+    occurrence: lessons.Occurrence,
+    history: History,
+    workflow: str,
+    ignore: Sequence[str],
+) -> dict[str, Any]:
+    branch = group["branch"] or None
+    first, last = occurrence.sightings[0], occurrence.sightings[-1]
+    failing = fixes.Failing(workflow, occurrence.error_key, branch)
+    resolver = occurrence.resolved_by
+    before = resolver.event_id if resolver is not None else 2**62
+    params = {"session_id": last.session_id, "after": last.event_id, "before": before}
+    events = [_between(row) for row in connection.execute(EVENTS_AFTER, params).all()]
+    fix = fixes.read_fix(events, failing, ignore)
+    resolved: tuple[int, float] | None = None
+    if fix.resolved_by is not None:
+        resolved = (fix.resolved_by.event_id, fix.resolved_by.at)
+    elif resolver is not None:
+        resolved = (resolver.event_id, resolver.at)
+        row = history.successes.get(resolver.event_id) or history.attempts[resolver.event_id]
+        if row.session_id != last.session_id:
+            params = {**group, "session_id": row.session_id, "before": resolver.event_id}
+            rows = connection.execute(EVENTS_BEFORE, params).all()
+            fix = fix.adding(fixes.read_fix([_between(r) for r in reversed(rows)], failing, ignore))
+    if resolved is None:
+        fix = fixes.Fix((), ())  # what came after an error nothing resolved fixed nothing
+    return {
+        "workflow": workflow,
+        "error_key": occurrence.error_key,
+        "error": mask_branch(occurrence.error, branch),
+        "first_event_id": first.event_id,
+        "last_event_id": last.event_id,
+        "session_id": last.session_id,
+        "first_seen_at": first.at,
+        "last_seen_at": last.at,
+        "times_seen": len(occurrence.sightings),
+        "sessions": len({s.session_id for s in occurrence.sightings}),
+        "resolved_by_event_id": resolved[0] if resolved else None,
+        "resolved_at": resolved[1] if resolved else None,
+        "fix_files": json.dumps(list(fix.files)),
+        "fix_commands": json.dumps(list(fix.commands)),
+    }
+
+
+def _between(row: Any) -> fixes.Between:
+    files = tuple(json.loads(row.files)) if row.kind == "edit" and row.files else ()
+    return fixes.Between(
+        row.id,
+        row.event_at,
+        row.kind,
+        row.command,
+        row.outcome == "success",
+        row.output_excerpt or row.error_excerpt,
+        files,
+    )
