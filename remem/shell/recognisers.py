@@ -741,9 +741,10 @@ def _cap(line: str) -> str:
 
 
 def is_summary(line: str) -> bool:
-    """Whether a line is a tool's success or failure summary rather than an error."""
+    """Whether a line is a tool's success or failure summary rather than an error: a line
+    that halts a run and says why (`** (Mix) The task "x" could not be found`) is an error."""
     return any(
         pattern is not None and pattern.search(line)
         for row in RECOGNISERS
         for pattern in (row.success, row.failure)
-    )
+    ) and not any(pattern.search(line) for row in RECOGNISERS for pattern in row.salient)

@@ -79,3 +79,97 @@ def test_a_real_session_teaches_each_of_its_errors_with_its_own_fix(
     assert (lazy["fix_files"], lazy["fix_commands"]) == (["mix.exs"], ["mix deps.get"])
     assert lazy["workflow"] == "mix test test/spotter_web/live/session_live_test.exs"
     assert lazy["branch"] == "spotter-fum" and lazy["resolved_at"] is not None
+
+
+def test_a_fix_that_was_a_command_is_named(home: Home, tmp_path: Path) -> None:
+    project = make_repository(tmp_path / "pkg")
+    agent = Agent(home, project)
+    agent.edited("src/pkg/cli.py", "s1", "return main()")
+    agent.failed(
+        "pytest -q",
+        "s1",
+        "Exit code 2\nImportError while loading conftest '/w/pkg/tests/conftest.py'.\n"
+        "tests/conftest.py:3: in <module>\n    import pkg\n"
+        "E   ModuleNotFoundError: No module named 'pkg'\n1 error in 0.31s",
+    )
+    agent.ran(".venv/bin/pip install -e .", "s1")
+    agent.ran("git status", "s1")  # read-only: never a fix
+    agent.ran("pytest -q", "s1")
+    home.remem("worker", "--burst")
+
+    found = known_lines(hook(home, session_start(project, "s2")))
+    fix = the_one(found, "No module named 'pkg'")
+    assert fix == "fixed after running `.venv/bin/pip install -e .`"
+
+
+def test_a_commit_refused_by_a_formatter_is_fixed_by_running_it(
+    home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "cart")
+    agent = Agent(home, project)
+    commit = 'git commit -m "Add the cart"'
+    agent.edited("lib/cart.ex", "s1", "def total(items), do: Enum.sum(items)")
+    agent.ran("git add lib/cart.ex", "s1")
+    agent.failed(
+        commit,
+        "s1",
+        "Exit code 1\nmix format...............................................Failed\n"
+        "- hook id: mix-format\n- exit code: 1\n\n"
+        "** (Mix) mix format failed due to --check-formatted.\n"
+        "The following files are not formatted:\n  * lib/cart.ex",
+    )
+    agent.ran("mix format", "s1")
+    agent.ran("git add -u", "s1")
+    agent.ran(commit, "s1")
+    home.remem("worker", "--burst")
+
+    found = known_lines(hook(home, session_start(project, "s2")))
+    (fix,) = found.values()
+    assert fix == "fixed after running `mix format`"  # `git add` is read-only
+
+
+def test_a_missing_upstream_is_fixed_by_the_push_that_sets_it_on_every_branch(
+    home: Home, tmp_path: Path
+) -> None:
+    repository = make_repository(tmp_path / "shop")
+    first = add_worktree(repository, tmp_path / "shop-a", "feat-a")
+    agent = Agent(home, first)
+    agent.edited("src/cart.py", "s1", "return 3")  # before the push: no part of its fix
+    agent.ran('git commit -am "cart"', "s1")
+    agent.failed(
+        "git push",
+        "s1",
+        "Exit code 128\nfatal: The current branch feat-a has no upstream branch.\n"
+        "To push the current branch and set the remote as upstream, use\n\n"
+        "    git push --set-upstream origin feat-a\n",
+    )
+    agent.ran("git push --set-upstream origin feat-a", "s1")
+    agent.edited("src/tax.py", "s1", "return 1")  # after the fix: no part of it either
+    home.remem("worker", "--burst")
+
+    other = add_worktree(repository, tmp_path / "shop-b", "feat-b")
+    found = known_lines(hook(home, session_start(other, "s2")))
+    assert found == {
+        "fatal: The current branch <branch> has no upstream branch.": (
+            "fixed after running `git push --set-upstream origin <branch>`"
+        )
+    }
+    (known,) = errors_json(home, repository)
+    assert (known["branch"], known["workflow"], known["fix_files"]) == ("feat-a", "git push", [])
+
+
+def test_an_error_never_fixed_says_how_often_it_was_seen(home: Home, tmp_path: Path) -> None:
+    project = make_repository(tmp_path / "native")
+    for session in ("s1", "s2"):
+        agent = Agent(home, project)
+        agent.failed("make build", session, "Exit code 2\nerror: linker `cc` not found")
+        agent.edited("Makefile", session, "CC=gcc")
+        agent.ran("make clean", session)
+    home.remem("worker", "--burst")
+
+    found = known_lines(hook(home, session_start(project, "s3")))
+    assert found == {"error: linker `cc` not found": "seen 2 times, not yet fixed"}
+    # The two sessions' failures are one stretch of attempts showing the error.
+    (known,) = errors_json(home, project)
+    assert (known["times_seen"], known["sessions"], known["resolved_at"]) == (2, 2, None)
+    assert (known["fix_files"], known["fix_commands"]) == ([], [])

@@ -11,9 +11,10 @@ from remem.shell.recognisers import (
     RECOGNISERS,
     SALIENT_MAX_CHARS,
     error_key,
-    mask_branch,
     family_of,
+    is_summary,
     judge,
+    mask_branch,
     salient_line,
 )
 from remem.transcripts.claude import read_claude
@@ -428,3 +429,8 @@ def test_a_branch_inside_a_longer_name_is_not_masked() -> None:
 def test_words_are_not_durations_or_temporary_names() -> None:
     line = "tmp_path fixture in tmpfile_handler: 3 items, 10 mins"
     assert error_key(line) == "tmp_path fixture in tmpfile_handler: N items, <duration>"
+
+
+def test_a_line_that_halts_a_run_and_says_why_is_no_bare_summary() -> None:
+    assert not is_summary("** (Mix) mix format failed due to --check-formatted.")
+    assert is_summary("14 doctests, 127 tests, 12 failures")
