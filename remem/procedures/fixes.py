@@ -74,7 +74,7 @@ def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] 
             if not event.succeeded and _shows(step.workflow, event.output, failing):
                 continue
             resolved = None
-            if event.succeeded and _runs_more(step.workflow, failing.workflow):
+            if event.succeeded and runs_more(step.workflow, failing.workflow):
                 commands[recognisers.mask_branch(step.workflow, failing.branch)] = None
                 resolved = event
             return Fix(_sorted(files), _kept(commands), resolved)
@@ -90,7 +90,9 @@ def _same_tool(step: str, workflow: str) -> bool:
     return step.startswith(workflow + " ") or workflow.startswith(step + " ")
 
 
-def _runs_more(step: str, workflow: str) -> bool:
+def runs_more(step: str, workflow: str) -> bool:
+    """Whether a passing `step` runs the failing command with more words, and so resolves
+    its error: never a check of a recognised family, whose narrower run proves nothing."""
     return recognisers.family_of(workflow) is None and step.startswith(workflow + " ")
 
 

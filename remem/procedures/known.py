@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.db.driver import Driver
-from remem.procedures import fixes, lessons
+from remem.procedures import fixes, journal, lessons
 from remem.procedures.journal import GROUP, PREVIOUS_RUN, History, Key, Region, inside
 from remem.shell.recognisers import mask_branch
 
@@ -42,6 +42,10 @@ UPSERT_KNOWN = text(
     "updated_at = excluded.updated_at"
 )
 DELETE_KNOWN = text("DELETE FROM known_errors WHERE id = :id")
+OPEN_IN_SESSION = text(
+    "SELECT DISTINCT project_id, branch, directory, workflow_hash, workflow FROM known_errors "
+    "WHERE session_id = :session_id AND resolved_by_event_id IS NULL"
+)
 _EVENTS = (
     "SELECT id, event_at, kind, command, outcome, files, output_excerpt, error_excerpt "
     "FROM captured_events WHERE session_id = :session_id AND id < :before "
@@ -183,3 +187,33 @@ def _between(row: Any) -> fixes.Between:
         row.output_excerpt or row.error_excerpt,
         files,
     )
+
+
+def resolve_open(
+    connection: Driver,
+    session_id: int,
+    passed: set[str],
+    touched: set[tuple[Any, ...]],
+    now: float,
+    ignore: Sequence[str] = (),
+) -> None:
+    """A window's passing runs of a command with more words (`git push --set-upstream origin
+    <branch>` after `git push`) resolve the errors the session's runs of that command left
+    open, though the window holds no run of it: those groups' open streaks are looked at again.
+    `touched` are the groups the window's own runs re-derived already."""
+    if not passed:
+        return
+    for row in connection.execute(OPEN_IN_SESSION, {"session_id": session_id}).all():
+        group = {
+            "project_id": row.project_id,
+            "branch": row.branch,
+            "directory": row.directory,
+            "workflow_hash": row.workflow_hash,
+        }
+        if tuple(group.values()) in touched:
+            continue
+        if not any(fixes.runs_more(workflow, row.workflow) for workflow in passed):
+            continue
+        start = journal.last_success_before(connection, group, (_END, 0)) or (float("-inf"), 0)
+        tail = journal.load_tail(connection, group, start)
+        rederive(connection, group, tail, now, (start, None), ignore)

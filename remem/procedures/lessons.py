@@ -218,15 +218,16 @@ def occurrences(streak: Streak, sightings: dict[int, Sighting]) -> list[Occurren
     row: resolved by the next attempt showing another error, or by the success that closed the
     streak. An attempt that showed no error neither shows nor resolves one."""
     found: list[Occurrence] = []
-    current: list[Sighting] = []
+    key, current = "", list[Sighting]()
     for attempt in streak.attempts:
         seen = sightings[attempt.event_id]
         if seen.error_key is None:
             continue
-        if current and seen.error_key != current[-1].error_key:
-            found.append(Occurrence(current[-1].error_key, tuple(current), attempt))
+        if current and seen.error_key != key:
+            found.append(Occurrence(key, tuple(current), attempt))
             current = []
+        key = seen.error_key
         current.append(seen)
     if current:
-        found.append(Occurrence(current[-1].error_key or "", tuple(current), streak.resolved_by))
+        found.append(Occurrence(key, tuple(current), streak.resolved_by))
     return found

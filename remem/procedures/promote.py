@@ -114,6 +114,20 @@ def apply(
         outcome = step.write(connection, rules, now, settings.ignore_commands)
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
+    if window.events:
+        passed = {
+            run.workflow
+            for runs in window.steps.values()
+            for run in runs
+            if run.verdict == VERIFIED
+        }
+        touched = {
+            (group.project_id, group.branch, group.directory, group.workflow_hash)
+            for group in reads.runs
+            if group.scope == BRANCH
+        }
+        session_id = window.events[0].session_id
+        known.resolve_open(connection, session_id, passed, touched, now, settings.ignore_commands)
     return stats
 
 
