@@ -50,6 +50,8 @@ def _populate(home: Home, root: str) -> None:
         {"command": TEST, "exit_code": 0},
         {"command": TEST_TAIL, "exit_code": 0, "output": "3 passed in 0.2s"},
         {"command": TEST, "exit_code": 0},
+        # An error nothing fixed yet: a known error whose resolved_at is null.
+        {"command": "make build", "exit_code": 2, "error": "error: linker `cc` not found"},
     ]
     for number, event in enumerate(events):
         result = home.hook({**base, **event, "event_id": f"e{number}"}, "--host", "generic")
@@ -275,3 +277,14 @@ def test_one_procedure_reads_the_same_everywhere(outputs: dict[str, Any]) -> Non
     assert (
         outputs["remem context --json"]["known_errors"] == outputs["mcp procedures"]["known_errors"]
     )
+
+
+def test_known_errors_read_alike_fixed_or_not(outputs: dict[str, Any]) -> None:
+    errors = outputs["remem procedures errors --json"]
+    by_workflow = {error["workflow"]: error for error in errors}
+    fixed, unfixed = by_workflow[TEST], by_workflow["make build"]
+    assert fixed["resolved_at"] is not None and fixed["fix_files"] == ["migrations/0002_carts.py"]
+    assert (unfixed["resolved_at"], unfixed["resolved_by_event_id"]) == (None, None)
+    assert unfixed["times_seen"] == 1 and unfixed["fix_commands"] == []
+    assert outputs["remem procedures show --json"]["known_errors"] == [fixed]
+    assert fixed in outputs["mcp lessons"]["known_errors"]

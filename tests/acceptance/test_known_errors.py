@@ -102,9 +102,7 @@ def test_a_fix_that_was_a_command_is_named(home: Home, tmp_path: Path) -> None:
     assert fix == "fixed after running `.venv/bin/pip install -e .`"
 
 
-def test_a_commit_refused_by_a_formatter_is_fixed_by_running_it(
-    home: Home, tmp_path: Path
-) -> None:
+def test_a_commit_refused_by_a_formatter_is_fixed_by_running_it(home: Home, tmp_path: Path) -> None:
     project = make_repository(tmp_path / "cart")
     agent = Agent(home, project)
     commit = 'git commit -m "Add the cart"'
