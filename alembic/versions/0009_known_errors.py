@@ -56,7 +56,6 @@ def upgrade() -> None:
         ["project_id", "branch", "directory", "workflow_hash", "first_seen_at"],
     )
     op.create_index("ix_known_errors_recent", "known_errors", ["project_id", "last_seen_at"])
-    op.create_index("ix_known_errors_key", "known_errors", ["project_id", "error_key"])
     op.create_index("ix_known_errors_open", "known_errors", ["session_id", "resolved_by_event_id"])
     op.get_bind().execute(
         sa.text(
@@ -69,6 +68,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for index in ("open", "key", "recent", "group"):
+    for index in ("open", "recent", "group"):
         op.drop_index(f"ix_known_errors_{index}", "known_errors")
     op.drop_table("known_errors")

@@ -323,7 +323,6 @@ known_errors = Table(
         "first_seen_at",
     ),
     Index("ix_known_errors_recent", "project_id", "last_seen_at"),
-    Index("ix_known_errors_key", "project_id", "error_key"),
     Index("ix_known_errors_open", "session_id", "resolved_by_event_id"),
     info={"derived": True},
 )

@@ -90,10 +90,16 @@ def _same_tool(step: str, workflow: str) -> bool:
     return step.startswith(workflow + " ") or workflow.startswith(step + " ")
 
 
+def may_resolve(workflow: str) -> bool:
+    """Whether a run of another workflow may resolve this one's error: never one of a check's
+    (`runs_more`)."""
+    return recognisers.family_of(workflow) is None
+
+
 def runs_more(step: str, workflow: str) -> bool:
     """Whether a passing `step` runs the failing command with more words, and so resolves
     its error: never a check of a recognised family, whose narrower run proves nothing."""
-    return recognisers.family_of(workflow) is None and step.startswith(workflow + " ")
+    return may_resolve(workflow) and step.startswith(workflow + " ")
 
 
 def _shows(step: str, output: str | None, failing: Failing) -> bool:

@@ -5,7 +5,8 @@ change (lessons.occurrences, fixes.read_fix)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from bisect import bisect_right
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
@@ -13,11 +14,13 @@ from sqlalchemy import text
 from remem.db.driver import Driver
 from remem.procedures import fixes, journal, lessons
 from remem.procedures.journal import GROUP, PREVIOUS_RUN, History, Key, Region, inside
+from remem.procedures.window import WindowEvent
 from remem.shell.recognisers import mask_branch
 
 # How many of a session's events after a failure are read for its fix: a fix comes soon after.
-EVENTS_READ = 200
+EVENTS_READ = 50
 _END = float("inf")
+OPEN = 2**62  # the id no event reaches: an error nothing resolved is looked after to the end
 
 SELECT_KNOWN = text(
     "SELECT id, first_event_id, first_seen_at, last_event_id, times_seen, error_key, error, "
@@ -46,8 +49,10 @@ OPEN_IN_SESSION = text(
     "SELECT DISTINCT project_id, branch, directory, workflow_hash, workflow FROM known_errors "
     "WHERE session_id = :session_id AND resolved_by_event_id IS NULL"
 )
+# Only a failed command's output is read: it tells whether the error was still there.
 _EVENTS = (
-    "SELECT id, event_at, kind, command, outcome, files, output_excerpt, error_excerpt "
+    "SELECT id, event_at, kind, command, outcome, files, CASE WHEN outcome = 'failure' "
+    "THEN COALESCE(output_excerpt, error_excerpt) END AS output "
     "FROM captured_events WHERE session_id = :session_id AND id < :before "
     "AND (kind = 'edit' OR (kind = 'command' AND outcome IN ('success', 'failure'))) "
 )
@@ -59,13 +64,47 @@ EVENTS_BEFORE = text(
 )
 
 
+@dataclass(frozen=True)
+class Surroundings:
+    """What a known error's fix is read from besides its group's runs: the commands judged
+    read-only (`promotion.ignore_commands`), and a window's events (outcomes resolved, in id
+    order: every event of its session in a range of ids), which spare reading them again."""
+
+    ignore: tuple[str, ...] = ()
+    events: tuple[WindowEvent, ...] = ()
+    ids: tuple[int, ...] = ()  # the events' ids
+
+    @classmethod
+    def of(cls, ignore: tuple[str, ...], events: tuple[WindowEvent, ...]) -> Surroundings:
+        return cls(ignore, events, tuple(event.id for event in events))
+
+    def after(self, session_id: int, after: int, before: int) -> list[fixes.Between] | None:
+        """The session's events after `after` and before `before`, as the database would give
+        them (EVENTS_AFTER), when the window holds them all; else None."""
+        events = self.events
+        if not events or events[0].session_id != session_id or after < events[0].id:
+            return None
+        if before > events[-1].id + 1 and before != OPEN:
+            return None
+        start = bisect_right(self.ids, after)
+        found: list[fixes.Between] = []
+        for event in events[start:]:
+            if event.id >= before or len(found) == EVENTS_READ:
+                break
+            if event.kind == "edit" or (
+                event.kind == "command" and event.outcome in ("success", "failure")
+            ):
+                found.append(_from_window(event))
+        return found
+
+
 def rederive(
     connection: Driver,
     group: dict[str, Any],
     history: History,
     now: float,
     region: Region | None = None,
-    ignore: Sequence[str] = (),
+    around: Surroundings = Surroundings(),
 ) -> None:
     """The known errors of the group's streaks in `region` (None: all of them) from their
     runs in `history`; those that first showed outside the region stand. A resolved error
@@ -99,7 +138,7 @@ def rederive(
         if row is not None and _stands(row, occurrence):
             continue
         workflow = attempts[occurrence.sightings[-1].event_id].workflow
-        values = _values(connection, group, occurrence, history, workflow, ignore)
+        values = _values(connection, group, occurrence, history, workflow, around)
         written.append({**group, **values, "now": now})
     if written:
         connection.execute(UPSERT_KNOWN, written)
@@ -136,28 +175,12 @@ def _values(
     occurrence: lessons.Occurrence,
     history: History,
     workflow: str,
-    ignore: Sequence[str],
+    around: Surroundings,
 ) -> dict[str, Any]:
     branch = group["branch"] or None
     first, last = occurrence.sightings[0], occurrence.sightings[-1]
     failing = fixes.Failing(workflow, occurrence.error_key, branch)
-    resolver = occurrence.resolved_by
-    before = resolver.event_id if resolver is not None else 2**62
-    params = {"session_id": last.session_id, "after": last.event_id, "before": before}
-    events = [_between(row) for row in connection.execute(EVENTS_AFTER, params).all()]
-    fix = fixes.read_fix(events, failing, ignore)
-    resolved: tuple[int, float] | None = None
-    if fix.resolved_by is not None:
-        resolved = (fix.resolved_by.event_id, fix.resolved_by.at)
-    elif resolver is not None:
-        resolved = (resolver.event_id, resolver.at)
-        row = history.successes.get(resolver.event_id) or history.attempts[resolver.event_id]
-        if row.session_id != last.session_id:
-            params = {**group, "session_id": row.session_id, "before": resolver.event_id}
-            rows = connection.execute(EVENTS_BEFORE, params).all()
-            fix = fix.adding(fixes.read_fix([_between(r) for r in reversed(rows)], failing, ignore))
-    if resolved is None:
-        fix = fixes.Fix((), ())  # what came after an error nothing resolved fixed nothing
+    fix, resolved = _fix(connection, group, occurrence, history, failing, around)
     return {
         "workflow": workflow,
         "error_key": occurrence.error_key,
@@ -176,6 +199,51 @@ def _values(
     }
 
 
+NO_FIX = fixes.Fix((), ())
+
+
+def _fix(
+    connection: Driver,
+    group: dict[str, Any],
+    occurrence: lessons.Occurrence,
+    history: History,
+    failing: fixes.Failing,
+    around: Surroundings,
+) -> tuple[fixes.Fix, tuple[int, float] | None]:
+    """What fixed the error, and the run that resolved it (None: nothing yet, and then
+    nothing fixed it). Its failing session's events after its last sighting are read, and,
+    when another session resolved it, that session's events before the resolving run."""
+    resolver, last = occurrence.resolved_by, occurrence.sightings[-1]
+    if resolver is None and not fixes.may_resolve(failing.workflow):
+        return NO_FIX, None  # only a run of its own workflow can resolve it: none did yet
+    before = resolver.event_id if resolver is not None else OPEN
+    events = around.after(last.session_id, last.event_id, before)
+    if events is None:
+        params = {"session_id": last.session_id, "after": last.event_id, "before": before}
+        events = [_between(row) for row in connection.execute(EVENTS_AFTER, params).all()]
+    fix = fixes.read_fix(events, failing, around.ignore)
+    if fix.resolved_by is not None:
+        return fix, (fix.resolved_by.event_id, fix.resolved_by.at)
+    if resolver is None:
+        return NO_FIX, None
+    row = history.successes.get(resolver.event_id) or history.attempts[resolver.event_id]
+    if row.session_id != last.session_id:
+        params = {**group, "session_id": row.session_id, "before": resolver.event_id}
+        rows = connection.execute(EVENTS_BEFORE, params).all()
+        earlier = [_between(r) for r in reversed(rows)]
+        fix = fix.adding(fixes.read_fix(earlier, failing, around.ignore))
+    return fix, (resolver.event_id, resolver.at)
+
+
+def _from_window(event: WindowEvent) -> fixes.Between:
+    files = tuple(json.loads(event.files)) if event.kind == "edit" and event.files else ()
+    output = event.output_excerpt or event.error_excerpt if event.outcome == "failure" else None
+    succeeded = event.outcome == "success"
+    return fixes.Between(
+        event.id, event.event_at, event.kind, event.command, succeeded, output, files
+    )
+
+
 def _between(row: Any) -> fixes.Between:
     files = tuple(json.loads(row.files)) if row.kind == "edit" and row.files else ()
     return fixes.Between(
@@ -184,7 +252,7 @@ def _between(row: Any) -> fixes.Between:
         row.kind,
         row.command,
         row.outcome == "success",
-        row.output_excerpt or row.error_excerpt,
+        row.output,
         files,
     )
 
@@ -195,7 +263,7 @@ def resolve_open(
     passed: set[str],
     touched: set[tuple[Any, ...]],
     now: float,
-    ignore: Sequence[str] = (),
+    around: Surroundings = Surroundings(),
 ) -> None:
     """A window's passing runs of a command with more words (`git push --set-upstream origin
     <branch>` after `git push`) resolve the errors the session's runs of that command left
@@ -216,4 +284,4 @@ def resolve_open(
             continue
         start = journal.last_success_before(connection, group, (_END, 0)) or (float("-inf"), 0)
         tail = journal.load_tail(connection, group, start)
-        rederive(connection, group, tail, now, (start, None), ignore)
+        rederive(connection, group, tail, now, (start, None), around)

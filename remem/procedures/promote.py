@@ -110,8 +110,9 @@ def apply(
     for verdict, rows in reads.rows.items():
         if rows:
             connection.execute(INSERT_RUN[verdict], rows)
+    around = known.Surroundings.of(settings.ignore_commands, _resolved(window))
     for step in steps:
-        outcome = step.write(connection, rules, now, settings.ignore_commands)
+        outcome = step.write(connection, rules, now, around)
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
     if window.events:
@@ -127,8 +128,22 @@ def apply(
             if group.scope == BRANCH
         }
         session_id = window.events[0].session_id
-        known.resolve_open(connection, session_id, passed, touched, now, settings.ignore_commands)
+        known.resolve_open(connection, session_id, passed, touched, now, around)
     return stats
+
+
+def _resolved(window: Window) -> tuple[WindowEvent, ...]:
+    """The window's own events, as apply leaves them stored: Codex outcomes resolved."""
+    events = []
+    for event in window.events:
+        resolution = window.resolutions.get(event.id)
+        if resolution is not None:
+            outcome = "success" if resolution.exit_code == 0 else "failure"
+            excerpt = event.error_excerpt or resolution.excerpt
+            output = event.output_excerpt or resolution.output
+            event = replace(event, outcome=outcome, error_excerpt=excerpt, output_excerpt=output)
+        events.append(event)
+    return tuple(events)
 
 
 class _Step:
@@ -165,7 +180,11 @@ class _Step:
         return cls(group, runs, reads, advanced)
 
     def write(
-        self, connection: Driver, rules: policy.Rules, now: float, ignore: tuple[str, ...] = ()
+        self,
+        connection: Driver,
+        rules: policy.Rules,
+        now: float,
+        around: known.Surroundings,
     ) -> str:
         group = self.group
         tally = self.advanced
@@ -180,7 +199,7 @@ class _Step:
         if group.scope == BRANCH:
             previous = self.stored.tally if current and self.stored else None
             region = self.reads.regions.get(group) if current else None
-            self._journal(connection, now, previous, region, ignore)
+            self._journal(connection, now, previous, region, around)
         verified = {run.event_id: run for run in self.runs if run.verdict == VERIFIED}
         new_evidence = [
             {"event_id": run.event_id, "verified_at": run.at} for run in verified.values()
@@ -197,7 +216,7 @@ class _Step:
         now: float,
         previous: Tally | None,
         region: journal.Region | None,
-        ignore: tuple[str, ...],
+        around: known.Surroundings,
     ) -> None:
         """Only the streaks from the group's last success before the window's earliest run to
         its first success after the window's latest run can change: they are re-derived from
@@ -210,7 +229,7 @@ class _Step:
         tail = journal.load_tail(connection, params, start, end)
         fixes = self.reads.fixes.get(self.group, {})
         journal.rebuild(connection, params, tail, now, region=(start, end), fixes=fixes)
-        known.rederive(connection, params, tail, now, (start, end), ignore)
+        known.rederive(connection, params, tail, now, (start, end), around)
 
 
 SELECT_UNRESOLVED_SESSIONS = text(

@@ -116,8 +116,8 @@ def assert_full_derivation_agrees(world: World) -> None:
                 params = group.params()
                 history = journal.load_history(connection, params)
                 journal.rebuild(connection, params, history, world.now)
-                ignore = world.settings.ignore_commands
-                known.rederive(connection, params, history, world.now, ignore=ignore)
+                around = known.Surroundings(world.settings.ignore_commands)
+                known.rederive(connection, params, history, world.now, around=around)
         after = {
             table: sorted(
                 (tuple(r) for r in connection.execute(text(f"SELECT {columns} FROM {table}"))),
