@@ -24,7 +24,7 @@ OPEN = 2**62  # the id no event reaches: an error nothing resolved is looked aft
 
 SELECT_KNOWN = text(
     "SELECT id, first_event_id, first_seen_at, last_event_id, times_seen, error_key, error, "
-    f"resolved_by_event_id FROM known_errors WHERE {GROUP} "
+    f"resolved_by_event_id, resolved_at FROM known_errors WHERE {GROUP} "
     "AND first_seen_at >= :since AND first_seen_at <= :until"
 )
 UPSERT_KNOWN = text(
@@ -135,9 +135,9 @@ def rederive(
     for occurrence in found:
         first = occurrence.sightings[0].event_id
         row = stored.pop(first, None)
-        if row is not None and _stands(row, occurrence):
-            continue
         workflow = attempts[occurrence.sightings[-1].event_id].workflow
+        if row is not None and _stands(row, occurrence, workflow):
+            continue
         values = _values(connection, group, occurrence, history, workflow, around)
         written.append({**group, **values, "now": now})
     if written:
@@ -159,13 +159,25 @@ def _stored(connection: Driver, group: dict[str, Any], region: Region | None) ->
     }
 
 
-def _stands(row: Any, occurrence: lessons.Occurrence) -> bool:
-    last = occurrence.sightings[-1]
-    return (
-        row.resolved_by_event_id is not None
-        and row.last_event_id == last.event_id
-        and row.times_seen == len(occurrence.sightings)
-        and row.error_key == occurrence.error_key
+def _stands(row: Any, occurrence: lessons.Occurrence, workflow: str) -> bool:
+    """Whether a stored row holds what deriving the occurrence again would give: the same
+    attempts, and the same resolver (a passing run of the command with more words, before
+    the group's own resolver, stays its resolver). An open one that such a run may resolve is
+    looked at again."""
+    last, resolver = occurrence.sightings[-1], occurrence.resolved_by
+    if (row.last_event_id, row.times_seen, row.error_key) != (
+        last.event_id,
+        len(occurrence.sightings),
+        occurrence.error_key,
+    ):
+        return False
+    if row.resolved_by_event_id is None:
+        return resolver is None and not fixes.may_resolve(workflow)
+    if resolver is None or row.resolved_by_event_id == resolver.event_id:
+        return True
+    return fixes.may_resolve(workflow) and (row.resolved_at, row.resolved_by_event_id) < (
+        resolver.at,
+        resolver.event_id,
     )
 
 
