@@ -111,6 +111,8 @@ def rederive(
     whose attempts did not change keeps its fix; an open one is looked at again, as a later
     command may have resolved it."""
     attempts, successes = history.attempts, history.successes
+    if not attempts:
+        return  # no failure in the region: none of its errors (attempts are never deleted)
     branch = group["branch"] or None
     runs = [lessons.JournalRun(row.event_id, row.failed_at, False) for row in attempts.values()] + [
         lessons.JournalRun(row.event_id, row.verified_at, True) for row in successes.values()

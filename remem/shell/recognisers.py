@@ -682,7 +682,7 @@ def error_key(line: str, branch: str | None = None) -> str:
 def mask_branch(text: str, branch: str | None) -> str:
     """The text with the branch's name as `<branch>`: the same error, or the same fix, on
     another branch reads the same."""
-    return _branch_name(branch).sub("<branch>", text) if branch else text
+    return _branch_name(branch).sub("<branch>", text) if branch and branch in text else text
 
 
 @lru_cache(maxsize=256)

@@ -171,3 +171,5 @@ def test_an_error_never_fixed_says_how_often_it_was_seen(home: Home, tmp_path: P
     (known,) = errors_json(home, project)
     assert (known["times_seen"], known["sessions"], known["resolved_at"]) == (2, 2, None)
     assert (known["fix_files"], known["fix_commands"]) == ([], [])
+    table = home.remem("procedures", "errors", "--project", str(project)).stdout
+    assert "linker" in table and "make build" in table
