@@ -6,7 +6,7 @@ keep every verified run and session, so a stale procedure shows its real runs. A
 row asks the worker to re-derive memory under these rules.
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-12-01
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

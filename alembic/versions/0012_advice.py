@@ -1,5 +1,5 @@
 """advice given: what the hook told each session at the moment a command failed, or before it
-ran one known to fail here
+ran one known to fail here; and the index the hook finds a fixed known error by
 
 A record, not derived: a rebuild keeps it, `remem forget` erases it with its event or session.
 
@@ -35,8 +35,12 @@ def upgrade() -> None:
         sa.UniqueConstraint("session_id", "kind", "key", name="uq_advice_given_once"),
     )
     op.create_index("ix_advice_given_event", "advice_given", ["event_id"])
+    op.create_index(
+        "ix_known_errors_error", "known_errors", ["project_id", "error_key", "resolved_at"]
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_known_errors_error", "known_errors")
     op.drop_index("ix_advice_given_event", "advice_given")
     op.drop_table("advice_given")

@@ -33,75 +33,137 @@ EARLIER_SHOWN = 10
 
 
 class KnownError(Record):
-    """An error the project met and what fixed it, on whichever branch and command, here or,
-    for a shared project, on the team's machines."""
+    """An error the project met and what fixed it (the files edited and the commands that
+    passed before the first later run that no longer showed it), on whichever branch and
+    command, here or, for a shared project, on the team's machines. Not yet fixed while
+    `resolved_at` is None."""
 
     error: str
     fix_files: tuple[str, ...]
-    resolved_at: float
+    resolved_at: float | None
     source: str = LOCAL
     error_key: str | None = None
     branch: str | None = None
     directory: str | None = None
     workflow: str | None = None  # None for the team's: their attempts stay on the team database
+    fix_commands: tuple[str, ...] = ()
+    times_seen: int = 1
+    sessions: int = 1
+    first_seen_at: float | None = None
+    last_seen_at: float | None = None
+    resolved_by_event_id: int | None = None
+    fix_in_command: bool = False  # fixed only by editing files its failing runs named
 
 
-_KNOWN_ERRORS = (
+# This machine's: one row per stretch of attempts showing an error (remem/procedures/known.py),
+# newest sighting first. The team's: the last error of each of its lessons.
+_LOCAL_KNOWN_ERRORS = (
+    "SELECT k.error, k.fix_files, k.resolved_at, k.error_key, k.branch, k.directory, "
+    "k.workflow, k.fix_commands, k.times_seen, k.sessions, k.first_seen_at, k.last_seen_at, "
+    "k.resolved_by_event_id, k.fix_in_command FROM known_errors k "
+    "JOIN projects pr ON pr.id = k.project_id WHERE 1 = 1{where} "
+    "ORDER BY k.last_seen_at DESC, k.id DESC{limit}"
+)
+_TEAM_KNOWN_ERRORS = (
     "SELECT l.last_error, l.fix_files, l.resolved_at, l.error_key, l.branch, l.directory, "
-    "{workflow} FROM {table} l JOIN projects pr ON pr.id = l.project_id "
-    "WHERE l.error_key IS NOT NULL{where} ORDER BY l.resolved_at DESC, l.id DESC{limit}"
+    "l.failed_attempts FROM team_lessons l JOIN projects pr ON pr.id = l.project_id "
+    "WHERE l.error_key IS NOT NULL AND pr.root = :root "
+    "ORDER BY l.resolved_at DESC, l.id DESC LIMIT 200"
 )
-_WORKFLOW = (
-    "(SELECT a.workflow FROM attempts a WHERE a.project_id = l.project_id "
-    "AND a.directory = l.directory AND a.workflow_hash = l.workflow_hash LIMIT 1)"
-)
-_TABLES = {LOCAL: ("lessons", _WORKFLOW), TEAM: ("team_lessons", "NULL")}
 _OF_ROOT = " AND pr.root = :root"
+_LESSON_TABLES = {LOCAL: "lessons", TEAM: "team_lessons"}
 
 
-def _known_errors(
-    execute: Execute, source: str, where: str, params: dict[str, Any], limit: str = ""
+def _local_known_errors(
+    execute: Execute, where: str, params: dict[str, Any], limit: str = ""
 ) -> list[KnownError]:
-    table, workflow = _TABLES[source]
-    query = _KNOWN_ERRORS.format(workflow=workflow, table=table, where=where, limit=limit)
+    query = _LOCAL_KNOWN_ERRORS.format(where=where, limit=limit)
     return [
         KnownError(
-            line or "", tuple(json_list(fix_files)), at, source, key, branch, directory, flow
+            line or "", tuple(json_list(files)), resolved_at, LOCAL, key, branch or None,
+            directory, workflow, tuple(json_list(commands)), times, sessions, first_at,
+            last_at, resolved_by, bool(in_command),
         )
-        for line, fix_files, at, key, branch, directory, flow in execute(query, params)
-    ]
+        for (line, files, resolved_at, key, branch, directory, workflow, commands, times,
+             sessions, first_at, last_at, resolved_by, in_command) in execute(query, params)
+    ]  # fmt: skip
+
+
+def _team_known_errors(execute: Execute, root: str) -> list[KnownError]:
+    return [
+        KnownError(
+            line or "", tuple(json_list(files)), at, TEAM, key, branch or None, directory,
+            times_seen=attempts, last_seen_at=at,
+        )
+        for line, files, at, key, branch, directory, attempts in execute(
+            _TEAM_KNOWN_ERRORS, {"root": root}
+        )
+    ]  # fmt: skip
 
 
 def read_known_errors(
     execute: Execute, project: str | None = None, error_keys: Sequence[str] | None = None
 ) -> list[KnownError]:
-    """Every lesson's error on this machine, newest first: on which branch, under which
-    workflow, fixed how."""
+    """Every known error on this machine, newest sighting first: on which branch, under which
+    workflow, how often seen, fixed how (or not yet)."""
     params: dict[str, Any] = {}
     where = ""
     if project is not None:
-        where, params["project"] = " AND pr.root = :project", project
+        where, params["root"] = _OF_ROOT, project
     if error_keys is not None:
         if not error_keys:
             return []
-        where += f" AND l.error_key IN ({in_list('k', error_keys, params)})"
-    return _known_errors(execute, LOCAL, where, params)
+        where += f" AND k.error_key IN ({in_list('k', error_keys, params)})"
+    return _local_known_errors(execute, where, params)
 
 
 def digest_known_errors(execute: Execute, root: str) -> list[KnownError]:
-    """The project's newest distinct errors with what fixed them, on any branch, as the digest
-    shows them: this machine's first, then those only the team met."""
-    found: list[KnownError] = []
-    seen: set[str | None] = set()
-    for source in (LOCAL, TEAM):
-        for error in _known_errors(execute, source, _OF_ROOT, {"root": root}, " LIMIT 200"):
-            if error.error_key in seen or not error.error:
-                continue
+    """The project's distinct errors, newest sighting first, as the digest shows them: for
+    each, its newest fix on any branch, else how often it was seen unfixed; this machine's
+    first, then those only the team met."""
+    local = fold_known_errors(_local_known_errors(execute, _OF_ROOT, {"root": root}, " LIMIT 200"))
+    chosen = set(sorted(range(len(local)), key=lambda i: (_rank(local[i]), i))[:KNOWN_ERRORS_SHOWN])
+    found = [error for i, error in enumerate(local) if i in chosen]
+    seen = {error.error_key for error in found}
+    for error in _team_known_errors(execute, root):
+        if len(found) == KNOWN_ERRORS_SHOWN:
+            break
+        if error.error_key not in seen and error.error:
             seen.add(error.error_key)
             found.append(error)
-            if len(found) == KNOWN_ERRORS_SHOWN:
-                return found
     return found
+
+
+def _rank(error: KnownError) -> int:
+    """Which errors another checkout most needs told: those fixed by a command or by a file the
+    failing command did not name, then those not yet fixed, then those fixed only by editing
+    the very files the command ran (the work at hand: a test being written)."""
+    if error.resolved_at is None:
+        return 1
+    return 2 if error.fix_in_command else 0
+
+
+def fold_known_errors(rows: Sequence[KnownError]) -> list[KnownError]:
+    """One per error key, in the order of the rows (newest sighting first): the newest that
+    was fixed, else the newest sighting with every sighting counted."""
+    keys: list[str | None] = []
+    fixed: dict[str | None, KnownError] = {}
+    open_: dict[str | None, KnownError] = {}
+    for row in rows:
+        if not row.error:
+            continue
+        if row.error_key not in fixed and row.error_key not in open_:
+            keys.append(row.error_key)
+        if row.resolved_at is not None:
+            fixed.setdefault(row.error_key, row)
+        elif row.error_key in open_:
+            held = open_[row.error_key]
+            open_[row.error_key] = held.but(
+                times_seen=held.times_seen + row.times_seen, sessions=held.sessions + row.sessions
+            )
+        else:
+            open_[row.error_key] = row
+    return [fixed.get(key) or open_[key] for key in keys]
 
 
 class Entry(Record):
@@ -333,7 +395,7 @@ def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
     where = ""
     if shown.scope != "project":
         where, params["branch"] = "AND l.branch = :branch", shown.branch
-    query = _PITFALLS.format(table=_TABLES[shown.source][0], branch=where)
+    query = _PITFALLS.format(table=_LESSON_TABLES[shown.source], branch=where)
     return [
         pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
         for count, last_error, repeats, fix_files in execute(query, params)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # not crowd out every other.
 COMMAND_CHARS = 600
 PITFALLS_SHOWN = 3
+FIX_COMMAND_CHARS = 120  # a fix command (an inline script, say) shortened in a known error
 TEAM = "team"  # remem.agent.context.TEAM: the source of the team's entries
 EARLIER_HEADING = "Verified earlier (not lately):"
 
@@ -78,15 +79,7 @@ def _known_errors_block(errors: Sequence[KnownError]) -> str:
     if len({error.source for error in errors}) > 1:
         order += ", this machine's before the team's"
     lines = [f"Known errors in this project (recorded output, {order}):"]
-    for error in errors:
-        line = error.error if len(error.error) <= 160 else error.error[:159] + "…"
-        fix = (
-            f"fixed after editing {name_files(error.fix_files)}"
-            if error.fix_files
-            else ("passed again with no edit")
-        )
-        met = " (met by the team)" if error.source == TEAM else ""
-        lines.append(f"- {json.dumps(line, ensure_ascii=False)}: {fix}{met}")
+    lines.extend(known_error_line(error) for error in errors)
     return "\n".join(lines)
 
 
@@ -113,6 +106,33 @@ def _substitutions_block(substitutions: Sequence[Substitution]) -> str:
 
 def _shortened(command: str) -> str:
     return command if len(command) <= COMMAND_CHARS else command[:COMMAND_CHARS] + "…"
+
+
+def known_error_line(error: KnownError) -> str:
+    """One known error: its line, quoted and capped, and what fixed it or how often it was
+    seen unfixed."""
+    line = error.error if len(error.error) <= 160 else error.error[:159] + "…"
+    met = " (met by the team)" if error.source == TEAM else ""
+    return f"- {json.dumps(line, ensure_ascii=False)}: {fix_text(error)}{met}"
+
+
+def fix_text(error: KnownError) -> str:
+    """What fixed it: the files edited and the commands that passed in between."""
+    if error.resolved_at is None:
+        times = "time" if error.times_seen == 1 else "times"
+        return f"seen {error.times_seen} {times}, not yet fixed"
+    done = []
+    if error.fix_files:
+        done.append(f"editing {name_files(error.fix_files)}")
+    if error.fix_commands:
+        done.append("running " + ", ".join(_fix_command(c) for c in error.fix_commands))
+    return "fixed after " + " and ".join(done) if done else "passed again with no edit"
+
+
+def _fix_command(command: str) -> str:
+    if len(command) > FIX_COMMAND_CHARS:
+        command = command[: FIX_COMMAND_CHARS - 1] + "…"
+    return inert_command(command)
 
 
 def _fit(block: str, room_chars: int, room_lines: int, order: str) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from remem import json_contract
 from remem.agent import read, recall
-from remem.agent.context import read_context
+from remem.agent.context import fold_known_errors, read_context, read_known_errors
 from remem.agent.substitutions import read_substitutions
 from remem.config import Settings, load_settings
 from remem.db.snapshot import reading
@@ -110,29 +110,35 @@ def recall_answer(
 def lessons_answer(
     settings: Settings, cwd: str | None, query: str = "", page: int = 1
 ) -> dict[str, Any]:
-    """The project's lessons whose commands or errors hold every word of the query."""
+    """The project's lessons and known errors whose commands, errors or fixes hold every word
+    of the query; the known errors (one per error, its newest fix) come whole on every page."""
     root, _branch, _directory = _where(cwd)
     words = query.casefold().split()
+
+    def matches(texts: list[str]) -> bool:
+        return all(word in "\n".join(texts).casefold() for word in words)
+
     with reading(settings) as execute:
         lessons = read.read_lessons(execute, root)
+        known = fold_known_errors(read_known_errors(execute, root))
         substitutions = read_substitutions(execute, root)
-    found = [
-        lesson.as_json()
-        for lesson in lessons
-        if all(word in "\n".join(lesson.recorded_texts()).casefold() for word in words)
-    ]
+    found = [lesson.as_json() for lesson in lessons if matches(lesson.recorded_texts())]
     shown, pages = recall.json_page(found, page)
-    instead = [
-        substitution.as_json()
-        for substitution in substitutions
-        if all(word in substitution.recorded_text().casefold() for word in words)
-    ]
     data = {
         "project": root,
         "query": query,
         "total": len(found),
         "lessons": shown,
-        "substitutions": instead,
+        "known_errors": [
+            error.as_json()
+            for error in known
+            if matches([error.error, error.workflow or "", *error.fix_files, *error.fix_commands])
+        ],
+        "substitutions": [
+            substitution.as_json()
+            for substitution in substitutions
+            if matches([substitution.recorded_text()])
+        ],
     }
     return _answer(data, page, pages, "lessons")
 
@@ -197,7 +203,9 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
     ) -> dict[str, Any]:
         """The recorded failed attempts in this project whose command or error text matches
         the query, and what fixed them (the files edited before the command passed); and the
-        commands that failed here with what passed instead of them."""
+        project's known errors that match, each with its fix (files edited, commands that
+        passed) or how often it was seen unfixed; and the commands that failed here with what
+        passed instead of them."""
         return answer(lambda settings: lessons_answer(settings, cwd, query, page))
 
     return server

@@ -342,6 +342,7 @@ class Detail(Record):
     unverified_runs: int
     lessons: tuple[Lesson, ...]
     same_errors_elsewhere: tuple[KnownError, ...]
+    known_errors: tuple[KnownError, ...] = ()
     # What passed instead of this workflow where it failed, and what this one replaced.
     substitutions: tuple[Substitution, ...] = ()
 
@@ -355,6 +356,7 @@ class Detail(Record):
             "evidence_runs": self.evidence.total,
             "lessons": [lesson.as_json() for lesson in self.lessons],
             "same_errors_elsewhere": [error.as_json() for error in self.same_errors_elsewhere],
+            "known_errors": [error.as_json() for error in self.known_errors],
             "substitutions": [found.as_json() for found in self.substitutions],
         }
 
@@ -364,7 +366,16 @@ def read_detail(
 ) -> Detail:
     procedure = read_procedure(execute, procedure_id)
     lessons = read_lessons(execute, procedure_id=procedure_id)
-    keys = sorted({lesson.error_key for lesson in lessons if lesson.error_key})
+    own = [
+        error
+        for error in read_known_errors(execute, procedure.project)
+        if (error.directory, error.workflow) == (procedure.directory, procedure.workflow)
+        and (procedure.scope == "project" or error.branch == procedure.branch)
+    ]
+    keys = sorted(
+        {lesson.error_key for lesson in lessons if lesson.error_key}
+        | {error.error_key for error in own if error.error_key}
+    )
     elsewhere = [
         error
         for error in read_known_errors(execute, procedure.project, keys)
@@ -376,6 +387,7 @@ def read_detail(
         unverified_count(execute, procedure_id),
         tuple(lessons),
         tuple(elsewhere),
+        tuple(own),
         tuple(read_substitutions(execute, procedure.project, [procedure.workflow_hash])),
     )
 

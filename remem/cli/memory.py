@@ -161,8 +161,9 @@ def procedures_show(procedure_id: int, as_json: bool, evidence_page: int) -> Non
 
 
 def _print_procedure(detail: Detail) -> None:
+    from remem.agent.digest import fix_text
     from remem.json_contract import rfc3339
-    from remem.record.quote import NO_EDIT, NO_OUTPUT
+    from remem.record.quote import NO_OUTPUT, quote_excerpt
 
     procedure, evidence, unverified = detail.procedure, detail.evidence, detail.unverified_runs
 
@@ -215,15 +216,15 @@ def _print_procedure(detail: Detail) -> None:
             )
     for found in detail.substitutions:
         click.echo(_substitution_line(found))
-    for sighting in detail.same_errors_elsewhere:
-        fix = (
-            f"fixed after editing {', '.join(sighting.fix_files)}"
-            if sighting.fix_files
-            else NO_EDIT
+    for error in detail.known_errors:
+        click.echo(
+            f"Known error on {error.branch or '(no branch)'}, seen {error.times_seen} "
+            f"time(s): {quote_excerpt(error.error)}: {fix_text(error)}"
         )
+    for sighting in detail.same_errors_elsewhere:
         click.echo(
             f"Same error under {json.dumps(sighting.workflow, ensure_ascii=False)} on "
-            f"{sighting.branch or '(no branch)'}: {fix}"
+            f"{sighting.branch or '(no branch)'}: {fix_text(sighting)}"
         )
 
 
@@ -245,15 +246,16 @@ def _substitution_line(found: Substitution) -> str:
 @project_option("A directory of the project (default: every project).")
 @json_option("the errors")
 def procedures_errors(root: str | None, as_json: bool) -> None:
-    """List the errors the project met and what fixed them, on every branch and command,
-    newest first: the "Known errors" of the digest, in full; then the commands that failed
-    here and what passed instead of them.
+    """List the errors the project met and what fixed them (or how often they were seen
+    unfixed), on every branch and command, newest first: the "Known errors" of the digest, in
+    full; then the commands that failed here and what passed instead of them.
 
     \b
     Example:
       remem procedures errors --project ~/src/shop
     """
     from remem.agent.context import read_known_errors
+    from remem.agent.digest import fix_text
     from remem.agent.substitutions import read_substitutions
     from remem.json_contract import date
     from remem.record.quote import NO_OUTPUT
@@ -263,18 +265,19 @@ def procedures_errors(root: str | None, as_json: bool) -> None:
         substitutions = read_substitutions(execute, root)
     print_table(
         "Known errors",
-        ["error", "workflow", "branch", "fixed by", "when"],
+        ["error", "workflow", "branch", "seen", "fixed by", "when"],
         [
             [
                 s.error if s.error and s.error.strip() else f"({NO_OUTPUT})",
                 s.workflow or "",
                 s.branch or "-",
-                ", ".join(s.fix_files) or "no edit in between",
-                date(s.resolved_at),
+                str(s.times_seen),
+                fix_text(s),
+                date(s.resolved_at if s.resolved_at is not None else s.last_seen_at or 0),
             ]
             for s in found
         ],
-        empty="No known errors yet: a failure that a later run fixed is recorded here.",
+        empty="No known errors yet: each error a failed run shows is recorded here.",
         json=[item.as_json() for item in [*found, *substitutions]] if as_json else None,
     )
     for substitution in [] if as_json else substitutions:

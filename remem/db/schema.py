@@ -318,6 +318,58 @@ substitutions = Table(
     info={"derived": True},
 )
 
+# Each distinct error of a workflow's failing attempts, from its first sighting to the first later
+# run that no longer shows it (DESIGN.md §6): one row per stretch of attempts showing it. The fix
+# is what came between: files edited and commands that passed (JSON lists). Open while
+# resolved_by_event_id is NULL. error and fix_commands have the branch's name masked.
+known_errors = Table(
+    "known_errors",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("branch", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("workflow", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
+    Column("error_key", Text, nullable=False),
+    Column("error", Text, nullable=False),
+    Column("first_event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
+    Column("last_event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
+    Column("session_id", Integer, nullable=False),  # the last sighting's
+    Column("first_seen_at", Float, nullable=False),
+    Column("last_seen_at", Float, nullable=False),
+    Column("times_seen", Integer, nullable=False),
+    Column("sessions", Integer, nullable=False),
+    Column("resolved_by_event_id", Integer, ForeignKey("captured_events.id")),
+    Column("resolved_at", Float),
+    Column("fix_files", Text, nullable=False),
+    Column("fix_commands", Text, nullable=False),
+    # Fixed only by editing files its failing runs named (a test being written): told last.
+    Column("fix_in_command", Integer, nullable=False, server_default=text("0")),
+    Column("updated_at", Float, nullable=False),
+    UniqueConstraint(
+        "project_id",
+        "branch",
+        "directory",
+        "workflow_hash",
+        "first_event_id",
+        name="uq_known_errors_sighting",
+    ),
+    Index(
+        "ix_known_errors_group",
+        "project_id",
+        "branch",
+        "directory",
+        "workflow_hash",
+        "first_seen_at",
+    ),
+    Index("ix_known_errors_recent", "project_id", "last_seen_at"),
+    Index("ix_known_errors_open", "session_id", "resolved_by_event_id"),
+    # The hook's advice after a failure: the fixed errors of a project with a key (0012).
+    Index("ix_known_errors_error", "project_id", "error_key", "resolved_at"),
+    info={"derived": True},
+)
+
 # What the hook told each session (remem.agent.advice), at most once per (kind, key): a record,
 # not derived, so a rebuild keeps it; `remem forget` erases it with its event or its session.
 # The key names what was said by hashes, never by recorded text.

@@ -15,7 +15,7 @@ from remem.db.driver import Driver
 from remem.procedures import lessons
 from remem.procedures.policy import Run
 
-_GROUP = (
+GROUP = (
     "project_id = :project_id AND branch = :branch AND directory = :directory "
     "AND workflow_hash = :workflow_hash"
 )
@@ -32,30 +32,33 @@ _GROUP_A = _EVENT_IN_GROUP.format(t="a")
 # this run: one statement, as it runs for every failed attempt and every lesson. The previous
 # run is looked for among the session's events, newest first, not among the group's runs,
 # which may be many.
-EDITS_SINCE_PREVIOUS_RUN = text(
-    "SELECT files, change_hash FROM captured_events WHERE session_id = :session_id "
-    "AND kind = 'edit' AND id < :before AND id > COALESCE((SELECT c.id FROM captured_events c "
+PREVIOUS_RUN = (
+    "SELECT c.id FROM captured_events c "
     "WHERE c.session_id = :session_id AND c.id < :before AND c.kind = 'command' AND ("
     f"EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = c.id AND {_GROUP_V}) OR "
     f"EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = c.id AND {_GROUP_A})) "
-    "ORDER BY c.id DESC LIMIT 1), 0) ORDER BY id"
+    "ORDER BY c.id DESC LIMIT 1"
+)
+EDITS_SINCE_PREVIOUS_RUN = text(
+    "SELECT files, change_hash FROM captured_events WHERE session_id = :session_id "
+    f"AND kind = 'edit' AND id < :before AND id > COALESCE(({PREVIOUS_RUN}), 0) ORDER BY id"
 )
 # A run is an event: of two steps of one event in a group, the later is the one read (each
 # statement orders them, as the rows may lie in any order on PostgreSQL).
 _ATTEMPTS = (
     "SELECT id, event_id, failed_at, change_hash, attempt_number, duplicate_of, "
     "resolved_by_event_id, exit_code, error_excerpt, salient_error, session_id, branch, "
-    f"command, masked FROM attempts WHERE {_GROUP}"
+    f"command, masked, workflow FROM attempts WHERE {GROUP}"
 )
 _BY_STEP = " ORDER BY event_id, step"
 SELECT_ATTEMPTS = text(_ATTEMPTS + _BY_STEP)
 SELECT_SUCCESSES = text(
     "SELECT event_id, verified_at, session_id, branch, command, masked FROM verifications "
-    f"WHERE {_GROUP}{_BY_STEP}"
+    f"WHERE {GROUP}{_BY_STEP}"
 )
 TAIL_ATTEMPTS = text(_ATTEMPTS + " AND failed_at >= :since AND failed_at <= :until" + _BY_STEP)
-_GROUP_F = " AND ".join(f"f.{clause}" for clause in _GROUP.split(" AND "))
-_GROUP_N = " AND ".join(f"n.{clause}" for clause in _GROUP.split(" AND "))
+_GROUP_F = " AND ".join(f"f.{clause}" for clause in GROUP.split(" AND "))
+_GROUP_N = " AND ".join(f"n.{clause}" for clause in GROUP.split(" AND "))
 TAIL_RESOLVERS = text(
     "SELECT DISTINCT v.event_id, v.verified_at, v.session_id, v.branch, v.command, v.masked "
     "FROM attempts f JOIN verifications v ON v.id = (SELECT n.id FROM verifications n "
@@ -69,7 +72,7 @@ UPDATE_ATTEMPT = text(
 )
 SELECT_LESSONS = text(
     "SELECT resolved_by_event_id, failed_attempts, first_error, last_error, error_key, "
-    f"fix_files, repeats, body, pitfall, resolved_at FROM lessons WHERE {_GROUP}"
+    f"fix_files, repeats, body, pitfall, resolved_at FROM lessons WHERE {GROUP}"
 )
 UPSERT_LESSON = text(
     "INSERT INTO lessons (project_id, branch, directory, workflow_hash, resolved_by_event_id, "
@@ -85,7 +88,7 @@ UPSERT_LESSON = text(
     "resolved_at = excluded.resolved_at"
 )
 DELETE_LESSON = text(
-    f"DELETE FROM lessons WHERE {_GROUP} AND resolved_by_event_id = :resolved_by_event_id"
+    f"DELETE FROM lessons WHERE {GROUP} AND resolved_by_event_id = :resolved_by_event_id"
 )
 
 
@@ -150,7 +153,7 @@ def load_history(connection: Driver, group: dict[str, Any]) -> History:
 Key = tuple[float, int]  # (at, event_id)
 
 
-def _inside(key: Key, after: Key, end: Key | None) -> bool:
+def inside(key: Key, after: Key, end: Key | None) -> bool:
     return after < key and (end is None or key <= end)
 
 
@@ -165,32 +168,32 @@ def load_tail(
     attempts = {
         row.event_id: row
         for row in connection.execute(TAIL_ATTEMPTS, params).all()
-        if _inside((row.failed_at, row.event_id), after, end)
+        if inside((row.failed_at, row.event_id), after, end)
     }
     successes = {
         row.event_id: row
         for row in connection.execute(TAIL_RESOLVERS, params).all()
-        if _inside((row.verified_at, row.event_id), after, end)
+        if inside((row.verified_at, row.event_id), after, end)
     }
     return History(attempts, successes)
 
 
 FIRST_SUCCESS_AFTER = text(
     "SELECT event_id, verified_at FROM verifications WHERE "
-    f"{_GROUP} AND verified_at >= :at ORDER BY verified_at, event_id LIMIT 8"
+    f"{GROUP} AND verified_at >= :at ORDER BY verified_at, event_id LIMIT 8"
 )
 LAST_SUCCESS_BEFORE = text(
     "SELECT event_id, verified_at FROM verifications WHERE "
-    f"{_GROUP} AND verified_at <= :at ORDER BY verified_at DESC, event_id DESC LIMIT 8"
+    f"{GROUP} AND verified_at <= :at ORDER BY verified_at DESC, event_id DESC LIMIT 8"
 )
 # More than 8 runs at one instant: the neighbour strictly beyond `key`, ties broken by id.
 _STRICTLY_AFTER = text(
-    f"SELECT event_id, verified_at FROM verifications WHERE {_GROUP} "
+    f"SELECT event_id, verified_at FROM verifications WHERE {GROUP} "
     "AND (verified_at > :at OR (verified_at = :at AND event_id > :event_id)) "
     "ORDER BY verified_at, event_id LIMIT 1"
 )
 _STRICTLY_BEFORE = text(
-    f"SELECT event_id, verified_at FROM verifications WHERE {_GROUP} "
+    f"SELECT event_id, verified_at FROM verifications WHERE {GROUP} "
     "AND (verified_at < :at OR (verified_at = :at AND event_id < :event_id)) "
     "ORDER BY verified_at DESC, event_id DESC LIMIT 1"
 )
@@ -300,9 +303,7 @@ def _write_lessons(
     ]
     if region is not None:
         candidates += [
-            ((row[-1], r), None)
-            for r, row in existing.items()
-            if not _inside((row[-1], r), *region)
+            ((row[-1], r), None) for r, row in existing.items() if not inside((row[-1], r), *region)
         ]
     newest = sorted(candidates, key=lambda candidate: candidate[0])[-lessons.LESSONS_KEPT :]
     wanted = {key[1] for key, _streak in newest}
@@ -327,7 +328,9 @@ def _write_lessons(
         fix_files = _edits_between_failure_and_pass(
             connection, group, streak, attempts, successes, fixes or {}
         )
-        lesson = lessons.distill(details, lessons.in_project(fix_files), resolver.at)
+        lesson = lessons.distill(
+            details, lessons.in_project(fix_files), resolver.at, group["branch"] or None
+        )
         values = {
             "resolved_by_event_id": resolver.event_id,
             "failed_attempts": lesson.failed_attempts,

@@ -99,7 +99,10 @@ class Lesson:
 
 
 def distill(
-    attempts: Sequence[AttemptDetail], fix_files: Sequence[str], resolved_at: float
+    attempts: Sequence[AttemptDetail],
+    fix_files: Sequence[str],
+    resolved_at: float,
+    branch: str | None = None,
 ) -> Lesson:
     first, last = attempts[0], attempts[-1]
     count = len(attempts)
@@ -123,7 +126,7 @@ def distill(
         repeats,
         "\n".join(body),
         pitfall_text(count, last_error, repeats, fix_files),
-        _error_key(last_error),
+        _error_key(last_error, branch),
     )
 
 
@@ -134,13 +137,13 @@ def _error_line(which: str, exit_code: int | None, error: str | None) -> str:
 
 
 @lru_cache(maxsize=4_096)
-def _error_key(line: str | None) -> str | None:
-    """The project-wide key of an error line; a bare summary ("297 tests, 11 failures") says
-    which tool failed, not why, and keys nothing. A streak's lesson is written again as the
-    streak grows: its lines are keyed once."""
+def _error_key(line: str | None, branch: str | None = None) -> str | None:
+    """The project-wide key of an error line met on `branch`; a bare summary ("297 tests, 11
+    failures") says which tool failed, not why, and keys nothing. A streak's lesson is written
+    again as the streak grows: its lines are keyed once."""
     if not line or recognisers.is_summary(line):
         return None
-    return recognisers.error_key(line)
+    return recognisers.error_key(line, branch)
 
 
 def in_project(files: Sequence[str]) -> list[str]:
@@ -158,3 +161,59 @@ def name_files(files: Sequence[str], limit: int = FILES_NAMED) -> str:
 
 def _code(exit_code: int | None) -> str:
     return "?" if exit_code is None else str(exit_code)
+
+
+# --- known errors: every distinct error of a streak (DESIGN.md §6) ----------------------------
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A failed attempt as known errors read it: the error it showed, keyed (None: no output,
+    or only a tool's summary, which says that it failed, not why)."""
+
+    event_id: int
+    at: float
+    session_id: int
+    error: str | None
+    error_key: str | None
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One stretch of a streak's attempts showing one error, and the group's first later run
+    that no longer shows it (None while the streak is open and nothing has)."""
+
+    error_key: str
+    sightings: tuple[Sighting, ...]
+    resolved_by: JournalRun | None
+
+    @property
+    def error(self) -> str:
+        return self.sightings[-1].error or ""
+
+
+def sighting(
+    event_id: int, at: float, session_id: int, detail: AttemptDetail, branch: str | None
+) -> Sighting:
+    line = detail.error()
+    return Sighting(event_id, at, session_id, line, _error_key(line, branch))
+
+
+def occurrences(streak: Streak, sightings: dict[int, Sighting]) -> list[Occurrence]:
+    """Each error of the streak, from its first attempt to the attempt after its last one in a
+    row: resolved by the next attempt showing another error, or by the success that closed the
+    streak. An attempt that showed no error neither shows nor resolves one."""
+    found: list[Occurrence] = []
+    key, current = "", list[Sighting]()
+    for attempt in streak.attempts:
+        seen = sightings[attempt.event_id]
+        if seen.error_key is None:
+            continue
+        if current and seen.error_key != key:
+            found.append(Occurrence(key, tuple(current), attempt))
+            current = []
+        key = seen.error_key
+        current.append(seen)
+    if current:
+        found.append(Occurrence(key, tuple(current), streak.resolved_by))
+    return found

@@ -21,7 +21,7 @@ from remem.config import Settings
 from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
-from remem.procedures import instead, journal, policy, tallies
+from remem.procedures import instead, journal, known, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
 from remem.procedures.steps import VERIFIED
@@ -110,16 +110,45 @@ def apply(
     for verdict, rows in reads.rows.items():
         if rows:
             connection.execute(INSERT_RUN[verdict], rows)
+    around = known.Surroundings.of(settings.ignore_commands, _resolved(window))
     for step in steps:
-        outcome = step.write(connection, rules, now)
+        outcome = step.write(connection, rules, now, around)
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
+    if window.events:
+        passed = {
+            run.workflow
+            for runs in window.steps.values()
+            for run in runs
+            if run.verdict == VERIFIED
+        }
+        touched = {
+            (group.project_id, group.branch, group.directory, group.workflow_hash)
+            for group in reads.runs
+            if group.scope == BRANCH
+        }
+        session_id = window.events[0].session_id
+        known.resolve_open(connection, session_id, passed, touched, now, around)
     # Every run is in a branch group once (and in its project group again).
     branch_runs = (
         run for group, runs in reads.runs.items() if group.scope == BRANCH for run in runs
     )
     stats.update(instead.derive(connection, branch_runs))
     return stats
+
+
+def _resolved(window: Window) -> tuple[WindowEvent, ...]:
+    """The window's own events, as apply leaves them stored: Codex outcomes resolved."""
+    events = []
+    for event in window.events:
+        resolution = window.resolutions.get(event.id)
+        if resolution is not None:
+            outcome = "success" if resolution.exit_code == 0 else "failure"
+            excerpt = event.error_excerpt or resolution.excerpt
+            output = event.output_excerpt or resolution.output
+            event = replace(event, outcome=outcome, error_excerpt=excerpt, output_excerpt=output)
+        events.append(event)
+    return tuple(events)
 
 
 class _Step:
@@ -155,7 +184,13 @@ class _Step:
         )
         return cls(group, runs, reads, advanced)
 
-    def write(self, connection: Driver, rules: policy.Rules, now: float) -> str:
+    def write(
+        self,
+        connection: Driver,
+        rules: policy.Rules,
+        now: float,
+        around: known.Surroundings,
+    ) -> str:
         group = self.group
         tally = self.advanced
         lasts = session_lasts(self.runs)
@@ -169,7 +204,7 @@ class _Step:
         if group.scope == BRANCH:
             previous = self.stored.tally if current and self.stored else None
             region = self.reads.regions.get(group) if current else None
-            self._journal(connection, now, previous, region)
+            self._journal(connection, now, previous, region, around)
         verified = {run.event_id: run for run in self.runs if run.verdict == VERIFIED}
         new_evidence = [
             {"event_id": run.event_id, "verified_at": run.at} for run in verified.values()
@@ -186,6 +221,7 @@ class _Step:
         now: float,
         previous: Tally | None,
         region: journal.Region | None,
+        around: known.Surroundings,
     ) -> None:
         """Only the streaks from the group's last success before the window's earliest run to
         its first success after the window's latest run can change: they are re-derived from
@@ -198,6 +234,7 @@ class _Step:
         tail = journal.load_tail(connection, params, start, end)
         fixes = self.reads.fixes.get(self.group, {})
         journal.rebuild(connection, params, tail, now, region=(start, end), fixes=fixes)
+        known.rederive(connection, params, tail, now, (start, end), around)
 
 
 SELECT_UNRESOLVED_SESSIONS = text(

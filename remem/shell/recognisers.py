@@ -642,6 +642,14 @@ _UUID = _compile(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 # A run of 7+ hex digits with a letter and a digit in it: a word or a plain number is neither.
 _HEX = _compile(r"(?i)\b(?:0x[0-9a-f]+|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,})\b")
 _NUMBER = _compile(r"(?<![\w.])\d+(?:\.\d+)*")
+# Names a test run's temporary files get: pytest's base directory, tempfile's and mktemp's.
+_TEMP = _compile(r"(?<![\w.-])(?:pytest-of-[\w.-]+|tmp[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,})(?!\w)")
+_DURATION = _compile(
+    r"(?<![\w.])\d+(?:\.\d+)?"
+    r"(?:\s?(?:milliseconds?|microseconds?|nanoseconds?|seconds?|secs?|minutes?|mins?|hours?)"
+    r"|(?:ms|[uµn]s|[hms])(?:\d+(?:\.\d+)?(?:ms|[ms]))*)(?!\w)"
+)
+_PLAIN_WORD = _compile(r"[A-Za-z]+")
 _SPACE = _compile(r"\s+")
 
 
@@ -701,17 +709,37 @@ def telling_line(excerpt: str | None) -> str | None:
     return lines[0] if lines else None
 
 
-def error_key(line: str) -> str:
-    """The line normalised so the same error under another command, seed, path or line number
-    gives the same key: paths -> <path>, hex ids -> <hex>, numbers -> N, spaces collapsed."""
-    key = _PATH.sub("<path>", _ANSI.sub("", line))
+def error_key(line: str, branch: str | None = None) -> str:
+    """The line normalised so the same error under another command, seed, path, line number,
+    branch, temporary directory or duration gives the same key: the run's branch -> <branch>,
+    temporary names -> <tmp>, paths -> <path>, hashes and hex ids -> <hex>, durations ->
+    <duration>, numbers -> N, spaces collapsed."""
+    key = mask_branch(_ANSI.sub("", line), branch)
+    key = _TEMP.sub("<tmp>", _PATH.sub("<path>", key))
     key = _HEX.sub("<hex>", _UUID.sub("<hex>", key))
+    key = _DURATION.sub("<duration>", key)
     return _SPACE.sub(" ", _NUMBER.sub("N", key)).strip()
 
 
 def without_colours(text: str) -> str:
     """The text without its terminal colour and title codes."""
     return _ANSI.sub("", text)
+
+
+def mask_branch(text: str, branch: str | None) -> str:
+    """The text with the branch's name as `<branch>`: the same error, or the same fix, on
+    another branch reads the same."""
+    return _branch_name(branch).sub("<branch>", text) if branch and branch in text else text
+
+
+@lru_cache(maxsize=256)
+def _branch_name(branch: str) -> re.Pattern[str]:
+    name = re.escape(branch)
+    if _PLAIN_WORD.fullmatch(branch):
+        # A plain word ("main", "test") is a word of many errors: masked only where it names
+        # the branch, after "branch" or quoted.
+        return re.compile(rf"(?:(?<=\bbranch )|(?<=['\"`])){name}(?![\w/.-])")
+    return re.compile(rf"(?<![\w.-]){name}(?![\w/-]|\.\w)")
 
 
 def _clean(output: str) -> str:
@@ -760,9 +788,10 @@ def _cap(line: str) -> str:
 
 
 def is_summary(line: str) -> bool:
-    """Whether a line is a tool's success or failure summary rather than an error."""
+    """Whether a line is a tool's success or failure summary rather than an error: a line
+    that halts a run and says why (`** (Mix) The task "x" could not be found`) is an error."""
     return any(
         pattern is not None and pattern.search(line)
         for row in RECOGNISERS
         for pattern in (row.success, row.failure)
-    )
+    ) and not any(pattern.search(line) for row in RECOGNISERS for pattern in row.salient)

@@ -55,6 +55,8 @@ def _populate(home: Home, root: str) -> None:
         {"command": TEST, "exit_code": 0},
         # Red again since: the digest entry says since when it fails on this branch.
         {"command": TEST, "exit_code": 1, "error": "E   assert 2 == 3"},
+        # An error nothing fixed yet: a known error whose resolved_at is null.
+        {"command": "make build", "exit_code": 2, "error": "error: linker `cc` not found"},
     ]
     for number, event in enumerate(events):
         result = home.hook({**base, **event, "event_id": f"e{number}"}, "--host", "generic")
@@ -304,3 +306,17 @@ def test_a_substitution_reads_the_same_everywhere(outputs: dict[str, Any]) -> No
         "mcp lessons",
     ):
         assert outputs[name]["substitutions"] == [listed], name
+
+
+def test_known_errors_read_alike_fixed_or_not(outputs: dict[str, Any]) -> None:
+    errors = outputs["remem procedures errors --json"]
+    (fixed,) = [error for error in errors if "no such table" in error["error"]]
+    (unfixed,) = [error for error in errors if error["workflow"] == "make build"]
+    assert fixed["workflow"] == "python -m pytest -q <test file>"  # the workflow's family
+    assert fixed["resolved_at"] is not None and fixed["fix_files"] == ["migrations/0002_carts.py"]
+    assert (unfixed["resolved_at"], unfixed["resolved_by_event_id"]) == (None, None)
+    assert unfixed["times_seen"] == 1 and unfixed["fix_commands"] == []
+    own = [error for error in errors if error["workflow"] == fixed["workflow"]]
+    assert len(own) == 2 and fixed in own  # its fixed error, and the red run since
+    assert outputs["remem procedures show --json"]["known_errors"] == own
+    assert fixed in outputs["mcp lessons"]["known_errors"]

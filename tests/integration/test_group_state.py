@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.db import migrate
-from remem.procedures import journal, rebuild, tallies
+from remem.procedures import journal, known, rebuild, tallies
 from remem.procedures.groups import Group
 from remem.procedures.promote import archive, mark_stale
 from remem.procedures.tally import Tally
@@ -33,6 +33,11 @@ DERIVED = {
         "fix_files, repeats, body, resolved_at"
     ),
     "attempts": "event_id, step, attempt_number, duplicate_of, resolved_by_event_id",
+    "known_errors": (
+        "project_id, branch, directory, workflow, workflow_hash, error_key, error, "
+        "first_event_id, last_event_id, session_id, first_seen_at, last_seen_at, times_seen, "
+        "sessions, resolved_by_event_id, resolved_at, fix_files, fix_commands"
+    ),
 }
 
 
@@ -77,6 +82,7 @@ def assert_full_derivation_agrees(world: World) -> None:
     with world.engine.connect() as connection:
         transaction = connection.begin()
         connection.execute(text("DELETE FROM lessons"))
+        connection.execute(text("DELETE FROM known_errors"))
         connection.execute(
             text(
                 "UPDATE attempts SET attempt_number = 1, duplicate_of = NULL, "
@@ -110,6 +116,8 @@ def assert_full_derivation_agrees(world: World) -> None:
                 params = group.params()
                 history = journal.load_history(connection, params)
                 journal.rebuild(connection, params, history, world.now)
+                around = known.Surroundings(world.settings.ignore_commands)
+                known.rederive(connection, params, history, world.now, around=around)
         after = {
             table: sorted(
                 (tuple(r) for r in connection.execute(text(f"SELECT {columns} FROM {table}"))),

@@ -327,3 +327,83 @@ def test_a_lessons_fix_files_read_by_its_window_are_those_the_journal_derives(
         "five": ["src/cap.py"],
     }
     assert_full_derivation_agrees(world)
+
+
+# --- known errors: every error its own, resolved by the first run that no longer shows it ---
+
+
+def _story(world: World, branch: str, burst_after_each: bool) -> None:
+    """A session meeting four errors on `branch`: two under `mix test` fixed by an edit and
+    by an edit and a command, a push fixed by the push that sets its upstream, and one never
+    fixed."""
+    live = "mix test test/live_test.exs"
+    steps: list[Any] = [
+        (
+            "mix test",
+            1,
+            "** (RuntimeError) no :secret_key_base configuration found in Shop.Endpoint.",
+        ),
+        ("config/test.exs",),
+        (live, 1, "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency."),
+        ("mix.exs",),
+        ("mix deps.get", 0, "Resolving Hex dependencies..."),
+        (live, 1, "Assertion with =~ failed"),
+        ("test/live_test.exs",),
+        (live, 0, "3 tests, 0 failures"),
+        ("mix test", 0, "12 tests, 0 failures"),
+        ("git push", 128, f"fatal: The current branch {branch} has no upstream branch."),
+        (f"git push --set-upstream origin {branch}", 0, "branch set up to track"),
+        ("lib/late.ex",),
+        ("make build", 2, "error: linker `cc` not found"),
+    ]
+    for step in steps:
+        world.now += 1
+        if len(step) == 1:
+            world.edit(step[0], session=branch, branch=branch)
+        else:
+            command, code, output = step
+            world.post(command, code, session=branch, branch=branch, output=output)
+        if burst_after_each:
+            world.burst()
+    world.burst()
+
+
+def _known(world: World, branch: str) -> list[tuple[Any, ...]]:
+    rows = world.execute(
+        "SELECT workflow, error, error_key, times_seen, resolved_at IS NOT NULL, fix_files, "
+        "fix_commands FROM known_errors WHERE branch = :branch ORDER BY first_seen_at",
+        {"branch": branch},
+    )
+    return [(*row[:4], bool(row[4]), json.loads(row[5]), json.loads(row[6])) for row in rows]
+
+
+def test_each_error_is_its_own_known_error_with_its_own_fix(world: World) -> None:
+    _story(world, "feat-1", burst_after_each=True)
+    _story(world, "feat-2", burst_after_each=False)
+
+    known = _known(world, "feat-1")
+    assert [(row[1], row[4], row[5], row[6]) for row in known] == [
+        (
+            "** (RuntimeError) no :secret_key_base configuration found in Shop.Endpoint.",
+            True,
+            ["config/test.exs"],
+            [],
+        ),
+        (
+            "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency.",
+            True,
+            ["mix.exs"],
+            ["mix deps.get"],
+        ),
+        ("Assertion with =~ failed", True, ["test/live_test.exs"], []),
+        (
+            "fatal: The current branch <branch> has no upstream branch.",
+            True,
+            [],
+            ["git push --set-upstream origin <branch>"],
+        ),
+        ("error: linker `cc` not found", False, [], []),
+    ]
+    # Window by window or all at once, on either branch: the same known errors.
+    assert _known(world, "feat-2") == known
+    assert_full_derivation_agrees(world)

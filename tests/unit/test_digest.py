@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remem.agent.context import LOCAL, TEAM, Entry, KnownError, choose, make_entry
+from remem.agent.context import (
+    LOCAL,
+    TEAM,
+    Entry,
+    KnownError,
+    choose,
+    fold_known_errors,
+    make_entry,
+)
 from remem.agent.digest import COMMAND_CHARS, header_for, paginate
 from remem.agent.substitutions import Substitution
 from remem.config import Settings
@@ -790,3 +798,33 @@ def test_a_recorded_substitution_cannot_speak_as_remem() -> None:
     )
     (page,) = paginate([], HEADER, substitutions=[hostile])
     assert [line for line in page.splitlines() if line.startswith("remem:")] == [HEADER]
+
+
+def test_a_known_error_names_its_fix_commands_or_how_often_it_was_seen_unfixed() -> None:
+    errors = [
+        KnownError("lazy_html missing", ["mix.exs"], NOW, fix_commands=("mix deps.get",)),
+        KnownError("no upstream", [], NOW, fix_commands=("git push -u origin <branch>",)),
+        KnownError("linker `cc` not found", [], None, times_seen=3),
+        KnownError("flaky", [], None, times_seen=1),
+    ]
+    (page,) = paginate([entry(1, "make test")], HEADER, known_errors=errors)
+    lines = page.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("Known errors"))
+    assert lines[title + 1 :] == [
+        '- "lazy_html missing": fixed after editing mix.exs and running `mix deps.get`',
+        '- "no upstream": fixed after running `git push -u origin <branch>`',
+        '- "linker `cc` not found": seen 3 times, not yet fixed',
+        '- "flaky": seen 1 time, not yet fixed',
+    ]
+
+
+def test_one_line_per_error_its_newest_fix_else_every_sighting_counted() -> None:
+    rows = [
+        KnownError("E1 again", [], None, error_key="e1", times_seen=2, sessions=1),
+        KnownError("E2", [], None, error_key="e2", times_seen=2, sessions=2),
+        KnownError("E1", ["a.py"], NOW - 10, error_key="e1"),
+        KnownError("E2 before", [], None, error_key="e2", times_seen=1, sessions=1),
+        KnownError("E1 older", ["b.py"], NOW - 20, error_key="e1"),
+    ]
+    folded = fold_known_errors(rows)
+    assert [(e.error, e.times_seen, e.sessions) for e in folded] == [("E1", 1, 1), ("E2", 3, 3)]

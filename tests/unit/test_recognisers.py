@@ -14,7 +14,9 @@ from remem.shell.recognisers import (
     SALIENT_MAX_CHARS,
     error_key,
     family_of,
+    is_summary,
     judge,
+    mask_branch,
     salient_line,
 )
 from remem.transcripts.claude import read_claude
@@ -353,3 +355,97 @@ def test_error_key_keeps_an_error_recognisable() -> None:
     assert error_key(line) == line
     assert error_key("  error:   undefined function foo/1  ") == "error: undefined function foo/N"
     assert error_key("test/foo_test.exs:42: error") == "<path>: error"
+
+
+# The same error met on two branches, in two temporary directories, after two durations.
+SAME_ERROR_ELSEWHERE = [
+    (
+        ("fatal: The current branch feat-a has no upstream branch.", "feat-a"),
+        ("fatal: The current branch fix/login-2 has no upstream branch.", "fix/login-2"),
+    ),
+    (
+        ("fatal: The current branch feat-a has no upstream branch.", "feat-a"),
+        ("fatal: The current branch main has no upstream branch.", "main"),
+    ),
+    (
+        ("error: src refspec spotter-fum does not match any", "spotter-fum"),
+        ("error: src refspec issue-25 does not match any", "issue-25"),
+    ),
+    (
+        ("! [rejected] feat-a -> feat-a (non-fast-forward)", "feat-a"),
+        ("! [rejected] feat-b -> feat-b (non-fast-forward)", "feat-b"),
+    ),
+]
+SAME_ERROR_ANYWHERE = [
+    # hashes and hex ids
+    ("fatal: bad object 5d889b0c1e2f", "fatal: bad object a1b3b38ff00d1"),
+    (
+        "sha256:9f86d081884c7d659a2feaa0c55ad015 mismatch",
+        "sha256:2c26b46b68ffc68ff99b453c1d3041 mismatch",
+    ),
+    # temporary directories
+    (
+        "FileNotFoundError: /tmp/pytest-of-dev/pytest-12/test_login0/app.db",
+        "FileNotFoundError: /tmp/pytest-of-ci/pytest-3/test_login0/app.db",
+    ),
+    (
+        "PermissionError: /var/folders/x1/ab_c/T/tmpab12cd/out.txt",
+        "PermissionError: /tmp/tmpzz99yy/out.txt",
+    ),
+    ("cannot remove tmpk2j3_x9a: busy", "cannot remove tmp8q_d1lzz: busy"),
+    ("basetemp pytest-of-dev is locked", "basetemp pytest-of-runner is locked"),
+    # durations
+    (
+        "Timeout: timed out after 10039 milliseconds",
+        "Timeout: timed out after 5000 milliseconds",
+    ),
+    ("test_cart failed in 1.23s", "test_cart failed in 12ms"),
+    ("deadline exceeded after 1m30s", "deadline exceeded after 2.5s"),
+    (
+        "ExUnit.TimeoutError: test timed out after 60000ms",
+        "ExUnit.TimeoutError: test timed out after 2 seconds",
+    ),
+]
+
+
+@pytest.mark.parametrize(("one", "other"), SAME_ERROR_ELSEWHERE)
+def test_error_key_masks_the_runs_branch(one: tuple[str, str], other: tuple[str, str]) -> None:
+    assert error_key(*one) == error_key(*other)
+    assert "<branch>" in error_key(*one)
+
+
+@pytest.mark.parametrize(("one", "other"), SAME_ERROR_ANYWHERE)
+def test_error_key_masks_hashes_temporary_directories_and_durations(one: str, other: str) -> None:
+    assert error_key(one) == error_key(other)
+
+
+def test_a_plain_word_branch_is_masked_only_where_it_names_the_branch() -> None:
+    assert error_key("** (Mix) The task test could not be found", "test") == (
+        "** (Mix) The task test could not be found"
+    )
+    assert error_key("error: pathspec 'main' did not match", "main") == (
+        "error: pathspec '<branch>' did not match"
+    )
+    assert mask_branch("package main: main.go", "main") == "package main: main.go"
+
+
+def test_a_branch_inside_a_longer_name_is_not_masked() -> None:
+    assert (
+        mask_branch("feat-a2 and xfeat-a and feat-a.", "feat-a")
+        == "feat-a2 and xfeat-a and <branch>."
+    )
+    assert mask_branch("git push --set-upstream origin feat-a", "feat-a") == (
+        "git push --set-upstream origin <branch>"
+    )
+    assert mask_branch("origin/feat-a", "feat-a") == "origin/<branch>"
+    assert mask_branch("feat-a", None) == "feat-a"
+
+
+def test_words_are_not_durations_or_temporary_names() -> None:
+    line = "tmp_path fixture in tmpfile_handler: 3 items, 10 mins"
+    assert error_key(line) == "tmp_path fixture in tmpfile_handler: N items, <duration>"
+
+
+def test_a_line_that_halts_a_run_and_says_why_is_no_bare_summary() -> None:
+    assert not is_summary("** (Mix) mix format failed due to --check-formatted.")
+    assert is_summary("14 doctests, 127 tests, 12 failures")
