@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 
 from remem.capture.fields import sha256_hex
-from remem.db.vocabulary import ACTIVE, BEFORE, SUBSTITUTION
+from remem.db.vocabulary import ACTIVE, BEFORE, KNOWN_ERROR, SUBSTITUTION
 from remem.json_contract import date
-from remem.record.frozen import Record, in_list
+from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import inert_command, inert_path
 from remem.shell.plain import plain_workflow
 
@@ -51,10 +51,10 @@ class Failure(Record):
     output: str | None
     error_excerpt: str | None
 
-    def line_keys(self) -> list[str]:
-        """The error keys of every line it printed: the one the worker will key is among
-        them. Cheap (a handful of patterns), so a failure nothing is known of costs little."""
-        return line_keys(self.output, self.error_excerpt)
+    def line_keys(self, branch: str | None) -> list[str]:
+        """The error keys of every line it printed, `branch` masked: the one the worker will
+        key is among them. A handful of patterns, not the whole recogniser table."""
+        return line_keys(branch, self.output, self.error_excerpt)
 
     def error(self) -> str | None:
         """Its error line, as the worker reads it: costly (the recogniser table), asked only
@@ -81,13 +81,13 @@ def error_of(command: str | None, output: str | None, error_excerpt: str | None)
     return line or recognisers.telling_line(error_excerpt)
 
 
-def key_of(line: str | None) -> str | None:
-    """The error key of an error line. The worker keys no bare summary ("3 tests, 1 failure"),
-    so no stored key is a summary's: asking whether the line is one would cost the whole table
-    to say what a lookup already says."""
+def key_of(line: str | None, branch: str | None = None) -> str | None:
+    """The error key of an error line, `branch` masked as known errors have it. The worker
+    keys no bare summary ("3 tests, 1 failure"), so no stored key is a summary's: asking
+    whether the line is one would cost the whole table to say what a lookup already says."""
     from remem.shell import recognisers
 
-    return recognisers.error_key(line) if line and line.strip() else None
+    return recognisers.error_key(line, branch) if line and line.strip() else None
 
 
 def plain_workflow_hash(command: str | None) -> str | None:
@@ -102,7 +102,7 @@ def plain_workflow_hash(command: str | None) -> str | None:
 LINES_KEYED = 400  # an output excerpt holds 4,000 characters: far fewer lines than this
 
 
-def line_keys(*texts: str | None) -> list[str]:
+def line_keys(branch: str | None, *texts: str | None) -> list[str]:
     """The error key of each line of the texts, whole and cut as a salient line is."""
     from remem.shell import recognisers
 
@@ -113,8 +113,8 @@ def line_keys(*texts: str | None) -> list[str]:
             if line:
                 keys.update(
                     (
-                        recognisers.error_key(line),
-                        recognisers.error_key(line[: recognisers.SALIENT_MAX_CHARS]),
+                        recognisers.error_key(line, branch),
+                        recognisers.error_key(line[: recognisers.SALIENT_MAX_CHARS], branch),
                     )
                 )
     return sorted(keys)[:LINES_KEYED]
@@ -136,6 +136,16 @@ _SUBSTITUTE_COLUMNS = (
 _SUBSTITUTES = _SUBSTITUTE_COLUMNS + "failed_workflow_hash = :value ORDER BY found_at DESC LIMIT 50"
 _SUBSTITUTES_BY_KEY = _SUBSTITUTE_COLUMNS + "error_key IN ({keys}) ORDER BY found_at DESC LIMIT 200"
 KEYS_READ = 2_000  # past this many recorded keys, every failure's lines are keyed instead
+_KNOWN_KEYS = (
+    "SELECT DISTINCT error_key FROM known_errors WHERE project_id = :project "
+    f"AND resolved_at IS NOT NULL LIMIT {KEYS_READ + 1}"
+)
+_KNOWN_BY_KEY = (
+    "SELECT id, directory, branch, error, last_seen_at, fix_files, fix_commands, times_seen, "
+    "sessions, resolved_at, error_key, fix_in_command FROM known_errors "
+    "WHERE project_id = :project AND error_key IN ({keys}) AND resolved_at IS NOT NULL "
+    "ORDER BY resolved_at DESC LIMIT 50"
+)
 _SUBSTITUTE_KEYS = (
     "SELECT DISTINCT error_key FROM substitutions WHERE project_id = :project "
     f"AND error_key IS NOT NULL LIMIT {KEYS_READ + 1}"
@@ -178,7 +188,12 @@ def advise_failure(execute: Execute, failure: Failure) -> list[Advice]:
 
 
 def _by_key(
-    execute: Execute, keys_query: str, query: str, failure: Failure, key_column: int
+    execute: Execute,
+    keys_query: str,
+    query: str,
+    failure: Failure,
+    key_column: int,
+    branch: str | None = None,
 ) -> list[Any]:
     """The rows of `query` (project_id = :project AND error_key IN ({keys})) whose key is this
     failure's, in three steps, each only when the one before found something: the keys
@@ -195,13 +210,13 @@ def _by_key(
         text = recognisers.without_colours(text)
     if len(recorded) <= KEYS_READ and not any(literally_in(key, text) for key in recorded):
         return []
-    keys = failure.line_keys()
+    keys = failure.line_keys(branch)
     if not keys:
         return []
     rows = execute(query.format(keys=in_list("k", keys, params)), params)
     if not rows:
         return []
-    key = key_of(failure.error())
+    key = key_of(failure.error(), branch)
     return [row for row in rows if key is not None and row[key_column] == key]
 
 
@@ -213,9 +228,26 @@ def literally_in(key: str, text: str) -> bool:
 
 
 def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
-    """The newest fixed known error with this key in the project: the known errors table
-    comes with its own change to this branch's schema."""
-    return []
+    """The fix of the same error met here before, on any branch: in this directory first,
+    then the newest fixed. One that passed again with no change, or whose fix was only editing
+    the files the failing command ran (a test being written), teaches nothing and is left."""
+    found = _by_key(execute, _KNOWN_KEYS, _KNOWN_BY_KEY, failure, 10, failure.branch)
+    rows = [row for row in found if (json_list(row[5]) or json_list(row[6])) and not row[11]]
+    if not rows:
+        return []
+    row = min(rows, key=lambda r: (r[1] != failure.directory, -r[9]))
+    from remem.agent.context import KnownError  # a match only
+    from remem.agent.digest import fix_text
+
+    fixed = KnownError(
+        row[3], tuple(json_list(row[5])), row[9], fix_commands=tuple(json_list(row[6]))
+    )
+    where = f" in {inert_path(row[1])}/" if row[1] != "." else ""
+    times = "time" if row[7] == 1 else "times"
+    sessions = "session" if row[8] == 1 else "sessions"
+    seen = f"seen {row[7]} {times} in {row[8]} {sessions}, last on branch {inert_path(row[2])}"
+    line = f"- {_quoted(row[3])}{where} ({seen} on {date(row[4])}): {fix_text(fixed)}"
+    return [Advice(KNOWN_ERROR, key_hash(row[10]), line)]
 
 
 def _substitution(execute: Execute, failure: Failure) -> list[Advice]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.test_context import make_project
+from tests.acceptance.test_context import make_project, set_branch
 from tests.conftest import REMEM_HOOK, Home, load_fixture
 
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"
@@ -60,6 +60,15 @@ class Claude:
             tool_input={"command": command},
             error=error,
         ).stdout
+
+    def edited(self, name: str, session: str) -> None:
+        path = str(self.project / name)
+        self.send(
+            "post_tool_use_edit",
+            session,
+            tool_input={"file_path": path, "old_string": "a", "new_string": "b"},
+            tool_response={"filePath": path, "success": True},
+        )
 
     def before(self, command: str, session: str) -> subprocess.CompletedProcess[bytes]:
         payload = {
@@ -129,6 +138,50 @@ def test_a_command_not_found_is_answered_with_the_command_verified_instead(
     # Another way of running pytest that hits the same error is answered by its error key.
     other = context_of(agent.failed("pytest -q tests", "other"))
     assert f"use `{VENV}`" in other
+
+
+SECRET = (
+    "Exit code 2\n  1) test home page (AppWeb.PageTest)\n"
+    "     ** (RuntimeError) no :secret_key_base configuration found in AppWeb.Endpoint.\n"
+    "14 doctests, 127 tests, 12 failures"
+)
+LAZY = (
+    "Exit code 1\n** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency "
+    "on branch feat-a\n14 doctests, 3 tests, 3 failures"
+)
+
+
+def test_a_known_error_met_on_another_branch_is_answered_with_its_fix(
+    home: Home, project: Path
+) -> None:
+    """On feat-a, `mix test` failed on a missing dependency (fixed by editing mix.exs and
+    running `mix deps.get`), then on a missing secret (fixed by editing config/test.exs). On
+    feat-b, a later session hits each error: each is answered with its own fix."""
+    set_branch(project, "feat-a")
+    agent = Claude(home, project)
+    agent.failed("mix test", "fix", LAZY)
+    agent.edited("mix.exs", "fix")
+    agent.ran("mix deps.get", "fix")
+    agent.failed("mix test", "fix", SECRET)
+    agent.edited("config/test.exs", "fix")
+    agent.ran("mix test", "fix")
+    home.remem("worker", "--burst")
+
+    set_branch(project, "feat-b")
+    day = home.json("procedures", "errors", "--json")[0]["last_seen_at"][:10]
+    secret = context_of(
+        agent.failed("mix test", "later", SECRET.replace("12 failures", "2 failures"))
+    )
+    assert secret.splitlines() == [
+        HEADER,
+        '- "** (RuntimeError) no :secret_key_base configuration found in AppWeb.Endpoint." '
+        f"(seen 1 time in 1 session, last on branch feat-a on {day}): fixed after editing "
+        "config/test.exs",
+    ]
+    lazy = context_of(agent.failed("mix test", "later", LAZY.replace("feat-a", "feat-b")))
+    assert lazy.splitlines()[1].endswith(": fixed after editing mix.exs and running `mix deps.get`")
+    assert "requires lazy_html as a test dependency on branch <branch>" in lazy
+    assert [kind for _, kind, _ in given(home)] == ["known_error", "known_error"]
 
 
 def test_the_same_advice_is_given_to_a_session_once(home: Home, project: Path) -> None:

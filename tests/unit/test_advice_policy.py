@@ -31,7 +31,7 @@ EXAMPLES = [
 def test_a_line_passes_the_word_filter_of_its_own_key(line: str) -> None:
     stripped = line.strip()
     assert literally_in(error_key(stripped), without_colours(line))
-    assert error_key(stripped) in line_keys(line)
+    assert error_key(stripped) in line_keys(None, line)
 
 
 def test_the_word_filter_rejects_another_error() -> None:
