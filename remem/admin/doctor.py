@@ -297,10 +297,18 @@ def _agent_hooks(agent: str, user_home: Path, remem_home: str | None) -> Check:
             install,
         )
     detail = f"{path} calls remem-hook"
-    wanted = settings_for(agent, remem_home) if remem_home else None
-    if wanted and not agents_settings.is_current(document, wanted):
+    if remem_home and not _as_installed(document, agent, remem_home):
         detail += f", not all as this remem would: `remem hooks install {agent}` updates it"
     return Check(name, OK, detail)
+
+
+def _as_installed(document: object, agent: str, remem_home: str) -> bool:
+    """Whether the hooks are as `remem hooks install` leaves them, with or without
+    --advice-before."""
+    return any(
+        agents_settings.is_current(document, settings_for(agent, remem_home, None, before))
+        for before in (False, True)
+    )
 
 
 def _codex_hooks_on(user_home: Path) -> bool:

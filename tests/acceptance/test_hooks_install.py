@@ -347,6 +347,8 @@ def test_doctor_reports_installed_and_missing_hooks(machine: Machine) -> None:
     assert all(installed[f"hooks:{agent}"]["status"] == "ok" for agent in FILES), installed
     assert "hooks" not in installed
     assert "not all" not in installed["hooks:claude-code"]["detail"]
+    assert machine.remem("hooks", "install", "claude-code", "--advice-before").returncode == 0
+    assert "not all" not in _doctor(machine)["hooks:claude-code"]["detail"]
 
     (machine.user / ".codex" / "config.toml").write_text("# hooks off\n")
     codex = _doctor(machine)["hooks:codex"]
