@@ -316,13 +316,7 @@ def _advise_failure(settings: Settings, event: CapturedEvent, now: float) -> str
     shape; None when nothing is known, or all of it was said to this session already."""
     from remem.agent import advice  # failures only
 
-    def read(execute: Any) -> tuple[list[Any], int | None, int | None]:
-        failure = advice.read_failure(execute, event)
-        if failure is None:
-            return [], None, None
-        return advice.advise_failure(execute, failure), failure.session_id, failure.event_id
-
-    text = _give(settings, read, now)
+    text = _advice(settings, lambda execute: advice.after_failure(execute, event, now))
     return _context(event.hook_event, text) if text else None
 
 
@@ -340,24 +334,17 @@ def _before(home: str, raw: bytes, host: str | None, now: float) -> str | None:
         return None
     from remem.agent import advice  # PreToolUse only
 
-    def read(execute: Any) -> tuple[list[Any], int | None, int | None]:
-        found = advice.advise_before(execute, event.project_root, event.directory, event.command)
-        if not found:
-            return [], None, None
-        return found, advice.session_of(execute, event.host, event.session_key), None
-
     try:
-        text = _give(load_settings(home=home), read, now, before=True)
+        settings = load_settings(home=home)
     except Exception:
         return ""
+    text = _advice(settings, lambda execute: advice.before_command(execute, event, now))
     return _context("PreToolUse", text) if text else ""
 
 
-def _give(settings: Settings, read: Any, now: float, before: bool = False) -> str | None:
-    """Read the advice, record what this session was not told yet, and render it; None when
-    there is nothing to say or the database cannot be read now."""
-    from remem.agent import advice
-
+def _advice(settings: Settings, advise: Any) -> str | None:
+    """`advise(execute)` on the connection the event was written on (or a new one); None
+    when the database cannot be read now or advice fails: it is a courtesy, never a cost."""
     path = paths.sqlite_path(settings.database_url)
     if path is None:
         return None
@@ -369,13 +356,9 @@ def _give(settings: Settings, read: Any, now: float, before: bool = False) -> st
         execute = sqlite_settings.executor(connection)
         if connection is not _kept and schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
             return None
-        found, session_id, event_id = read(execute)
-        if found and session_id is not None:
-            connection.execute("BEGIN IMMEDIATE")
-            found = advice.give(execute, session_id, event_id, found, now)
-            connection.execute("COMMIT")
-        return advice.render(found, before)
-    except Exception:  # advice is a courtesy: no failure of it may cost the agent anything
+        text: str | None = advise(execute)
+        return text
+    except Exception:
         return None
     finally:
         if not _fast_exit:

@@ -331,19 +331,47 @@ def session_of(execute: Execute, host: str, session_key: str) -> int | None:
 # --- giving ------------------------------------------------------------------------------------
 
 
+def after_failure(execute: Execute, event: Any, now: float) -> str | None:
+    """The advice for a stored failure (remem.record.event.CapturedEvent) not given to its
+    session yet, recorded as given now, rendered; None when there is none."""
+    failure = read_failure(execute, event)
+    if failure is None:
+        return None
+    found = advise_failure(execute, failure)
+    return render(give(execute, failure.session_id, failure.event_id, found, now))
+
+
+def before_command(execute: Execute, event: Any, now: float) -> str | None:
+    """The advice before a command about to run (remem.capture.hosts.before_event), as
+    after_failure; a session not stored yet is told without a record of it."""
+    found = advise_before(execute, event.project_root, event.directory, event.command)
+    session_id = session_of(execute, event.host, event.session_key) if found else None
+    if session_id is not None:
+        found = give(execute, session_id, None, found, now)
+    return render(found, before=True)
+
+
 def give(
     execute: Execute, session_id: int, event_id: int | None, found: Sequence[Advice], now: float
 ) -> list[Advice]:
-    """The advice not given to this session yet, recorded as given now. The caller owns the
-    write transaction."""
+    """The advice not given to this session yet, recorded as given now in one short write
+    transaction: the same advice is given to a session once, whichever hook asks first."""
+    if not found:
+        return []
     given = []
-    for advice in found:
-        params = {
-            "session": session_id, "event": event_id, "kind": advice.kind, "key": advice.key,
-            "now": now,
-        }  # fmt: skip
-        if execute(_GIVE, params):
-            given.append(advice)
+    execute("BEGIN IMMEDIATE", {})
+    try:
+        for advice in found:
+            params = {
+                "session": session_id, "event": event_id, "kind": advice.kind,
+                "key": advice.key, "now": now,
+            }  # fmt: skip
+            if execute(_GIVE, params):
+                given.append(advice)
+    except BaseException:
+        execute("ROLLBACK", {})
+        raise
+    execute("COMMIT", {})
     return given
 
 
