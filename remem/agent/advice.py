@@ -20,7 +20,12 @@ from remem.capture.fields import sha256_hex
 from remem.db.vocabulary import ACTIVE, BEFORE, KNOWN_ERROR, SUBSTITUTION
 from remem.json_contract import date
 from remem.record.frozen import Record, in_list, json_list
-from remem.record.quote import inert_command, inert_path
+from remem.record.quote import (
+    NEEDS_CREDENTIALS,
+    inert_command,
+    inert_path,
+    needs_credentials,
+)
 from remem.shell.plain import plain_workflow
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -251,13 +256,14 @@ def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
 
 
 def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
-    rows: dict[int, Any] = {}
+    # What passed instead of this very workflow first; else of any that failed with its error.
+    rows: list[Any] = []
     if failure.workflow_hash is not None:
         params = {"project": failure.project_id, "value": failure.workflow_hash}
-        rows.update((row[0], row) for row in execute(_SUBSTITUTES, params))
-    for row in _by_key(execute, _SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY, failure, 9):
-        rows.setdefault(row[0], row)
-    best = _best_substitute(execute, failure.project_id, list(rows.values()), failure.directory)
+        rows = list(execute(_SUBSTITUTES, params))
+    if not rows:
+        rows = _by_key(execute, _SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY, failure, 9)
+    best = _best_substitute(execute, failure.project_id, rows, failure.directory)
     if best is None:
         return []
     row, sessions, runs = best
@@ -391,9 +397,12 @@ def key_hash(text: str) -> str:
 
 
 def _use(command: str, runs: int | None) -> str:
+    shown = _command(command)
+    if needs_credentials(command):
+        shown += f" ({NEEDS_CREDENTIALS})"
     if runs is None:
-        return f"{_command(command)} passed instead"
-    return f"use {_command(command)} (verified, {runs} {'run' if runs == 1 else 'runs'})"
+        return f"{shown} passed instead"
+    return f"use {shown} (verified, {runs} {'run' if runs == 1 else 'runs'})"
 
 
 def _command(command: str) -> str:
