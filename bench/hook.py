@@ -50,10 +50,14 @@ TARGET_RATIO = 1.30
 ADVICE_RATIO = 1.50  # a failure answered with advice: the hook reads and prints more
 CASES = ("baseline", "hook-empty", "hook-1M", "sessionstart")
 # Failures in a project with advice to give, in a database holding only it and in the 1M one:
-# answered ("match"), known nothing of ("nomatch"), and the PreToolUse warning ("before").
+# answered by the failing command's workflow ("match") or by its error line alone, read with
+# the recogniser table ("keymatch"), known nothing of ("nomatch"), and the PreToolUse warning
+# ("before").
 ADVICE_CASES = (
     "match-empty",
     "match-1M",
+    "keymatch-empty",
+    "keymatch-1M",
     "nomatch-empty",
     "nomatch-1M",
     "before-empty",
@@ -62,7 +66,8 @@ ADVICE_CASES = (
 TARGETS = {
     **dict.fromkeys(("hook-empty", "hook-1M", "sessionstart"), TARGET_RATIO),
     **dict.fromkeys(("nomatch-empty", "nomatch-1M"), TARGET_RATIO),
-    **dict.fromkeys(("match-empty", "match-1M", "before-empty", "before-1M"), ADVICE_RATIO),
+    **dict.fromkeys(("match-empty", "match-1M", "keymatch-empty", "keymatch-1M"), ADVICE_RATIO),
+    **dict.fromkeys(("before-empty", "before-1M"), ADVICE_RATIO),
 }
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"
 UNKNOWN_ERROR = "Exit code 2\nerror: unused import `os` in app.py"
@@ -247,8 +252,10 @@ def advice_payload(case: str, project: Path) -> tuple[dict[str, Any], bool]:
             "tool_input": {"command": "pytest"},
         }
         return before, True
-    match = case.startswith("match")
+    match = "match" in case and not case.startswith("nomatch")
     command, error = ("pytest", NOT_FOUND) if match else ("make lint", UNKNOWN_ERROR)
+    if case.startswith("keymatch"):
+        command = "pytest -q tests"  # another workflow: known by its error line only
     failure = fixture_payload(FAILURE_FIXTURE)
     return {**failure, **base, "tool_input": {"command": command}, "error": error}, match
 
