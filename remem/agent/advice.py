@@ -262,7 +262,8 @@ def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
         params = {"project": failure.project_id, "value": failure.workflow_hash}
         rows = list(execute(_SUBSTITUTES, params))
     if not rows:
-        rows = _by_key(execute, _SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY, failure, 9)
+        keys = (_SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY)
+        rows = _by_key(execute, *keys, failure, 9, failure.branch)
     best = _best_substitute(execute, failure.project_id, rows, failure.directory)
     if best is None:
         return []

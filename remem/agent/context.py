@@ -117,11 +117,21 @@ def read_known_errors(
     return _local_known_errors(execute, where, params)
 
 
-def digest_known_errors(execute: Execute, root: str) -> list[KnownError]:
+def digest_known_errors(
+    execute: Execute, root: str, told: Sequence[Substitution] = ()
+) -> list[KnownError]:
     """The project's distinct errors, newest sighting first, as the digest shows them: for
     each, its newest fix on any branch, else how often it was seen unfixed; this machine's
-    first, then those only the team met."""
-    local = fold_known_errors(_local_known_errors(execute, _OF_ROOT, {"root": root}, " LIMIT 200"))
+    first, then those only the team met. An error not yet fixed whose command has a
+    substitution `told` is said there, with what works instead."""
+    instead = {(found.directory, found.error_key) for found in told}
+    local = [
+        error
+        for error in fold_known_errors(
+            _local_known_errors(execute, _OF_ROOT, {"root": root}, " LIMIT 200")
+        )
+        if error.resolved_at is not None or (error.directory, error.error_key) not in instead
+    ]
     chosen = set(sorted(range(len(local)), key=lambda i: (_rank(local[i]), i))[:KNOWN_ERRORS_SHOWN])
     found = [error for i, error in enumerate(local) if i in chosen]
     seen = {error.error_key for error in found}
@@ -450,8 +460,8 @@ def read_context(
     earlier: list[Entry] = []
     if not entries:
         earlier = read_entries(execute, root, branch, inherit_from, directory, STALE)
-    known = digest_known_errors(execute, root)
     substitutions = digest_substitutions(execute, root)
+    known = digest_known_errors(execute, root, substitutions)
     return Context(
         root, branch, directory, entries, known, substitutions, tuple(earlier[:EARLIER_SHOWN])
     )

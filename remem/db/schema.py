@@ -365,7 +365,7 @@ known_errors = Table(
     ),
     Index("ix_known_errors_recent", "project_id", "last_seen_at"),
     Index("ix_known_errors_open", "session_id", "resolved_by_event_id"),
-    # The hook's advice after a failure: the fixed errors of a project with a key (0012).
+    # The hook's advice after a failure: the fixed errors of a project with a key (0010).
     Index("ix_known_errors_error", "project_id", "error_key", "resolved_at"),
     info={"derived": True},
 )

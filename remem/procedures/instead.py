@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.db.driver import Driver
+from remem.procedures.lessons import error_key_of
 from remem.procedures.steps import FAILED, VERIFIED
 from remem.procedures.substitutions import Pair, SessionRun, pair
 from remem.procedures.tally import GroupRun
@@ -145,7 +146,7 @@ def _row(session_id: int, failed: Any, passed: Any, found: Pair) -> dict[str, An
         "failed_workflow": failed.workflow,
         "failed_workflow_hash": failed.workflow_hash,
         "error": error,
-        "error_key": _error_key(error),
+        "error_key": error_key_of(error, failed.branch or None),
         "substitute_event_id": passed.event_id,
         "substitute_workflow": passed.workflow,
         "substitute_workflow_hash": passed.workflow_hash,
@@ -153,10 +154,3 @@ def _row(session_id: int, failed: Any, passed: Any, found: Pair) -> dict[str, An
         "failed_at": failed.at,
         "found_at": passed.at,
     }
-
-
-def _error_key(line: str | None) -> str | None:
-    """The key a lesson gives the same line: a bare summary says which tool failed, not why."""
-    if not line or recognisers.is_summary(line):
-        return None
-    return recognisers.error_key(line)

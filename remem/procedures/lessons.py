@@ -126,7 +126,7 @@ def distill(
         repeats,
         "\n".join(body),
         pitfall_text(count, last_error, repeats, fix_files),
-        _error_key(last_error, branch),
+        error_key_of(last_error, branch),
     )
 
 
@@ -137,7 +137,7 @@ def _error_line(which: str, exit_code: int | None, error: str | None) -> str:
 
 
 @lru_cache(maxsize=4_096)
-def _error_key(line: str | None, branch: str | None = None) -> str | None:
+def error_key_of(line: str | None, branch: str | None = None) -> str | None:
     """The project-wide key of an error line met on `branch`; a bare summary ("297 tests, 11
     failures") says which tool failed, not why, and keys nothing. A streak's lesson is written
     again as the streak grows: its lines are keyed once."""
@@ -196,7 +196,7 @@ def sighting(
     event_id: int, at: float, session_id: int, detail: AttemptDetail, branch: str | None
 ) -> Sighting:
     line = detail.error()
-    return Sighting(event_id, at, session_id, line, _error_key(line, branch))
+    return Sighting(event_id, at, session_id, line, error_key_of(line, branch))
 
 
 def occurrences(streak: Streak, sightings: dict[int, Sighting]) -> list[Occurrence]:

@@ -105,11 +105,10 @@ def test_a_fix_that_was_a_command_is_named(home: Home, tmp_path: Path) -> None:
 def test_a_commit_refused_by_a_formatter_is_fixed_by_running_it(home: Home, tmp_path: Path) -> None:
     project = make_repository(tmp_path / "cart")
     agent = Agent(home, project)
-    commit = 'git commit -m "Add the cart"'
     agent.edited("lib/cart.ex", "s1", "def total(items), do: Enum.sum(items)")
     agent.ran("git add lib/cart.ex", "s1")
     agent.failed(
-        commit,
+        'git commit -m "Add the cart"',
         "s1",
         "Exit code 1\nmix format...............................................Failed\n"
         "- hook id: mix-format\n- exit code: 1\n\n"
@@ -118,12 +117,17 @@ def test_a_commit_refused_by_a_formatter_is_fixed_by_running_it(home: Home, tmp_
     )
     agent.ran("mix format", "s1")
     agent.ran("git add -u", "s1")
-    agent.ran(commit, "s1")
+    agent.ran('git commit -m "Cart: total sums the items"', "s1")  # another message
     home.remem("worker", "--burst")
 
-    found = known_lines(hook(home, session_start(project, "s2")))
+    digest = hook(home, session_start(project, "s2"))
+    found = known_lines(digest)
     (fix,) = found.values()
     assert fix == "fixed after running `mix format`"  # `git add` is read-only
+    (known,) = errors_json(home, project)
+    assert known["workflow"] == "git commit -m …"  # one workflow, whatever the message
+    shown = digest + json.dumps(known)
+    assert "Add the cart" not in shown and "total sums" not in shown
 
 
 def test_a_missing_upstream_is_fixed_by_the_push_that_sets_it_on_every_branch(

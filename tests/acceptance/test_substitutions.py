@@ -66,7 +66,10 @@ def test_a_chain_of_failing_pytest_commands_learns_the_one_that_works(
         agent.ran(VENV, session)
     home.remem("worker", "--burst")
 
-    lines = substitution_lines(session_start(home, project, "next"))
+    digest = session_start(home, project, "next")
+    # Said once, with what works instead: not again as an error not yet fixed.
+    assert "not yet fixed" not in digest and digest.count("pytest: command not found") == 1
+    lines = substitution_lines(digest)
     assert lines[0] == (
         '- `pytest`: "/bin/bash: line 1: pytest: command not found" (3 sessions) — use '
         f"`{VENV}` (verified, 6 runs)"

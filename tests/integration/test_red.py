@@ -64,7 +64,7 @@ def test_a_stale_procedure_keeps_its_real_runs_and_sessions(world: World, tmp_pa
     assert "No recent successful run: verified by 3 successful runs in 2 sessions" in body
 
 
-def test_migration_0010_rederives_red_procedures_as_active(world: World, tmp_path: Path) -> None:
+def test_migration_0009_rederives_red_procedures_as_active(world: World, tmp_path: Path) -> None:
     root = make_repository(tmp_path / "shop")
     _verified(world, root)
     for _ in range(2):

@@ -3,8 +3,8 @@ ran one known to fail here; and the index the hook finds a fixed known error by
 
 A record, not derived: a rebuild keeps it, `remem forget` erases it with its event or session.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
