@@ -385,6 +385,7 @@ advice_given = Table(
     CheckConstraint(_one_of("kind", ADVICE_KINDS), name="ck_advice_given_kind"),
     UniqueConstraint("session_id", "kind", "key", name="uq_advice_given_once"),
     Index("ix_advice_given_event", "event_id"),
+    info={"record": True},
 )
 
 # A branch procedure is a workflow proven on one branch; a project procedure (branch '') the
@@ -603,5 +604,6 @@ team_lessons = Table(
 
 
 def tables_marked(mark: str) -> tuple[Table, ...]:
-    """The tables whose info carries `mark` ("derived", "runs", "pulled"), in declaration order."""
+    """The tables whose info carries `mark` ("derived", "runs", "pulled", "record"), in
+    declaration order."""
     return tuple(table for table in metadata.tables.values() if table.info.get(mark))
