@@ -42,6 +42,22 @@ def load_fixture(relative: str) -> dict[str, Any]:
     return json.loads((fixtures_dir() / relative).read_text())
 
 
+def end_codex_command(rollout: Path, call_id: str, exit_code: int, output: str = "ok") -> None:
+    """Append a command's end to a Codex rollout file, as Codex writes it."""
+    record = {
+        "timestamp": "2026-11-20T09:13:09.502Z",
+        "type": "event_msg",
+        "payload": {
+            "type": "exec_command_end",
+            "call_id": call_id,
+            "exit_code": exit_code,
+            "aggregated_output": output,
+        },
+    }
+    with rollout.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
     """Poll until predicate() is truthy; fail after timeout seconds."""
     deadline = time.monotonic() + timeout

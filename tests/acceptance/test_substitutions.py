@@ -6,15 +6,13 @@ another for the same purpose that passes right after it, with no edit between, i
 from __future__ import annotations
 
 import json
-from itertools import count
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from remem.shell.recognisers import error_key
 from tests.acceptance.test_context import context, make_project
-from tests.acceptance.test_truthful_digest import Agent
+from tests.acceptance.test_truthful_digest import Agent, Codex
 from tests.conftest import Home, load_fixture
 
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: {program}: command not found"
@@ -98,40 +96,6 @@ def test_a_chain_of_failing_pytest_commands_learns_the_one_that_works(
     assert {item["workflow"] for item in shown["substitutions"]} == set(instead)
     text = home.remem("procedures", "show", str(pytest_item["instead_procedure_id"])).stdout
     assert f'Instead of "pytest" (3 failed in 3 sessions), "{VENV}" passed' in text
-
-
-class Codex:
-    """A Codex agent: each command is a real `remem-hook` process, its end written to the
-    session's rollout file as Codex writes it."""
-
-    def __init__(self, home: Home, project: Path, rollout: Path) -> None:
-        self.home, self.project, self.rollout = home, project, rollout
-        self.calls = count(1)
-
-    def ran(self, command: str, exit_code: int, output: str) -> None:
-        call_id = f"call_{next(self.calls):04d}"
-        end = {
-            "timestamp": "2026-11-20T09:13:09.502Z",
-            "type": "event_msg",
-            "payload": {
-                "type": "exec_command_end",
-                "call_id": call_id,
-                "exit_code": exit_code,
-                "aggregated_output": output,
-            },
-        }
-        with self.rollout.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(end) + "\n")
-        payload: dict[str, Any] = load_fixture("codex/post_tool_use_bash.json")
-        payload.update(
-            cwd=str(self.project),
-            transcript_path=str(self.rollout),
-            tool_use_id=call_id,
-            tool_input={"command": command},
-            tool_response=output,
-        )
-        result = self.home.hook(payload, "--host", "codex")
-        assert (result.returncode, result.stderr) == (0, b""), result
 
 
 def test_go_module_cache_under_a_sandbox_learns_the_environment_variant(

@@ -16,7 +16,7 @@ import pytest
 
 from remem.record.quote import NEEDS_CREDENTIALS
 from tests.acceptance.test_context import context, make_project
-from tests.conftest import REMEM, Home, load_fixture
+from tests.conftest import REMEM, Home, end_codex_command, load_fixture
 
 TEST = "python -m pytest -q tests/test_cart.py"
 BUILD = "make build"
@@ -67,6 +67,32 @@ class Agent:
             tool_input={"file_path": path, "old_string": "pass", "new_string": change},
             tool_response={"filePath": path, "success": True},
         )
+
+
+class Codex:
+    """A Codex agent: each command is a real `remem-hook` process, its end written to the
+    session's rollout file as Codex writes it."""
+
+    calls = count(1)  # call ids stay distinct across every agent of a test
+
+    def __init__(self, home: Home, cwd: Path, rollout: Path, session: str | None = None) -> None:
+        self.home, self.cwd, self.rollout, self.session = home, cwd, rollout, session
+
+    def ran(self, command: str, exit_code: int = 0, output: str = "ok") -> None:
+        call_id = f"call_{next(self.calls):06d}"
+        end_codex_command(self.rollout, call_id, exit_code, output)
+        payload: dict[str, Any] = load_fixture("codex/post_tool_use_bash.json")
+        payload.update(
+            cwd=str(self.cwd),
+            transcript_path=str(self.rollout),
+            tool_use_id=call_id,
+            tool_input={"command": command},
+            tool_response=output,
+        )
+        if self.session is not None:
+            payload["session_id"] = self.session
+        result = self.home.hook(payload, "--host", "codex")
+        assert (result.returncode, result.stderr) == (0, b""), result
 
 
 def block_of(digest: str, command: str) -> list[str]:

@@ -5,10 +5,8 @@ files are one family."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
-from typing import Any
 
 from mcp.client import ClientSession
 
@@ -19,42 +17,8 @@ from tests.acceptance.test_real_sessions import (
     make_repository,
     session_start,
 )
-from tests.conftest import Home, load_fixture
-
-_calls = itertools.count(1)
-
-
-class Codex:
-    """A Codex session: each call is a real `remem-hook` process, its outcome written to the
-    session's rollout file as Codex writes it."""
-
-    def __init__(self, home: Home, cwd: Path, session: str, rollout: Path) -> None:
-        self.home, self.cwd, self.session, self.rollout = home, cwd, session, rollout
-
-    def ran(self, command: str, exit_code: int = 0, output: str = "ok") -> None:
-        call_id = f"call_{next(_calls):06d}"
-        end = {
-            "timestamp": "2026-11-20T09:13:09.502Z",
-            "type": "event_msg",
-            "payload": {
-                "type": "exec_command_end",
-                "call_id": call_id,
-                "exit_code": exit_code,
-                "aggregated_output": output,
-            },
-        }
-        with self.rollout.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(end) + "\n")
-        payload: dict[str, Any] = load_fixture("codex/post_tool_use_bash.json")
-        payload.update(
-            session_id=self.session,
-            cwd=str(self.cwd),
-            transcript_path=str(self.rollout),
-            tool_use_id=call_id,
-            tool_input={"command": command},
-            tool_response=output,
-        )
-        hook(self.home, payload, "codex")
+from tests.acceptance.test_truthful_digest import Codex
+from tests.conftest import Home
 
 
 def workflows(home: Home) -> list[str]:
@@ -83,7 +47,7 @@ NEVER = [
 
 def test_reads_and_inline_scripts_are_never_procedures(home: Home, tmp_path: Path) -> None:
     repository = make_repository(tmp_path / "shop")
-    codex = Codex(home, repository, "codex-s3", tmp_path / "rollout-s3.jsonl")
+    codex = Codex(home, repository, tmp_path / "rollout-s3.jsonl", "codex-s3")
     for _round in range(3):
         for command in NEVER:
             hook(home, bash_payload(repository, command, "s1", "ok"))
@@ -121,7 +85,7 @@ def test_a_commit_message_is_never_a_workflow(home: Home, tmp_path: Path) -> Non
     refused = f"⧗   input: {MESSAGES[1]}\n✖   subject may not be empty [subject-empty]"
     hook(home, bash_payload(repository, f"git commit -m '{MESSAGES[1]}'", "s1", refused, True))
     hook(home, bash_payload(repository, f"git commit -m '{MESSAGES[1]}'", "s1", "[main 3c4d] x"))
-    codex = Codex(home, repository, "codex-s2", tmp_path / "rollout-s2.jsonl")
+    codex = Codex(home, repository, tmp_path / "rollout-s2.jsonl", "codex-s2")
     body = f"{MESSAGES[2]}\n\n{MESSAGES[3]}"
     codex.ran(f"git add -A && git commit -m \"$(cat <<'EOF'\n{body}\nEOF\n)\"")
     home.remem("worker", "--burst")
@@ -168,7 +132,7 @@ FILES = ["internal/cart.go", "internal/tax.go", "cmd/shop/main.go", "pkg/money/m
 
 def test_runs_on_project_files_are_one_family(home: Home, tmp_path: Path) -> None:
     repository = make_repository(tmp_path / "shop")
-    codex = Codex(home, repository, "codex-s2", tmp_path / "rollout-s2.jsonl")
+    codex = Codex(home, repository, tmp_path / "rollout-s2.jsonl", "codex-s2")
     for name in FILES:
         hook(home, bash_payload(repository, f"gofmt -w {name}", "s1"))
         codex.ran(f"gofmt -w {repository}/{name}")  # the same file, named by its whole path

@@ -3,14 +3,13 @@ looked for again on the session's later windows and by maintenance, for a day.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from remem.admin.status import collect_status
 from remem.procedures.promote import resolve_late
 from remem.queue import store as queue
-from tests.conftest import load_fixture
+from tests.conftest import end_codex_command, load_fixture
 from tests.integration.conftest import DAY, World
 from workers.handlers import PromoteHandler
 
@@ -41,21 +40,6 @@ def codex_patch(world: World, rollout: Path, call_id: str, path: str) -> None:
     world.post_payload(payload, "codex")
 
 
-def end(rollout: Path, call_id: str, exit_code: int, output: str = "ok") -> None:
-    record = {
-        "timestamp": "2026-11-20T09:13:09.502Z",
-        "type": "event_msg",
-        "payload": {
-            "type": "exec_command_end",
-            "call_id": call_id,
-            "exit_code": exit_code,
-            "aggregated_output": output,
-        },
-    }
-    with rollout.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
-
-
 def outcomes(world: World) -> dict[str, str]:
     rows = world.execute("SELECT tool_use_id, outcome FROM captured_events", {})
     return {call_id: outcome for call_id, outcome in rows}
@@ -70,10 +54,10 @@ def test_a_later_window_of_the_session_resolves_an_earlier_call(
     world.burst()
     assert outcomes(world) == {"call_a": "unknown"}
 
-    end(rollout, "call_a", 0)
+    end_codex_command(rollout, "call_a", 0)
     world.now += 60
     codex_call(world, rollout, "call_b", "cargo test")
-    end(rollout, "call_b", 0)
+    end_codex_command(rollout, "call_b", 0)
     world.burst()
 
     assert outcomes(world) == {"call_a": "success", "call_b": "success"}
@@ -86,8 +70,8 @@ def test_maintenance_resolves_a_call_whose_session_went_quiet(world: World, tmp_
     codex_call(world, rollout, "call_a", "cargo test")
     codex_call(world, rollout, "call_b", "cargo test")
     world.burst()
-    end(rollout, "call_a", 0)
-    end(rollout, "call_b", 101, "error[E0308]: mismatched types")
+    end_codex_command(rollout, "call_a", 0)
+    end_codex_command(rollout, "call_b", 101, "error[E0308]: mismatched types")
     world.now += 600
 
     stats = world.burst()  # no task is due: maintenance does it
@@ -104,7 +88,7 @@ def test_a_call_never_resolved_within_a_day_is_counted(world: World, tmp_path: P
     codex_call(world, rollout, "call_a", "cargo test")
     world.burst()
     world.now += DAY + 60
-    end(rollout, "call_a", 0)  # too late: a day has passed
+    end_codex_command(rollout, "call_a", 0)  # too late: a day has passed
 
     world.burst()
 
@@ -119,7 +103,7 @@ def _apply_while_lint_resolves(world: World, rollout: Path) -> int:
     task = world.worker.claim()
     assert task is not None
     prepared = PromoteHandler().prepare(world.engine, task, world.settings)
-    end(rollout, "call_lint", 0)
+    end_codex_command(rollout, "call_lint", 0)
     resolved = resolve_late(world.engine, world.settings, world.now)["resolved_late"]
     with world.engine.begin() as connection:
         PromoteHandler().apply(connection, task, prepared, world.settings, world.now)
@@ -138,7 +122,7 @@ def test_a_call_resolved_after_a_window_was_prepared_takes_its_edits_from_the_ru
     codex_patch(world, rollout, "call_patch", "src/a.py")
     codex_call(world, rollout, "call_lint", "make lint")
     codex_call(world, rollout, "call_test", "make test")
-    end(rollout, "call_test", 0)
+    end_codex_command(rollout, "call_test", 0)
     world.edit("src/b.py", session="s2", branch=None)
     world.post("make test", session="s2", branch=None)
     world.burst()
@@ -167,7 +151,7 @@ def test_calls_of_a_window_resolved_after_its_prepare_count_once_without_its_fil
     codex_patch(world, rollout, "call_patch", "src/a.py")
     codex_call(world, rollout, "call_lint", "make lint")
     codex_call(world, rollout, "call_test", "make test")
-    end(rollout, "call_test", 0)
+    end_codex_command(rollout, "call_test", 0)
     # Both calls: the pass, which the window resolved, is not stored yet.
     assert _apply_while_lint_resolves(world, rollout) == 2
 
