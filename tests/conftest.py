@@ -42,6 +42,28 @@ def load_fixture(relative: str) -> dict[str, Any]:
     return json.loads((fixtures_dir() / relative).read_text())
 
 
+STDOUT_GONE = ("read-end-closed", "fd-closed")
+
+
+def hook_with_stdout_gone(home: Home, payload: bytes, how: str) -> tuple[int, bytes]:
+    """Run `remem-hook` on a payload with its stdout gone, as an agent that stopped listening
+    leaves it (`how`: one of STDOUT_GONE); its exit code and stderr."""
+    if how == "read-end-closed":
+        process = subprocess.Popen(
+            [REMEM_HOOK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=home.env,
+        )  # fmt: skip
+        assert process.stdout is not None
+        process.stdout.close()  # the agent stopped listening before anything is written
+    else:
+        process = subprocess.Popen(
+            [REMEM_HOOK], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=home.env,
+            preexec_fn=lambda: os.close(1),
+        )  # fmt: skip
+    _out, err = process.communicate(payload, timeout=30)
+    return process.returncode, err
+
+
 def end_codex_command(rollout: Path, call_id: str, exit_code: int, output: str = "ok") -> None:
     """Append a command's end to a Codex rollout file, as Codex writes it."""
     record = {

@@ -7,7 +7,6 @@ session, quoted as recorded data; nothing on success or when nothing is known. O
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.acceptance.test_context import make_project, set_branch
-from tests.conftest import REMEM_HOOK, Home, load_fixture
+from tests.conftest import STDOUT_GONE, Home, hook_with_stdout_gone, load_fixture
 
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"
 VENV = ".venv/bin/python -m pytest"
@@ -226,7 +225,7 @@ def test_recorded_text_cannot_speak_as_remem(home: Home, tmp_path: Path) -> None
     assert "\u2028" not in text
 
 
-@pytest.mark.parametrize("stdout", ["read-end-closed", "fd-closed"])
+@pytest.mark.parametrize("stdout", STDOUT_GONE)
 def test_a_closed_stdout_still_stores_the_failure(home: Home, project: Path, stdout: str) -> None:
     agent = Claude(home, project)
     learn_pytest_substitute(agent)
@@ -235,26 +234,8 @@ def test_a_closed_stdout_still_stores_the_failure(home: Home, project: Path, std
         session_id="now", cwd=str(project), tool_use_id="toolu_closed",
         tool_input={"command": "pytest"}, error=NOT_FOUND,
     )  # fmt: skip
-    if stdout == "read-end-closed":
-        process = subprocess.Popen(
-            [REMEM_HOOK],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=home.env,
-        )
-        assert process.stdout is not None
-        process.stdout.close()  # the agent stopped listening before the advice is written
-    else:
-        process = subprocess.Popen(
-            [REMEM_HOOK],
-            stdin=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=home.env,
-            preexec_fn=lambda: os.close(1),
-        )
-    _out, err = process.communicate(json.dumps(payload).encode(), timeout=30)
-    assert process.returncode == 0, err
+    code, err = hook_with_stdout_gone(home, json.dumps(payload).encode(), stdout)
+    assert code == 0, err
     assert b"Traceback" not in err
     stored = "SELECT count(*) FROM captured_events WHERE tool_use_id = 'toolu_closed'"
     assert home.query(stored) == [(1,)]

@@ -4,7 +4,6 @@ that kills every worker taking it, a SessionStart whose stdout is gone or cannot
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 from pathlib import Path
@@ -13,7 +12,15 @@ from typing import Any
 import pytest
 
 from remem.capture import spool
-from tests.conftest import REMEM, REMEM_HOOK, Home, load_fixture, wait_for
+from tests.conftest import (
+    REMEM,
+    REMEM_HOOK,
+    STDOUT_GONE,
+    Home,
+    hook_with_stdout_gone,
+    load_fixture,
+    wait_for,
+)
 from tests.integration.test_spool import _event_record, _poison
 
 ACCENTED = './bin/运行.sh --name "coração"'
@@ -183,30 +190,12 @@ def test_session_start_under_an_ascii_stdout_saves_and_prints_utf8(
     assert ACCENTED in result.stdout.decode("utf-8")
 
 
-@pytest.mark.parametrize("stdout", ["read-end-closed", "fd-closed"])
+@pytest.mark.parametrize("stdout", STDOUT_GONE)
 def test_session_start_whose_stdout_is_gone_still_saves(
     home: Home, accented_project: Path, stdout: str
 ) -> None:
-    if stdout == "read-end-closed":
-        process = subprocess.Popen(
-            [REMEM_HOOK],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=home.env,
-        )
-        assert process.stdout is not None
-        process.stdout.close()  # the agent stopped listening before the digest is written
-    else:
-        process = subprocess.Popen(
-            [REMEM_HOOK],
-            stdin=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=home.env,
-            preexec_fn=lambda: os.close(1),
-        )
-    _out, err = process.communicate(_session_start(accented_project), timeout=30)
-    assert process.returncode == 0, err
+    code, err = hook_with_stdout_gone(home, _session_start(accented_project), stdout)
+    assert code == 0, err
     assert len(err.splitlines()) <= 1, err
     assert b"Traceback" not in err
     assert _session_start_stored(home)
