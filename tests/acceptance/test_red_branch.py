@@ -19,6 +19,7 @@ from tests.acceptance.test_real_sessions import (
     procedures,
     session_start,
 )
+from tests.acceptance.test_truthful_digest import block_of
 from tests.conftest import Home
 
 ROWS = {row.family: row for row in RECOGNISERS}
@@ -35,16 +36,6 @@ LINT = "npm run lint"
 def failed_with(cwd: Path, command: str, session: str, error: str) -> dict[str, Any]:
     payload = bash_payload(cwd, command, session, failed=True)
     return {**payload, "error": error}
-
-
-def block(digest: str, command: str) -> list[str]:
-    """One procedure's lines in a digest: its command line and the indented lines under it."""
-    lines = digest.splitlines()
-    (start,) = [i for i, line in enumerate(lines) if line.startswith(f"- `{command}`")]
-    end = start + 1
-    while end < len(lines) and lines[end].startswith("  "):
-        end += 1
-    return lines[start:end]
 
 
 def context_json(home: Home, cwd: Path) -> dict[str, Any]:
@@ -70,11 +61,11 @@ def test_credo_red_on_one_branch_stays_verified_everywhere_and_says_so_there(
 
     fresh = add_worktree(repository, tmp_path / "app-d", "d")
     told = hook(home, session_start(fresh, "s-d"))
-    (line,) = block(told, CREDO)
+    (line,) = block_of(told, CREDO)
     assert "verified on 3 branches" in line
 
     on_c = hook(home, session_start(branches["c"], "s-c5"))
-    lines = block(on_c, CREDO)
+    lines = block_of(on_c, CREDO)
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     quoted = json.dumps(CREDO_ISSUE, ensure_ascii=False)
     assert lines[1] == f"  fails on this branch since {today} (3 failed runs): {quoted}"
@@ -98,7 +89,7 @@ def test_a_branch_whose_tests_fail_session_after_session_keeps_the_inherited_pro
     home.remem("worker", "--burst")
 
     told = hook(home, session_start(red, "r4"))
-    command_line, failing = block(told, TEST)[:2]
+    command_line, failing = block_of(told, TEST)[:2]
     assert "inherited from main" in command_line
     assert failing.startswith("  fails on this branch since ")
     assert failing.endswith(f"(3 failed runs): {json.dumps(TESTS_ERROR)}")
