@@ -166,8 +166,14 @@ def cannot_run(
         return EXIT_REASONS[exit_code]
     if not output:
         return None
-    if recognisers.judge(workflow, output) == "failure":
+    reason = _told(workflow, program, output)
+    # The summary is read second, as it costs more, and only when the table found a reason.
+    if reason is None or recognisers.judge(workflow, output) == "failure":
         return None
+    return reason
+
+
+def _told(workflow: str, program: str, output: str) -> str | None:
     for row in CANNOT_RUN:
         if row.clue is not None and row.clue not in output:
             continue
