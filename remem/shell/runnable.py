@@ -38,49 +38,71 @@ class CannotRun:
     reason: str
     pattern: re.Pattern[str]
     example: str
+    # Words every match holds, as printed: an output without them is not searched (most
+    # failures are red, and the table is read for each).
+    clue: str | None
 
 
-def _row(reason: str, pattern: str, example: str) -> CannotRun:
-    return CannotRun(reason, re.compile(pattern, re.MULTILINE), example)
+def _row(reason: str, pattern: str, example: str, clue: str | None = None) -> CannotRun:
+    return CannotRun(reason, re.compile(pattern, re.MULTILINE), example, clue)
 
 
 CANNOT_RUN: tuple[CannotRun, ...] = (
     _row(
         NOT_FOUND,
-        r"(?P<name>[^\s:]+): command not found$",
+        # Only a whole word is a name: from inside a long one the search would start again
+        # at each of its letters.
+        r"(?<![^\s:])(?P<name>[^\s:]+): command not found$",
         "bash: line 1: pytest: command not found",
+        ": command not found",
     ),
-    _row(NOT_FOUND, r"command not found: (?P<name>\S+)$", "zsh: command not found: pytest"),
     _row(
-        NOT_FOUND, r"^(?:/bin/)?sh: \d+: (?P<name>[^\s:]+): not found$", "sh: 1: vitest: not found"
+        NOT_FOUND,
+        r"command not found: (?P<name>\S+)$",
+        "zsh: command not found: pytest",
+        "command not found: ",
+    ),
+    _row(
+        NOT_FOUND,
+        r"^(?:/bin/)?sh: \d+: (?P<name>[^\s:]+): not found$",
+        "sh: 1: vitest: not found",
+        ": not found",
     ),
     _row(
         NOT_FOUND,
         r"^\S*(?:bash|sh): (?:line \d+: )?(?P<name>[^\s:]+): No such file or directory$",
         "bash: .venv/bin/python: No such file or directory",
+        ": No such file or directory",
     ),
     _row(
-        NOT_FOUND, r"^error: Failed to spawn: `(?P<name>[^`]+)`", "error: Failed to spawn: `pytest`"
+        NOT_FOUND,
+        r"^error: Failed to spawn: `(?P<name>[^`]+)`",
+        "error: Failed to spawn: `pytest`",
+        "error: Failed to spawn: `",
     ),
     _row(
         NOT_FOUND,
         r"^error: no such command: `(?P<name>[^`]+)`",
         "error: no such command: `nextest`",
+        "error: no such command: `",
     ),
     _row(
         NOT_EXECUTABLE,
-        r"(?P<name>[^\s:]+): Permission denied$",
+        r"(?<![^\s:])(?P<name>[^\s:]+): Permission denied$",
         "bash: ./scripts/test.sh: Permission denied",
+        ": Permission denied",
     ),
     _row(
         NOT_INSTALLED,
         r"No module named '?(?P<name>[\w-]+)",
         "/usr/bin/python3: No module named pytest",
+        "No module named ",
     ),
     _row(
         NOT_INSTALLED,
         r'^\*\* \(Mix\) The task "(?P<name>[^"]+)" could not be found',
         '** (Mix) The task "credo" could not be found. Did you mean "compile"?',
+        '** (Mix) The task "',
     ),
     _row(
         NOT_INSTALLED,
@@ -91,19 +113,27 @@ CANNOT_RUN: tuple[CannotRun, ...] = (
         NOT_INSTALLED,
         r"^make(?:\[\d+\])?: \*\*\* No rule to make target '(?P<name>[^']+)'",
         "make: *** No rule to make target 'check'.  Stop.",
+        ": *** No rule to make target '",
     ),
     _row(
         NOT_INSTALLED,
         r"^error: Justfile does not contain recipe `(?P<name>[^`]+)`",
         "error: Justfile does not contain recipe `lint`.",
+        "error: Justfile does not contain recipe `",
     ),
     # make ran, but a command of its recipe was not found: `make test` cannot run here either.
     _row(
         NOT_FOUND,
         r"^make(?:\[\d+\])?: \*\*\* \[.*\] Error 127$",
         "make: *** [Makefile:4: test] Error 127",
+        "] Error 127",
     ),
-    _row(TIMED_OUT, r"^Command timed out after \d", "Command timed out after 2m 0.0s"),
+    _row(
+        TIMED_OUT,
+        r"^Command timed out after \d",
+        "Command timed out after 2m 0.0s",
+        "Command timed out after ",
+    ),
     _row(
         MISCONFIGURED,
         r"(?i)\b(?:unrecognized arguments?|unknown (?:option|flag|argument)|no such option"
@@ -120,6 +150,7 @@ CANNOT_RUN: tuple[CannotRun, ...] = (
         MISCONFIGURED,
         r"^ERROR: file or directory not found: \S",
         "ERROR: file or directory not found: tests/unit",
+        "ERROR: file or directory not found: ",
     ),
 )
 
@@ -135,9 +166,17 @@ def cannot_run(
         return EXIT_REASONS[exit_code]
     if not output:
         return None
-    if recognisers.judge(workflow, output) == "failure":
+    reason = _told(workflow, program, output)
+    # The summary is read second, as it costs more, and only when the table found a reason.
+    if reason is None or recognisers.judge(workflow, output) == "failure":
         return None
+    return reason
+
+
+def _told(workflow: str, program: str, output: str) -> str | None:
     for row in CANNOT_RUN:
+        if row.clue is not None and row.clue not in output:
+            continue
         for found in row.pattern.finditer(output):
             name = found.groupdict().get("name")
             if name is None or _names_the_step(name, workflow, program):

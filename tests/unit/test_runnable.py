@@ -51,6 +51,22 @@ def test_each_row_reads_its_own_example(row: object) -> None:
     assert _judged(COMMANDS[row.example], 1, f"Exit code 1\n{row.example}\n") == row.reason
 
 
+@pytest.mark.parametrize("row", CANNOT_RUN, ids=lambda row: row.example[:40])
+def test_each_row_s_clue_is_printed_with_its_example(row: CannotRun) -> None:
+    """An output without a row's clue is never searched by it: the clue is part of every
+    match, its example's included."""
+    found = row.pattern.search(row.example)
+    assert found is not None
+    assert row.clue is None or row.clue in found.group(0)
+
+
+def test_a_name_is_read_whole_from_a_line_of_long_words() -> None:
+    long_word = "x" * 5_000
+    output = f"{long_word} {long_word}:pytest: command not found"
+    assert _judged("pytest -q", 1, output) == NOT_FOUND
+    assert _judged("mix test", 1, output) is None
+
+
 @pytest.mark.parametrize("row", RECOGNISERS, ids=lambda row: row.family)
 def test_a_tool_that_reported_failures_is_red(row: object) -> None:
     """Every tool family's real failure output: the tool ran, the code is red."""
