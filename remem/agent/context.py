@@ -239,22 +239,32 @@ _ENTRIES = (
 )
 # The pitfall is rendered from the lesson's fields, not read from its stored text: rows written
 # by an older wording read as the current one does. The team's lessons have the same fields.
+# The newest lessons of each branch of every workflow asked for, in one round trip: a
+# project-wide procedure's newest of any branch are among them.
+PITFALLS_READ = 3
 _PITFALLS = (
-    "SELECT l.failed_attempts, l.last_error, l.repeats, l.fix_files FROM {table} l "
-    "JOIN projects pr ON pr.id = l.project_id "
-    "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
-    "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
+    "SELECT r.directory, r.workflow_hash, r.branch, r.resolved_at, r.id, r.failed_attempts, "
+    "r.last_error, r.repeats, r.fix_files FROM (SELECT l.directory, l.workflow_hash, l.branch, "
+    "l.resolved_at, l.id, l.failed_attempts, l.last_error, l.repeats, l.fix_files, row_number() "
+    "OVER (PARTITION BY l.directory, l.workflow_hash, l.branch "
+    "ORDER BY l.resolved_at DESC, l.id DESC) AS newest FROM {table} l "
+    "JOIN projects pr ON pr.id = l.project_id WHERE pr.root = :root "
+    "AND l.directory IN ({directories}) AND l.workflow_hash IN ({hashes})) r "
+    "WHERE r.newest <= :newest"
 )
 
 
-# The branch's failed runs of a workflow since its last verified run there.
+# The branch's failed runs of each workflow asked for since its last verified run there, in
+# one round trip: the IN lists are served by the attempts' group index, and a pair of
+# directory and workflow not asked for is ignored.
 _FAILING = (
-    "SELECT count(DISTINCT a.event_id), min(a.failed_at), max(a.failed_at) FROM attempts a "
-    "JOIN projects pr ON pr.id = a.project_id WHERE pr.root = :root AND a.branch = :branch "
-    "AND a.directory = :directory AND a.workflow_hash = :workflow_hash AND a.failed_at > "
+    "SELECT a.directory, a.workflow_hash, count(DISTINCT a.event_id), min(a.failed_at), "
+    "max(a.failed_at) FROM attempts a JOIN projects pr ON pr.id = a.project_id "
+    "WHERE pr.root = :root AND a.branch = :branch AND a.directory IN ({directories}) "
+    "AND a.workflow_hash IN ({hashes}) AND a.failed_at > "
     "COALESCE((SELECT max(v.verified_at) FROM verifications v WHERE v.project_id = a.project_id "
     "AND v.branch = a.branch AND v.directory = a.directory "
-    "AND v.workflow_hash = a.workflow_hash), -1)"
+    "AND v.workflow_hash = a.workflow_hash), -1) GROUP BY a.directory, a.workflow_hash"
 )
 _FAILING_ERROR = (
     "SELECT a.salient_error, a.error_excerpt FROM attempts a JOIN projects pr "
@@ -264,22 +274,33 @@ _FAILING_ERROR = (
 )
 
 
-def _failing(execute: Execute, root: str, branch: str, shown: Entry) -> dict[str, Any]:
-    """Whether the workflow fails on this branch: red here says nothing elsewhere, so the
-    procedure stays listed and says so (DESIGN.md §6)."""
-    params: dict[str, Any] = {
-        "root": root,
-        "branch": branch,
-        "directory": shown.directory,
-        "workflow_hash": shown.workflow_hash,
-    }
-    ((count, since, latest),) = execute(_FAILING, params)
-    if not count:
+def _failing(
+    execute: Execute, root: str, branch: str, shown: Sequence[Entry]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Which of the workflows `shown` fail on this branch, keyed by (directory, workflow hash):
+    red here says nothing elsewhere, so the procedure stays listed and says so (DESIGN.md §6)."""
+    if not shown:
         return {}
-    found = execute(_FAILING_ERROR, {**params, "at": latest})
-    salient, excerpt = found[0] if found else (None, None)
-    error = salient or next((line for line in (excerpt or "").splitlines() if line.strip()), None)
-    return {"failing_runs": count, "failing_since_at": since, "failing_error": error}
+    params: dict[str, Any] = {"root": root, "branch": branch}
+    directories = in_list("d", sorted({entry.directory for entry in shown}), params)
+    hashes = in_list("h", sorted({entry.workflow_hash for entry in shown}), params)
+    asked = {(entry.directory, entry.workflow_hash) for entry in shown}
+    failing = {}
+    for directory, workflow_hash, count, since, latest in execute(
+        _FAILING.format(directories=directories, hashes=hashes), params
+    ):
+        if (directory, workflow_hash) not in asked:
+            continue
+        at = {"root": root, "branch": branch, "directory": directory}
+        found = execute(_FAILING_ERROR, {**at, "workflow_hash": workflow_hash, "at": latest})
+        salient, excerpt = found[0] if found else (None, None)
+        lines = (line for line in (excerpt or "").splitlines() if line.strip())
+        failing[(directory, workflow_hash)] = {
+            "failing_runs": count,
+            "failing_since_at": since,
+            "failing_error": salient or next(lines, None),
+        }
+    return failing
 
 
 def read_entries(
@@ -305,12 +326,15 @@ def read_entries(
         _ENTRIES.format(extra=", p.machines", table="team_procedures", branches=branches),
         params,
     )
+    chosen = choose(local, team, own, parents, status)
+    failing = _failing(execute, root, own, chosen)
+    pitfalls = _pitfalls(execute, root, chosen)
     entries = [
-        chosen.but(
-            pitfalls=tuple(_pitfalls(execute, root, chosen)),
-            **_failing(execute, root, own, chosen),
+        shown.but(
+            pitfalls=pitfalls.get((shown.source, shown.directory, shown.workflow_hash), ()),
+            **failing.get((shown.directory, shown.workflow_hash), {}),
         )
-        for chosen in choose(local, team, own, parents, status)
+        for shown in chosen
     ]
     entries.sort(
         key=lambda e: (
@@ -396,20 +420,33 @@ def _choose(
     return None
 
 
-def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
-    params: dict[str, Any] = {
-        "root": root,
-        "directory": shown.directory,
-        "workflow_hash": shown.workflow_hash,
-    }
-    where = ""
-    if shown.scope != "project":
-        where, params["branch"] = "AND l.branch = :branch", shown.branch
-    query = _PITFALLS.format(table=_LESSON_TABLES[shown.source], branch=where)
-    return [
-        pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
-        for count, last_error, repeats, fix_files in execute(query, params)
-    ]
+def _pitfalls(
+    execute: Execute, root: str, shown: Sequence[Entry]
+) -> dict[tuple[str, str, str], tuple[str, ...]]:
+    """The pitfalls of each entry `shown`, keyed by its source, directory and workflow hash:
+    of its three newest lessons, a project-wide procedure's from any branch, another's from its
+    own branch."""
+    pitfalls: dict[tuple[str, str, str], tuple[str, ...]] = {}
+    for source, table in _LESSON_TABLES.items():
+        of_source = {(e.directory, e.workflow_hash): e for e in shown if e.source == source}
+        if not of_source:
+            continue
+        params: dict[str, Any] = {"root": root, "newest": PITFALLS_READ}
+        directories = in_list("d", sorted({key[0] for key in of_source}), params)
+        hashes = in_list("h", sorted({key[1] for key in of_source}), params)
+        query = _PITFALLS.format(table=table, directories=directories, hashes=hashes)
+        found: dict[tuple[str, str], list[Sequence[Any]]] = {}
+        for directory, workflow_hash, branch, *row in execute(query, params):
+            entry = of_source.get((directory, workflow_hash))
+            if entry is not None and (entry.scope == "project" or branch == entry.branch):
+                found.setdefault((directory, workflow_hash), []).append(row)
+        for (directory, workflow_hash), rows in found.items():
+            newest = sorted(rows, key=lambda row: (-row[0], -row[1]))[:PITFALLS_READ]
+            pitfalls[(source, directory, workflow_hash)] = tuple(
+                pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
+                for _at, _id, count, last_error, repeats, fix_files in newest
+            )
+    return pitfalls
 
 
 class Context(Record):
