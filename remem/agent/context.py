@@ -239,18 +239,11 @@ _ENTRIES = (
 )
 # The pitfall is rendered from the lesson's fields, not read from its stored text: rows written
 # by an older wording read as the current one does. The team's lessons have the same fields.
-# The newest lessons of each branch of every workflow asked for, in one round trip: a
-# project-wide procedure's newest of any branch are among them.
-PITFALLS_READ = 3
 _PITFALLS = (
-    "SELECT r.directory, r.workflow_hash, r.branch, r.resolved_at, r.id, r.failed_attempts, "
-    "r.last_error, r.repeats, r.fix_files FROM (SELECT l.directory, l.workflow_hash, l.branch, "
-    "l.resolved_at, l.id, l.failed_attempts, l.last_error, l.repeats, l.fix_files, row_number() "
-    "OVER (PARTITION BY l.directory, l.workflow_hash, l.branch "
-    "ORDER BY l.resolved_at DESC, l.id DESC) AS newest FROM {table} l "
-    "JOIN projects pr ON pr.id = l.project_id WHERE pr.root = :root "
-    "AND l.directory IN ({directories}) AND l.workflow_hash IN ({hashes})) r "
-    "WHERE r.newest <= :newest"
+    "SELECT l.failed_attempts, l.last_error, l.repeats, l.fix_files FROM {table} l "
+    "JOIN projects pr ON pr.id = l.project_id "
+    "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
+    "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
 )
 
 
@@ -328,10 +321,9 @@ def read_entries(
     )
     chosen = choose(local, team, own, parents, status)
     failing = _failing(execute, root, own, chosen)
-    pitfalls = _pitfalls(execute, root, chosen)
     entries = [
         shown.but(
-            pitfalls=pitfalls.get((shown.source, shown.directory, shown.workflow_hash), ()),
+            pitfalls=tuple(_pitfalls(execute, root, shown)),
             **failing.get((shown.directory, shown.workflow_hash), {}),
         )
         for shown in chosen
@@ -420,33 +412,20 @@ def _choose(
     return None
 
 
-def _pitfalls(
-    execute: Execute, root: str, shown: Sequence[Entry]
-) -> dict[tuple[str, str, str], tuple[str, ...]]:
-    """The pitfalls of each entry `shown`, keyed by its source, directory and workflow hash:
-    of its three newest lessons, a project-wide procedure's from any branch, another's from its
-    own branch."""
-    pitfalls: dict[tuple[str, str, str], tuple[str, ...]] = {}
-    for source, table in _LESSON_TABLES.items():
-        of_source = {(e.directory, e.workflow_hash): e for e in shown if e.source == source}
-        if not of_source:
-            continue
-        params: dict[str, Any] = {"root": root, "newest": PITFALLS_READ}
-        directories = in_list("d", sorted({key[0] for key in of_source}), params)
-        hashes = in_list("h", sorted({key[1] for key in of_source}), params)
-        query = _PITFALLS.format(table=table, directories=directories, hashes=hashes)
-        found: dict[tuple[str, str], list[Sequence[Any]]] = {}
-        for directory, workflow_hash, branch, *row in execute(query, params):
-            entry = of_source.get((directory, workflow_hash))
-            if entry is not None and (entry.scope == "project" or branch == entry.branch):
-                found.setdefault((directory, workflow_hash), []).append(row)
-        for (directory, workflow_hash), rows in found.items():
-            newest = sorted(rows, key=lambda row: (-row[0], -row[1]))[:PITFALLS_READ]
-            pitfalls[(source, directory, workflow_hash)] = tuple(
-                pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
-                for _at, _id, count, last_error, repeats, fix_files in newest
-            )
-    return pitfalls
+def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
+    params: dict[str, Any] = {
+        "root": root,
+        "directory": shown.directory,
+        "workflow_hash": shown.workflow_hash,
+    }
+    where = ""
+    if shown.scope != "project":
+        where, params["branch"] = "AND l.branch = :branch", shown.branch
+    query = _PITFALLS.format(table=_LESSON_TABLES[shown.source], branch=where)
+    return [
+        pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
+        for count, last_error, repeats, fix_files in execute(query, params)
+    ]
 
 
 class Context(Record):
