@@ -71,6 +71,7 @@ _TEAM_KNOWN_ERRORS = (
     "ORDER BY l.resolved_at DESC, l.id DESC LIMIT 200"
 )
 _OF_ROOT = " AND pr.root = :root"
+_TEAM_HELD = "SELECT EXISTS (SELECT 1 FROM team_procedures), EXISTS (SELECT 1 FROM team_lessons)"
 _LESSON_TABLES = {LOCAL: "lessons", TEAM: "team_lessons"}
 
 
@@ -118,12 +119,13 @@ def read_known_errors(
 
 
 def digest_known_errors(
-    execute: Execute, root: str, told: Sequence[Substitution] = ()
+    execute: Execute, root: str, told: Sequence[Substitution] = (), team: bool = True
 ) -> list[KnownError]:
     """The project's distinct errors, newest sighting first, as the digest shows them: for
     each, its newest fix on any branch, else how often it was seen unfixed; this machine's
     first, then those only the team met. An error not yet fixed whose command has a
-    substitution `told` is said there, with what works instead."""
+    substitution `told` is said there, with what works instead. `team` False: the team's
+    lessons are known to be none."""
     instead = {(found.directory, found.error_key) for found in told}
     local = [
         error
@@ -135,7 +137,7 @@ def digest_known_errors(
     chosen = set(sorted(range(len(local)), key=lambda i: (_rank(local[i]), i))[:KNOWN_ERRORS_SHOWN])
     found = [error for i, error in enumerate(local) if i in chosen]
     seen = {error.error_key for error in found}
-    for error in _team_known_errors(execute, root):
+    for error in _team_known_errors(execute, root) if team else ():
         if len(found) == KNOWN_ERRORS_SHOWN:
             break
         if error.error_key not in seen and error.error:
@@ -303,11 +305,13 @@ def read_entries(
     inherit_from: Sequence[str] = Settings.inherit_from,
     directory: str = ".",
     status: str = ACTIVE,
+    team: bool = True,
 ) -> list[Entry]:
     """The procedure that holds for each workflow on this branch (see `choose`), with its
     pitfalls and whether it fails on this branch. Those of this directory first, then by
     confidence, then most recently verified, then this machine's before the team's, then id.
-    `status` STALE reads what was verified earlier instead, by the same rules."""
+    `status` STALE reads what was verified earlier instead, by the same rules. `team` False:
+    the team's procedures are known to be none."""
     own = branch or ""
     parents = [parent for parent in inherit_from if parent != own]
     params: dict[str, Any] = {"root": root}
@@ -315,11 +319,15 @@ def read_entries(
     local = execute(
         _ENTRIES.format(extra=", p.variants", table="procedures", branches=branches), params
     )
-    team = execute(
-        _ENTRIES.format(extra=", p.machines", table="team_procedures", branches=branches),
-        params,
+    team_rows = (
+        execute(
+            _ENTRIES.format(extra=", p.machines", table="team_procedures", branches=branches),
+            params,
+        )
+        if team
+        else []
     )
-    chosen = choose(local, team, own, parents, status)
+    chosen = choose(local, team_rows, own, parents, status)
     failing = _failing(execute, root, own, chosen)
     entries = [
         shown.but(
@@ -472,12 +480,16 @@ def read_context(
     directory: str,
     inherit_from: Sequence[str] = Settings.inherit_from,
 ) -> Context:
-    entries = read_entries(execute, root, branch, inherit_from, directory)
+    # A machine that pulls nothing from a team asks once, cheaply, instead of reading for it.
+    ((procedures, lessons),) = execute(_TEAM_HELD, {})
+    entries = read_entries(execute, root, branch, inherit_from, directory, team=bool(procedures))
     earlier: list[Entry] = []
     if not entries:
-        earlier = read_entries(execute, root, branch, inherit_from, directory, STALE)
+        earlier = read_entries(
+            execute, root, branch, inherit_from, directory, STALE, team=bool(procedures)
+        )
     substitutions = digest_substitutions(execute, root)
-    known = digest_known_errors(execute, root, substitutions)
+    known = digest_known_errors(execute, root, substitutions, team=bool(lessons))
     return Context(
         root, branch, directory, entries, known, substitutions, tuple(earlier[:EARLIER_SHOWN])
     )
