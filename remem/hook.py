@@ -277,10 +277,6 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     except Exception:  # save() spools with the reason; the digest is skipped
         settings = None
     output = None
-    if kind == "event" and body.kind == "session_start" and settings is not None:
-        # Read before the write, printed after it: a stdout the agent closed, or one that
-        # cannot encode the digest, must not cost the event.
-        output = _read_digest(settings, body)
     try:
         saved = save(home, kind, body, settings)
     except OSError as exc:
@@ -293,6 +289,11 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
 
         with suppress(Exception):  # the event is saved: the note of its cut is a courtesy
             save(home, "drop", _cut_note(body, raw, size, now), settings)
+    if kind == "event" and body.kind == "session_start" and settings is not None:
+        # Read after the write, on the connection it left open (one schema load, not two),
+        # and printed last: a stdout the agent closed, or one that cannot encode the digest,
+        # must not cost the event.
+        output = _read_digest(settings, body)
     if saved == "stored" and settings is not None and _advisable(kind, body):
         # After the event is stored: advice is a courtesy, the event is not.
         output = _advise_failure(settings, body, now)
@@ -383,15 +384,21 @@ def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
 
 
 def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
-    """The SessionStart digest, read-only, in the host's output shape. None when the database
-    cannot be read within half a second, or holds nothing for this project."""
+    """The SessionStart digest, read-only, in the host's output shape: on the connection the
+    event was written on when it is kept (opening another would load the schema again), else
+    on a read-only one. None when the database cannot be read within half a second, or holds
+    nothing for this project."""
     from remem.agent.context import read_context  # SessionStart only
 
     path = paths.sqlite_path(settings.database_url)
     if path is None:
         return None
     try:
-        connection = sqlite_settings.connect_read_only(path, DIGEST_WAIT_S)
+        if _kept is not None:  # the event's own connection: one snapshot, as a new one reads
+            connection = _kept
+            connection.execute("BEGIN")
+        else:
+            connection = sqlite_settings.connect_read_only(path, DIGEST_WAIT_S)
         try:
             context = read_context(
                 sqlite_settings.executor(connection),
@@ -401,7 +408,10 @@ def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
                 settings.inherit_from,
             )
         finally:
-            connection.close()
+            if connection is _kept:
+                connection.execute("ROLLBACK")
+            else:
+                connection.close()
         pages = context.pages(settings.context_max_chars, settings.context_max_lines)
     except Exception:  # the digest is a courtesy: no failure of it may cost the event
         return None

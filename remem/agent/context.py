@@ -71,6 +71,7 @@ _TEAM_KNOWN_ERRORS = (
     "ORDER BY l.resolved_at DESC, l.id DESC LIMIT 200"
 )
 _OF_ROOT = " AND pr.root = :root"
+_TEAM_HELD = "SELECT EXISTS (SELECT 1 FROM team_procedures), EXISTS (SELECT 1 FROM team_lessons)"
 _LESSON_TABLES = {LOCAL: "lessons", TEAM: "team_lessons"}
 
 
@@ -118,12 +119,13 @@ def read_known_errors(
 
 
 def digest_known_errors(
-    execute: Execute, root: str, told: Sequence[Substitution] = ()
+    execute: Execute, root: str, told: Sequence[Substitution] = (), team: bool = True
 ) -> list[KnownError]:
     """The project's distinct errors, newest sighting first, as the digest shows them: for
     each, its newest fix on any branch, else how often it was seen unfixed; this machine's
     first, then those only the team met. An error not yet fixed whose command has a
-    substitution `told` is said there, with what works instead."""
+    substitution `told` is said there, with what works instead. `team` False: the team's
+    lessons are known to be none."""
     instead = {(found.directory, found.error_key) for found in told}
     local = [
         error
@@ -135,7 +137,7 @@ def digest_known_errors(
     chosen = set(sorted(range(len(local)), key=lambda i: (_rank(local[i]), i))[:KNOWN_ERRORS_SHOWN])
     found = [error for i, error in enumerate(local) if i in chosen]
     seen = {error.error_key for error in found}
-    for error in _team_known_errors(execute, root):
+    for error in _team_known_errors(execute, root) if team else ():
         if len(found) == KNOWN_ERRORS_SHOWN:
             break
         if error.error_key not in seen and error.error:
@@ -247,14 +249,17 @@ _PITFALLS = (
 )
 
 
-# The branch's failed runs of a workflow since its last verified run there.
+# The branch's failed runs of each workflow asked for since its last verified run there, in
+# one round trip: the IN lists are served by the attempts' group index, and a pair of
+# directory and workflow not asked for is ignored.
 _FAILING = (
-    "SELECT count(DISTINCT a.event_id), min(a.failed_at), max(a.failed_at) FROM attempts a "
-    "JOIN projects pr ON pr.id = a.project_id WHERE pr.root = :root AND a.branch = :branch "
-    "AND a.directory = :directory AND a.workflow_hash = :workflow_hash AND a.failed_at > "
+    "SELECT a.directory, a.workflow_hash, count(DISTINCT a.event_id), min(a.failed_at), "
+    "max(a.failed_at) FROM attempts a JOIN projects pr ON pr.id = a.project_id "
+    "WHERE pr.root = :root AND a.branch = :branch AND a.directory IN ({directories}) "
+    "AND a.workflow_hash IN ({hashes}) AND a.failed_at > "
     "COALESCE((SELECT max(v.verified_at) FROM verifications v WHERE v.project_id = a.project_id "
     "AND v.branch = a.branch AND v.directory = a.directory "
-    "AND v.workflow_hash = a.workflow_hash), -1)"
+    "AND v.workflow_hash = a.workflow_hash), -1) GROUP BY a.directory, a.workflow_hash"
 )
 _FAILING_ERROR = (
     "SELECT a.salient_error, a.error_excerpt FROM attempts a JOIN projects pr "
@@ -264,22 +269,33 @@ _FAILING_ERROR = (
 )
 
 
-def _failing(execute: Execute, root: str, branch: str, shown: Entry) -> dict[str, Any]:
-    """Whether the workflow fails on this branch: red here says nothing elsewhere, so the
-    procedure stays listed and says so (DESIGN.md §6)."""
-    params: dict[str, Any] = {
-        "root": root,
-        "branch": branch,
-        "directory": shown.directory,
-        "workflow_hash": shown.workflow_hash,
-    }
-    ((count, since, latest),) = execute(_FAILING, params)
-    if not count:
+def _failing(
+    execute: Execute, root: str, branch: str, shown: Sequence[Entry]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Which of the workflows `shown` fail on this branch, keyed by (directory, workflow hash):
+    red here says nothing elsewhere, so the procedure stays listed and says so (DESIGN.md §6)."""
+    if not shown:
         return {}
-    found = execute(_FAILING_ERROR, {**params, "at": latest})
-    salient, excerpt = found[0] if found else (None, None)
-    error = salient or next((line for line in (excerpt or "").splitlines() if line.strip()), None)
-    return {"failing_runs": count, "failing_since_at": since, "failing_error": error}
+    params: dict[str, Any] = {"root": root, "branch": branch}
+    directories = in_list("d", sorted({entry.directory for entry in shown}), params)
+    hashes = in_list("h", sorted({entry.workflow_hash for entry in shown}), params)
+    asked = {(entry.directory, entry.workflow_hash) for entry in shown}
+    failing = {}
+    for directory, workflow_hash, count, since, latest in execute(
+        _FAILING.format(directories=directories, hashes=hashes), params
+    ):
+        if (directory, workflow_hash) not in asked:
+            continue
+        at = {"root": root, "branch": branch, "directory": directory}
+        found = execute(_FAILING_ERROR, {**at, "workflow_hash": workflow_hash, "at": latest})
+        salient, excerpt = found[0] if found else (None, None)
+        lines = (line for line in (excerpt or "").splitlines() if line.strip())
+        failing[(directory, workflow_hash)] = {
+            "failing_runs": count,
+            "failing_since_at": since,
+            "failing_error": salient or next(lines, None),
+        }
+    return failing
 
 
 def read_entries(
@@ -289,11 +305,13 @@ def read_entries(
     inherit_from: Sequence[str] = Settings.inherit_from,
     directory: str = ".",
     status: str = ACTIVE,
+    team: bool = True,
 ) -> list[Entry]:
     """The procedure that holds for each workflow on this branch (see `choose`), with its
     pitfalls and whether it fails on this branch. Those of this directory first, then by
     confidence, then most recently verified, then this machine's before the team's, then id.
-    `status` STALE reads what was verified earlier instead, by the same rules."""
+    `status` STALE reads what was verified earlier instead, by the same rules. `team` False:
+    the team's procedures are known to be none."""
     own = branch or ""
     parents = [parent for parent in inherit_from if parent != own]
     params: dict[str, Any] = {"root": root}
@@ -301,16 +319,22 @@ def read_entries(
     local = execute(
         _ENTRIES.format(extra=", p.variants", table="procedures", branches=branches), params
     )
-    team = execute(
-        _ENTRIES.format(extra=", p.machines", table="team_procedures", branches=branches),
-        params,
-    )
-    entries = [
-        chosen.but(
-            pitfalls=tuple(_pitfalls(execute, root, chosen)),
-            **_failing(execute, root, own, chosen),
+    team_rows = (
+        execute(
+            _ENTRIES.format(extra=", p.machines", table="team_procedures", branches=branches),
+            params,
         )
-        for chosen in choose(local, team, own, parents, status)
+        if team
+        else []
+    )
+    chosen = choose(local, team_rows, own, parents, status)
+    failing = _failing(execute, root, own, chosen)
+    entries = [
+        shown.but(
+            pitfalls=tuple(_pitfalls(execute, root, shown)),
+            **failing.get((shown.directory, shown.workflow_hash), {}),
+        )
+        for shown in chosen
     ]
     entries.sort(
         key=lambda e: (
@@ -456,12 +480,16 @@ def read_context(
     directory: str,
     inherit_from: Sequence[str] = Settings.inherit_from,
 ) -> Context:
-    entries = read_entries(execute, root, branch, inherit_from, directory)
+    # A machine that pulls nothing from a team asks once, cheaply, instead of reading for it.
+    ((procedures, lessons),) = execute(_TEAM_HELD, {})
+    entries = read_entries(execute, root, branch, inherit_from, directory, team=bool(procedures))
     earlier: list[Entry] = []
     if not entries:
-        earlier = read_entries(execute, root, branch, inherit_from, directory, STALE)
+        earlier = read_entries(
+            execute, root, branch, inherit_from, directory, STALE, team=bool(procedures)
+        )
     substitutions = digest_substitutions(execute, root)
-    known = digest_known_errors(execute, root, substitutions)
+    known = digest_known_errors(execute, root, substitutions, team=bool(lessons))
     return Context(
         root, branch, directory, entries, known, substitutions, tuple(earlier[:EARLIER_SHOWN])
     )

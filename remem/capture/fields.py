@@ -11,7 +11,6 @@ import re
 
 from remem.record.event import ERROR_EXCERPT_CHARS, Dropped
 from remem.record.redact import redact_text
-from remem.record.writes import patch_files
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -96,6 +95,8 @@ def edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str], 
     if tool_name == "apply_patch":
         patch = tool_input.get("input") or tool_input.get("patch") or tool_input.get("command")
         patch_text = patch if isinstance(patch, str) else json.dumps(patch, sort_keys=True)
+        from remem.record.writes import patch_files  # patches only, not SessionStart
+
         files = patch_files(patch_text)
         parts.append(normalise_ws(patch_text))
     elif isinstance(tool_input.get("edits"), list):

@@ -32,7 +32,6 @@ from remem.record.event import (
 from remem.record.identity import spelt_root
 from remem.record.output import OUTPUT_FIELDS, output_excerpt, output_text
 from remem.record.redact import redact_json, redact_text
-from remem.record.writes import applied_patch, written_files
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -98,6 +97,8 @@ class _Draft:
 
 def _patch_draft(draft: _Draft, command: Any) -> bool:
     """A patch applied through the shell is an edit, not a command: whether it was one."""
+    from remem.record.writes import applied_patch  # commands only, not SessionStart
+
     patch = applied_patch(command)
     if patch is None:
         return False
@@ -411,6 +412,8 @@ def _roots(cwd: str, directory: str) -> tuple[tuple[str, str], ...]:
 def shell_patch(command: str, cwd: str, directory: str) -> tuple[list[str], str] | None:
     """The files and change hash of a patch a stored command applied through the shell (as
     capture reads it today), for a command stored before it was read so; None for any other."""
+    from remem.record.writes import applied_patch  # commands only
+
     patch = applied_patch(command)
     if patch is None:
         return None
@@ -427,6 +430,8 @@ def written_edit(event: CapturedEvent) -> CapturedEvent | None:
     redacted already."""
     if event.kind != "command" or not event.command or event.outcome in ("failure", "interrupted"):
         return None
+    from remem.record.writes import written_files  # commands only, not SessionStart
+
     writes = written_files(event.command)
     if not writes:
         return None

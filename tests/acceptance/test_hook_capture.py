@@ -209,6 +209,8 @@ def test_session_start_reads_its_digest_without_typing_or_dataclasses(
     assert report["code"] == 0
     assert "remem.agent.context" in report["modules"] and "- `make test`" in "\n".join(digest)
     assert {"typing", "dataclasses", "inspect", "sqlalchemy"}.isdisjoint(report["modules"])
+    # What only commands and failures need is not paid for at the start of a session.
+    assert {"remem.record.writes", "remem.agent.advice"}.isdisjoint(report["modules"])
 
 
 def test_hook_never_migrates_a_database_behind_its_schema(home: Home) -> None:
