@@ -241,8 +241,8 @@ def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
     if not rows:
         return []
     row = min(rows, key=lambda r: (r[1] != failure.directory, -r[9]))
-    from remem.agent.context import KnownError  # a match only
     from remem.agent.digest import fix_text
+    from remem.agent.known import KnownError  # a match only
 
     fixed = KnownError(
         row[3], tuple(json_list(row[5])), row[9], fix_commands=tuple(json_list(row[6]))

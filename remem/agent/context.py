@@ -10,6 +10,7 @@ Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 from __future__ import annotations
 
 from remem.agent import digest
+from remem.agent.known import LOCAL, TEAM, KnownError, digest_known_errors
 from remem.agent.substitutions import Substitution, digest_substitutions
 from remem.config import Settings
 from remem.db.vocabulary import ACTIVE, ARCHIVED, BROKEN, STALE
@@ -23,159 +24,16 @@ if TYPE_CHECKING:
 
     from remem.db.snapshot import Execute
 
-LOCAL, TEAM = "local", "team"
 # A local verdict that the workflow fails here, or the user's archive, hides the team's proof
 # too; a stale one only says this machine has not run it lately.
 HIDES_TEAM = (BROKEN, ARCHIVED)
-KNOWN_ERRORS_SHOWN = 5
 # When nothing was verified lately, this many of what was verified earlier, with their dates.
 EARLIER_SHOWN = 10
 
 
-class KnownError(Record):
-    """An error the project met and what fixed it (the files edited and the commands that
-    passed before the first later run that no longer showed it), on whichever branch and
-    command, here or, for a shared project, on the team's machines. Not yet fixed while
-    `resolved_at` is None."""
-
-    error: str
-    fix_files: tuple[str, ...]
-    resolved_at: float | None
-    source: str = LOCAL
-    error_key: str | None = None
-    branch: str | None = None
-    directory: str | None = None
-    workflow: str | None = None  # None for the team's: their attempts stay on the team database
-    fix_commands: tuple[str, ...] = ()
-    times_seen: int = 1
-    sessions: int = 1
-    first_seen_at: float | None = None
-    last_seen_at: float | None = None
-    resolved_by_event_id: int | None = None
-    fix_in_command: bool = False  # fixed only by editing files its failing runs named
-
-
-# This machine's: one row per stretch of attempts showing an error (remem/procedures/known.py),
-# newest sighting first. The team's: the last error of each of its lessons.
-_LOCAL_KNOWN_ERRORS = (
-    "SELECT k.error, k.fix_files, k.resolved_at, k.error_key, k.branch, k.directory, "
-    "k.workflow, k.fix_commands, k.times_seen, k.sessions, k.first_seen_at, k.last_seen_at, "
-    "k.resolved_by_event_id, k.fix_in_command FROM known_errors k "
-    "JOIN projects pr ON pr.id = k.project_id WHERE 1 = 1{where} "
-    "ORDER BY k.last_seen_at DESC, k.id DESC{limit}"
-)
-_TEAM_KNOWN_ERRORS = (
-    "SELECT l.last_error, l.fix_files, l.resolved_at, l.error_key, l.branch, l.directory, "
-    "l.failed_attempts FROM team_lessons l JOIN projects pr ON pr.id = l.project_id "
-    "WHERE l.error_key IS NOT NULL AND pr.root = :root "
-    "ORDER BY l.resolved_at DESC, l.id DESC LIMIT 200"
-)
 _OF_ROOT = " AND pr.root = :root"
 _TEAM_HELD = "SELECT EXISTS (SELECT 1 FROM team_procedures), EXISTS (SELECT 1 FROM team_lessons)"
 _LESSON_TABLES = {LOCAL: "lessons", TEAM: "team_lessons"}
-
-
-def _local_known_errors(
-    execute: Execute, where: str, params: dict[str, Any], limit: str = ""
-) -> list[KnownError]:
-    query = _LOCAL_KNOWN_ERRORS.format(where=where, limit=limit)
-    return [
-        KnownError(
-            line or "", tuple(json_list(files)), resolved_at, LOCAL, key, branch or None,
-            directory, workflow, tuple(json_list(commands)), times, sessions, first_at,
-            last_at, resolved_by, bool(in_command),
-        )
-        for (line, files, resolved_at, key, branch, directory, workflow, commands, times,
-             sessions, first_at, last_at, resolved_by, in_command) in execute(query, params)
-    ]  # fmt: skip
-
-
-def _team_known_errors(execute: Execute, root: str) -> list[KnownError]:
-    return [
-        KnownError(
-            line or "", tuple(json_list(files)), at, TEAM, key, branch or None, directory,
-            times_seen=attempts, last_seen_at=at,
-        )
-        for line, files, at, key, branch, directory, attempts in execute(
-            _TEAM_KNOWN_ERRORS, {"root": root}
-        )
-    ]  # fmt: skip
-
-
-def read_known_errors(
-    execute: Execute, project: str | None = None, error_keys: Sequence[str] | None = None
-) -> list[KnownError]:
-    """Every known error on this machine, newest sighting first: on which branch, under which
-    workflow, how often seen, fixed how (or not yet)."""
-    params: dict[str, Any] = {}
-    where = ""
-    if project is not None:
-        where, params["root"] = _OF_ROOT, project
-    if error_keys is not None:
-        if not error_keys:
-            return []
-        where += f" AND k.error_key IN ({in_list('k', error_keys, params)})"
-    return _local_known_errors(execute, where, params)
-
-
-def digest_known_errors(
-    execute: Execute, root: str, told: Sequence[Substitution] = (), team: bool = True
-) -> list[KnownError]:
-    """The project's distinct errors, newest sighting first, as the digest shows them: for
-    each, its newest fix on any branch, else how often it was seen unfixed; this machine's
-    first, then those only the team met. An error not yet fixed whose command has a
-    substitution `told` is said there, with what works instead. `team` False: the team's
-    lessons are known to be none."""
-    instead = {(found.directory, found.error_key) for found in told}
-    local = [
-        error
-        for error in fold_known_errors(
-            _local_known_errors(execute, _OF_ROOT, {"root": root}, " LIMIT 200")
-        )
-        if error.resolved_at is not None or (error.directory, error.error_key) not in instead
-    ]
-    chosen = set(sorted(range(len(local)), key=lambda i: (_rank(local[i]), i))[:KNOWN_ERRORS_SHOWN])
-    found = [error for i, error in enumerate(local) if i in chosen]
-    seen = {error.error_key for error in found}
-    for error in _team_known_errors(execute, root) if team else ():
-        if len(found) == KNOWN_ERRORS_SHOWN:
-            break
-        if error.error_key not in seen and error.error:
-            seen.add(error.error_key)
-            found.append(error)
-    return found
-
-
-def _rank(error: KnownError) -> int:
-    """Which errors another checkout most needs told: those fixed by a command or by a file the
-    failing command did not name, then those not yet fixed, then those fixed only by editing
-    the very files the command ran (the work at hand: a test being written)."""
-    if error.resolved_at is None:
-        return 1
-    return 2 if error.fix_in_command else 0
-
-
-def fold_known_errors(rows: Sequence[KnownError]) -> list[KnownError]:
-    """One per error key, in the order of the rows (newest sighting first): the newest that
-    was fixed, else the newest sighting with every sighting counted."""
-    keys: list[str | None] = []
-    fixed: dict[str | None, KnownError] = {}
-    open_: dict[str | None, KnownError] = {}
-    for row in rows:
-        if not row.error:
-            continue
-        if row.error_key not in fixed and row.error_key not in open_:
-            keys.append(row.error_key)
-        if row.resolved_at is not None:
-            fixed.setdefault(row.error_key, row)
-        elif row.error_key in open_:
-            held = open_[row.error_key]
-            open_[row.error_key] = held.but(
-                times_seen=held.times_seen + row.times_seen, sessions=held.sessions + row.sessions
-            )
-        else:
-            open_[row.error_key] = row
-    return [fixed.get(key) or open_[key] for key in keys]
 
 
 class Entry(Record):

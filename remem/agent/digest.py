@@ -17,7 +17,8 @@ TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from remem.agent.context import Entry, KnownError
+    from remem.agent.context import Entry
+    from remem.agent.known import KnownError
     from remem.agent.substitutions import Substitution
 
 # A command longer than this is shortened in the digest (never in storage): one procedure must
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 COMMAND_CHARS = 600
 PITFALLS_SHOWN = 3
 FIX_COMMAND_CHARS = 120  # a fix command (an inline script, say) shortened in a known error
-TEAM = "team"  # remem.agent.context.TEAM: the source of the team's entries
+TEAM = "team"  # remem.agent.known.TEAM: the source of the team's entries
 EARLIER_HEADING = "Verified earlier (not lately):"
 
 

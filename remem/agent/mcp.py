@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from remem import json_contract
 from remem.agent import read, recall
-from remem.agent.context import fold_known_errors, read_context, read_known_errors
+from remem.agent.context import read_context
+from remem.agent.known import fold_known_errors, read_known_errors
 from remem.agent.substitutions import read_substitutions
 from remem.config import Settings, load_settings
 from remem.db.snapshot import reading

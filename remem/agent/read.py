@@ -10,7 +10,7 @@ seconds here; remem.json_contract writes them out.
 
 from __future__ import annotations
 
-from remem.agent.context import KnownError, read_known_errors
+from remem.agent.known import KnownError, read_known_errors
 from remem.agent.substitutions import Substitution, read_substitutions
 from remem.db.vocabulary import ACTIVE
 from remem.errors import NotFound

@@ -254,8 +254,8 @@ def procedures_errors(root: str | None, as_json: bool) -> None:
     Example:
       remem procedures errors --project ~/src/shop
     """
-    from remem.agent.context import read_known_errors
     from remem.agent.digest import fix_text
+    from remem.agent.known import read_known_errors
     from remem.agent.substitutions import read_substitutions
     from remem.json_contract import date
     from remem.record.quote import NO_OUTPUT

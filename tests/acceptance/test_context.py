@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from remem.agent import digest
-from remem.agent.context import digest_known_errors, read_entries
+from remem.agent.context import read_entries
+from remem.agent.known import digest_known_errors
 from remem.config import Settings
 from tests.conftest import Home, load_fixture
 from tests.integration.conftest import World

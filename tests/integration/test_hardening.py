@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from remem.agent import digest
-from remem.agent.context import digest_known_errors, read_entries
+from remem.agent.context import read_entries
+from remem.agent.known import digest_known_errors
 from remem.procedures.promote import archive
 from tests.integration.conftest import DAY, World
 

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.agent import digest, read
-from remem.agent.context import digest_known_errors, read_entries, read_known_errors
+from remem.agent.context import read_entries
+from remem.agent.known import digest_known_errors, read_known_errors
 from tests.integration.conftest import World, make_repository, make_worktree
 
 MIX = "mix test"

@@ -8,16 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remem.agent.context import (
-    LOCAL,
-    TEAM,
-    Entry,
-    KnownError,
-    choose,
-    fold_known_errors,
-    make_entry,
-)
+from remem.agent.context import Entry, choose, make_entry
 from remem.agent.digest import COMMAND_CHARS, header_for, paginate
+from remem.agent.known import LOCAL, TEAM, KnownError, fold_known_errors
 from remem.agent.substitutions import Substitution
 from remem.config import Settings
 from remem.record.quote import needs_credentials, pitfall_text
