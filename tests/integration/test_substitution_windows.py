@@ -10,8 +10,9 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.procedures import rebuild
+from tests.conftest import end_codex_command
 from tests.integration.conftest import World
-from tests.integration.test_codex_late import codex_call, end
+from tests.integration.test_codex_late import codex_call
 
 VENV = ".venv/bin/python -m pytest"
 NOT_FOUND = "/bin/bash: line 1: pytest: command not found"
@@ -90,11 +91,11 @@ def test_a_codex_failure_resolved_after_its_substitute_passed_still_gets_it(
     rollout.touch()
     codex_call(world, rollout, "call_go", "go test ./...")
     codex_call(world, rollout, "call_env", "GOFLAGS=-mod=mod go test ./...")
-    end(rollout, "call_env", 0, "ok  \tshop\t0.1s")
+    end_codex_command(rollout, "call_env", 0, "ok  \tshop\t0.1s")
     world.burst()
     assert substitutions(world) == []
 
-    end(rollout, "call_go", 1, "go: mkdir /go/pkg/mod: permission denied")
+    end_codex_command(rollout, "call_go", 1, "go: mkdir /go/pkg/mod: permission denied")
     world.now += 600
     assert world.burst()["resolved_late"] == 1
 
