@@ -42,6 +42,29 @@ def load_fixture(relative: str) -> dict[str, Any]:
     return json.loads((fixtures_dir() / relative).read_text())
 
 
+def hook_imports(
+    home: Home, payload: dict[str, Any], *args: str
+) -> tuple[list[str], int, set[str]]:
+    """Run the hook's main in a fresh interpreter on a payload: the lines it printed, its exit
+    code, and every module it imported (what the hot path pays for)."""
+    script = (
+        "import sys, json\n"
+        "from remem.hook import main\n"
+        f"code = main({list(args)!r})\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(payload).encode(),
+        env=home.env,
+        capture_output=True,
+        timeout=30,
+    )
+    *printed, last = result.stdout.decode().splitlines()
+    report = json.loads(last)
+    return printed, report["code"], set(report["modules"])
+
+
 STDOUT_GONE = ("read-end-closed", "fd-closed")
 
 

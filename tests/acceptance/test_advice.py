@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.acceptance.test_context import make_project, set_branch
-from tests.conftest import STDOUT_GONE, Home, hook_with_stdout_gone, load_fixture
+from tests.conftest import STDOUT_GONE, Home, hook_imports, hook_with_stdout_gone, load_fixture
 
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"
 VENV = ".venv/bin/python -m pytest"
@@ -312,21 +311,8 @@ def test_advice_costs_the_hook_no_heavy_import(home: Home, project: Path) -> Non
         session_id="now", cwd=str(project), tool_use_id="toolu_imports",
         tool_input={"command": "pytest"}, error=NOT_FOUND,
     )  # fmt: skip
-    script = (
-        "import sys, json\n"
-        "from remem.hook import main\n"
-        "code = main([])\n"
-        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        input=json.dumps(payload).encode(),
-        env=home.env,
-        capture_output=True,
-        timeout=30,
-    )
-    advice, report = result.stdout.decode().splitlines()
+    (advice,), code, modules = hook_imports(home, payload)
     assert f"use `{VENV}`" in context_of(advice.encode())
-    assert json.loads(report)["code"] == 0
+    assert code == 0
     forbidden = {"typing", "dataclasses", "inspect", "sqlalchemy", "tree_sitter", "hashlib"}
-    assert forbidden.isdisjoint(json.loads(report)["modules"])
+    assert forbidden.isdisjoint(modules)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REMEM_HOOK, Home, load_fixture
+from tests.conftest import REMEM_HOOK, Home, hook_imports, load_fixture
 
 
 def _bash_success(
@@ -190,27 +190,13 @@ def test_session_start_reads_its_digest_without_typing_or_dataclasses(
         event = {"session_id": "s1", "cwd": str(project), "command": "make test", "exit_code": 0}
         assert home.hook({**event, "event_id": f"e{number}"}, "--host", "generic").returncode == 0
     home.remem("worker", "--burst")
-    script = (
-        "import sys, json\n"
-        "from remem.hook import main\n"
-        "code = main(['--host', 'claude-code'])\n"
-        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
-    )
     payload = {"session_id": "s2", "cwd": str(project), "hook_event_name": "SessionStart"}
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        input=json.dumps(payload).encode(),
-        env=home.env,
-        capture_output=True,
-        timeout=30,
-    )
-    *digest, last = result.stdout.decode().splitlines()
-    report = json.loads(last)
-    assert report["code"] == 0
-    assert "remem.agent.context" in report["modules"] and "- `make test`" in "\n".join(digest)
-    assert {"typing", "dataclasses", "inspect", "sqlalchemy"}.isdisjoint(report["modules"])
+    digest, code, modules = hook_imports(home, payload, "--host", "claude-code")
+    assert code == 0
+    assert "remem.agent.context" in modules and "- `make test`" in "\n".join(digest)
+    assert {"typing", "dataclasses", "inspect", "sqlalchemy"}.isdisjoint(modules)
     # What only commands and failures need is not paid for at the start of a session.
-    assert {"remem.record.writes", "remem.agent.advice"}.isdisjoint(report["modules"])
+    assert {"remem.record.writes", "remem.agent.advice"}.isdisjoint(modules)
 
 
 def test_hook_never_migrates_a_database_behind_its_schema(home: Home) -> None:
