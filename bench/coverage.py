@@ -2,20 +2,19 @@
 what an earlier session had already fixed was in front of the agent when it came back.
 
 Each transcript is one session; sessions run in the order they started, on a fresh remem home
-in a temporary directory (nothing is written outside it). Per session: the SessionStart hook
-(its digest kept), then each call as the host's hooks send it (PreToolUse before a Claude Code
-command, then PostToolUse or PostToolUseFailure with its outcome; the advice printed kept), then
-`remem worker --burst`, so that the next session reads what this one taught.
-
-A session's directory becomes a git repository in the temporary directory; `X-worktrees/Y` is
-a worktree of repository X, on the session's branch. Sessions of one repository share it.
+in a temporary directory (nothing is written outside it), each replayed through the real hook
+(bench/replay.py: its digest, its calls, the advice printed) and followed by `remem worker
+--burst`, so that the next session reads what this one taught. The fixture transcripts are
+read from ../shared/fixtures/transcripts, else from their copy in tests/fixtures/transcripts.
 
 Counted per session, judged from the transcripts and not from what remem learnt:
 - errors an earlier session of the project fixed (a run failed with the error, by remem's
   error key, and a later run of the same workflow in that session passed), and whether the
   digest or the advice shown in this session, up to the failure, quoted that error;
 - failed commands whose substitute remem had recorded before the session started, and whether
-  the digest or advice named the substitute.
+  the digest or advice named the substitute;
+- and, once every session ran, whether the digest a next session of each project would start
+  with quotes each error its sessions fixed.
 
     .venv/bin/python bench/coverage.py [--transcripts DIR] [--without-digest] [--json]
 """
@@ -25,48 +24,27 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from common import REPO, add_worktree, git, make_repository, relocated, remem_env, session_start
+from common import REPO, relocated, remem_env, session_start
+from replay import Session, Told, hook, load_sessions, prepare, remem, replay
 
 from remem.agent.advice import QUOTED_CHARS, error_of
 from remem.shell.analysis import analyse
 from remem.shell.recognisers import error_key, judge
-from remem.transcripts import read_claude, read_codex
 from remem.transcripts.common import TranscriptCall
 
-VENV_BIN = Path(sys.executable).parent
 TRANSCRIPTS = REPO.parent / "shared" / "fixtures" / "transcripts"
 if not TRANSCRIPTS.is_dir():
     TRANSCRIPTS = REPO / "tests" / "fixtures" / "transcripts"
-READERS = {"claude": ("claude-code", read_claude), "codex": ("codex", read_codex)}
-WORKTREES = "-worktrees"
 QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 CUT = "…"
 NEVER_RAN = "<tool_use_error>"  # the agent's call was refused: no command ran
-
-
-@dataclass(frozen=True)
-class Session:
-    name: str  # the transcript, relative to the transcripts directory
-    path: Path
-    host: str
-    calls: tuple[TranscriptCall, ...]
-    cwd: str
-    branch: str
-
-    @property
-    def session_id(self) -> str:
-        return str(self.calls[0].payload.get("session_id") or self.name)
-
-    @property
-    def started_at(self) -> float:
-        return min((call.at for call in self.calls if call.at is not None), default=0.0)
 
 
 @dataclass(frozen=True)
@@ -79,129 +57,6 @@ class Run:
     workflows: frozenset[str]
     error: str | None
     key: str | None
-
-
-@dataclass
-class Told:
-    """What this session was shown: the digest, then each piece of advice with the index of
-    the call it came with."""
-
-    digest: str = ""
-    advice: list[tuple[int, str]] = field(default_factory=list)
-
-    def upto(self, index: int) -> list[tuple[str, str]]:
-        shown = [("digest", self.digest)] if self.digest else []
-        return shown + [("advice", text) for at, text in self.advice if at <= index]
-
-
-def load_sessions(directory: Path) -> list[Session]:
-    """Every transcript's session with at least one call, in the order they started."""
-    sessions = []
-    for folder, (host, read) in READERS.items():
-        for path in sorted((directory / folder).glob("*.jsonl")):
-            calls = tuple(read(str(path)))
-            if not calls:
-                continue
-            first = calls[0]
-            cwd = first.session_cwd or str(first.payload.get("cwd"))
-            branch = next((call.branch for call in calls if call.branch), None) or "main"
-            name = str(path.relative_to(directory))
-            sessions.append(Session(name, path, host, calls, cwd, branch))
-    return sorted(sessions, key=lambda s: (s.started_at, s.name))
-
-
-# --- projects -----------------------------------------------------------------------------------
-
-
-def repository_of(cwd: str) -> str:
-    """The repository a session directory belongs to: X for `X-worktrees/Y`, else itself."""
-    parent = Path(cwd).parent
-    if parent.name.endswith(WORKTREES):
-        return str(parent.parent / parent.name.removesuffix(WORKTREES))
-    return cwd
-
-
-def prepare(session: Session, space: Path) -> tuple[str, Path, Path]:
-    """The session's directories made under `space` as they were on the machine it ran on:
-    (the root its paths are moved from, where they are moved to, the project's repository)."""
-    recorded = repository_of(session.cwd)
-    user_root = str(Path(recorded).parent)
-    workspace = space / user_root.lstrip("/")
-    repository = workspace / Path(recorded).name
-    here = workspace / Path(session.cwd).relative_to(user_root)
-    if recorded != session.cwd:
-        if not repository.exists():
-            make_repository(repository)
-        if not here.exists():
-            add_worktree(repository, here, session.branch)
-    elif not repository.exists():
-        make_repository(repository, session.branch)
-    elif (repository / ".git" / "HEAD").read_text().split("/")[-1].strip() != session.branch:
-        git("checkout", "-q", "-B", session.branch, cwd=repository)
-    for call in session.calls:
-        cwd = str(call.payload.get("cwd") or "")
-        if cwd.startswith(session.cwd + "/"):
-            (workspace / Path(cwd).relative_to(user_root)).mkdir(parents=True, exist_ok=True)
-    return user_root, workspace, repository.resolve()
-
-
-# --- the replay -----------------------------------------------------------------------------
-
-
-def hook(env: dict[str, str], host: str, payload: bytes) -> str:
-    """What the hook printed for a payload, as the agent reads it."""
-    result = subprocess.run(
-        [str(VENV_BIN / "remem-hook"), "--host", host],
-        input=payload,
-        env=env,
-        capture_output=True,
-        timeout=60,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"remem-hook exited {result.returncode}: {result.stderr.decode()}")
-    printed = result.stdout.decode()
-    if printed.startswith("{"):
-        shaped = json.loads(printed)
-        return str(shaped.get("hookSpecificOutput", shaped).get("additionalContext", ""))
-    return printed
-
-
-def remem(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        [str(VENV_BIN / "remem"), *args], env=env, capture_output=True, text=True, timeout=600
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"remem {' '.join(args)} exited {result.returncode}: {result.stderr}")
-    return result.stdout
-
-
-def before(payload: dict[str, Any]) -> dict[str, Any]:
-    """The PreToolUse payload of a command, from its PostToolUse one."""
-    dropped = ("tool_response", "error", "is_interrupt")
-    return {
-        **{k: v for k, v in payload.items() if k not in dropped},
-        "hook_event_name": "PreToolUse",
-    }
-
-
-def replay(
-    env: dict[str, str], session: Session, user_root: str, workspace: Path, digest: bool
-) -> Told:
-    """The session through the real hook: SessionStart, then each call (PreToolUse first for
-    a Claude Code command); what was printed to the agent."""
-    told = Told()
-    if digest:
-        start = session_start(Path(session.cwd), session.session_id, str(session.path))
-        told.digest = hook(env, session.host, relocated(start, user_root, workspace))
-    for index, call in enumerate(session.calls):
-        if session.host == "claude-code" and call.payload.get("tool_name") == "Bash":
-            said = hook(env, session.host, relocated(before(call.payload), user_root, workspace))
-            if said:
-                told.advice.append((index, said))
-        said = hook(env, session.host, relocated(call.payload, user_root, workspace))
-        if said:
-            told.advice.append((index, said))
-    return told
 
 
 # --- what the transcripts tell --------------------------------------------------------------
@@ -374,22 +229,24 @@ def evaluate(directory: Path, digest: bool = True) -> dict[str, Any]:
             project.fixed.update(fixed_errors(runs))
             project.last = (session, user_root, workspace)
             remem(env, "worker", "--burst")
-        carried = [next_session(env, project) for project in projects.values()]
+        carried = [next_session(env, project, digest) for project in projects.values()]
     return {
         "sessions": results,
         "projects": carried,
         "totals": totals(results, carried),
         "digest": digest,
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
     }
 
 
-def next_session(env: dict[str, str], project: Project) -> dict[str, Any]:
+def next_session(env: dict[str, str], project: Project, shown: bool) -> dict[str, Any]:
     """The errors the project's sessions fixed, and whether the digest a next session there
-    would start with quotes each."""
+    would start with (`shown`: when its host runs the SessionStart hook) quotes each."""
     assert project.last is not None
     session, user_root, workspace = project.last
     start = session_start(Path(session.cwd), f"next-{session.session_id}", str(session.path))
-    digest = hook(env, session.host, relocated(start, user_root, workspace))
+    said = hook(env, session.host, relocated(start, user_root, workspace))
+    digest = said if shown else ""
     fixed = [
         {"error": line, "key": key, "carried": carries(digest, key, session.branch)}
         for key, line in project.fixed.items()
@@ -462,6 +319,46 @@ def print_table(report: dict[str, Any]) -> None:
     for project in report["projects"]:
         for error in project["fixed"]:
             print(f"    {'+' if error['carried'] else '-'} {project['project']}: {error['error']}")
+
+
+SECTION_TITLE = "## Memory coverage"
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The BENCHMARKS.md section of the totals (bench/report.py writes it)."""
+    t = report["totals"]
+    lines = [
+        SECTION_TITLE,
+        "",
+        f"`bench/coverage.py` at {report['date']}: {t['sessions']} real sessions of "
+        f"{t['projects']} projects (the "
+        "fixture transcripts) replayed in the order they started through the real hook, a "
+        "worker burst after each; errors keyed by remem's error key, judged from the "
+        f"transcripts. {t['commands']:,} commands, {t['failures']} of them failed.",
+        "",
+        "| what | figure |",
+        "|---|--:|",
+        f"| errors an earlier session had fixed that came back | {t['fixed_earlier']} |",
+        "| memory coverage: of those, shown in the digest or advice before they came back | "
+        f"{share(t['fixed_earlier_shown'], t['fixed_earlier'])} |",
+        f"| failed commands whose substitute was already known | {t['substitutes_known']} |",
+        f"| of those, offered the substitute | "
+        f"{share(t['substitutes_offered'], t['substitutes_known'])} |",
+        "| errors the sessions fixed, quoted by the digest a next session of their project "
+        f"starts with | {share(t['fixed_carried'], t['fixed'])} |",
+    ]
+    if t["sessions"] == t["projects"]:
+        lines += [
+            "",
+            "Every session here is of a project of its own, so no error an earlier session "
+            "fixed could come back: the first two rows wait for transcripts of a project's "
+            "later sessions. The last row is what such a session would be told.",
+        ]
+    return lines
+
+
+def share(shown: int, of: int) -> str:
+    return f"{shown} of {of}" + (f" ({shown / of:.0%})" if of else " (—)")
 
 
 def main() -> int:

@@ -103,6 +103,8 @@ def test_an_error_fixed_before_counts_as_covered_only_when_the_digest_carried_it
     totals = shown["totals"]
     assert (totals["fixed_earlier"], totals["fixed_earlier_shown"]) == (1, 1)
     assert totals["memory_coverage"] == 1.0
+    # A third session would start with it too.
+    assert [e["carried"] for e in shown["projects"][0]["fixed"]] == [True]
 
     unseen = evaluate(tmp_path, "--without-digest")
     (again,) = unseen["sessions"][1]["fixed_earlier"]
@@ -110,3 +112,4 @@ def test_an_error_fixed_before_counts_as_covered_only_when_the_digest_carried_it
     totals = unseen["totals"]
     assert (totals["fixed_earlier"], totals["fixed_earlier_shown"]) == (1, 0)
     assert totals["memory_coverage"] == 0.0
+    assert [e["carried"] for e in unseen["projects"][0]["fixed"]] == [False]
