@@ -1,6 +1,7 @@
 """The memory coverage evaluation (bench/coverage.py), run as `make bench` runs it, on two
-sessions of one project: a Claude Code session fixes an error, then a Codex session (whose
-failures get no advice: only the digest can tell it) hits the same error again."""
+sessions of one project: a Claude Code session fixes an error and finds what runs the tests
+here, then a Codex session (whose failures get no advice: only the digest can tell it) hits
+the same error and the same failing command again."""
 
 from __future__ import annotations
 
@@ -14,15 +15,20 @@ from tests.conftest import REPO
 
 PROJECT = "/home/dev/work/shop"
 ERROR = "E   ModuleNotFoundError: No module named 'shop'"
-FAILED = f"Exit code 1\nImportError while loading conftest.\n{ERROR}\n1 error in 0.31s"
+NO_MODULE = f"ImportError while loading conftest.\n{ERROR}\n1 error in 0.31s"
+NOT_FOUND = "/bin/bash: line 1: pytest: command not found"
+VENV = ".venv/bin/python -m pytest"
 
 
 def claude_session(path: Path) -> None:
-    """`pytest -q` fails on a missing module, `pip install -e .` fixes it, `pytest -q` passes."""
+    """`pytest -q` fails on a missing module, `pip install -e .` fixes it, `pytest -q` passes;
+    bare `pytest` is not found, the project's own interpreter runs it."""
     calls = [
-        ("pytest -q", FAILED, True),
+        ("pytest -q", f"Exit code 1\n{NO_MODULE}", True),
         ("pip install -e .", "Successfully installed shop-0.1", False),
         ("pytest -q", "3 passed in 0.12s", False),
+        ("pytest", f"Exit code 127\n{NOT_FOUND}", True),
+        (VENV, "3 passed in 0.12s", False),
     ]
     records = []
     for number, (command, output, failed) in enumerate(calls, 1):
@@ -49,26 +55,20 @@ def claude_session(path: Path) -> None:
 
 
 def codex_session(path: Path) -> None:
-    """A day later, `pytest -q` fails on the same missing module."""
-    at = "2026-03-02T10:00:0{}Z"
+    """A day later, `pytest -q` fails on the same missing module, and bare `pytest` again."""
     meta = {"id": "codex-2", "cwd": PROJECT, "git": {"branch": "main"}}
-    call = {
-        "type": "function_call",
-        "name": "exec_command",
-        "arguments": json.dumps({"cmd": "pytest -q"}),
-        "call_id": "call_1",
-    }
-    end = {
-        "type": "exec_command_end",
-        "call_id": "call_1",
-        "exit_code": 1,
-        "aggregated_output": FAILED.removeprefix("Exit code 1\n"),
-    }
-    records = [
-        {"timestamp": at.format(1), "type": "session_meta", "payload": meta},
-        {"timestamp": at.format(2), "type": "response_item", "payload": call},
-        {"timestamp": at.format(3), "type": "event_msg", "payload": end},
-    ]
+    records = [{"timestamp": "2026-03-02T10:00:00Z", "type": "session_meta", "payload": meta}]
+    for number, (command, exit_code, output) in enumerate(
+        [("pytest -q", 1, NO_MODULE), ("pytest", 127, NOT_FOUND)], 1
+    ):
+        call_id = f"call_{number}"
+        arguments = json.dumps({"cmd": command})
+        call = {"type": "function_call", "name": "exec_command", "arguments": arguments}
+        end = {"type": "exec_command_end", "exit_code": exit_code, "aggregated_output": output}
+        at = f"2026-03-02T10:00:{number:02d}Z"
+        records.append({"timestamp": at, "type": "response_item", "payload": call})
+        records.append({"timestamp": at, "type": "event_msg", "payload": end})
+        call["call_id"] = end["call_id"] = call_id
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
@@ -85,7 +85,7 @@ def evaluate(transcripts: Path, *args: str) -> dict[str, Any]:
     return report
 
 
-def test_an_error_fixed_before_counts_as_covered_only_when_the_digest_carried_it(
+def test_what_an_earlier_session_fixed_counts_as_covered_only_when_the_digest_carried_it(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "claude").mkdir()
@@ -97,13 +97,17 @@ def test_an_error_fixed_before_counts_as_covered_only_when_the_digest_carried_it
     first, second = shown["sessions"]
     assert (first["transcript"], second["transcript"]) == ("claude/fix.jsonl", "codex/again.jsonl")
     assert first["project"] == second["project"] == "shop"
-    assert first["fixed_earlier"] == []  # nothing was fixed before the first session
+    # Nothing was fixed or found before the first session.
+    assert first["fixed_earlier"] == first["substitutes_known"] == []
     (again,) = second["fixed_earlier"]
     assert again["error"] == ERROR.strip() and again["shown_by"] == ["digest"]
+    (substitute,) = second["substitutes_known"]
+    assert substitute == {"workflow": "pytest", "instead": VENV, "shown_by": ["digest"]}
     totals = shown["totals"]
     assert (totals["fixed_earlier"], totals["fixed_earlier_shown"]) == (1, 1)
     assert totals["memory_coverage"] == 1.0
-    # A third session would start with it too.
+    assert (totals["substitutes_known"], totals["substitutes_offered"]) == (1, 1)
+    # A third session would start with the error too.
     assert [e["carried"] for e in shown["projects"][0]["fixed"]] == [True]
 
     unseen = evaluate(tmp_path, "--without-digest")
@@ -112,4 +116,5 @@ def test_an_error_fixed_before_counts_as_covered_only_when_the_digest_carried_it
     totals = unseen["totals"]
     assert (totals["fixed_earlier"], totals["fixed_earlier_shown"]) == (1, 0)
     assert totals["memory_coverage"] == 0.0
+    assert (totals["substitutes_known"], totals["substitutes_offered"]) == (1, 0)
     assert [e["carried"] for e in unseen["projects"][0]["fixed"]] == [False]
