@@ -9,8 +9,9 @@ read from ../shared/fixtures/transcripts, else from their copy in tests/fixtures
 
 Counted per session, judged from the transcripts and not from what remem learnt:
 - errors an earlier session of the project fixed (a run failed with the error, by remem's
-  error key, and a later run of the same workflow in that session passed), and whether the
-  digest or the advice shown in this session, up to the failure, quoted that error;
+  error key, and a later run of the same command, with more or fewer arguments, passed in that
+  session), and whether the digest or the advice shown in this session, up to and including
+  the advice answering the failure, quoted that error;
 - failed commands whose substitute remem had recorded before the session started, and whether
   the digest or advice named the substitute;
 - and, once every session ran, whether the digest a next session of each project would start
@@ -35,6 +36,7 @@ from common import REPO, relocated, remem_env, session_start
 from replay import Session, Told, hook, load_sessions, prepare, remem, replay
 
 from remem.agent.advice import QUOTED_CHARS, error_of
+from remem.agent.digest import COMMAND_CHARS
 from remem.shell.analysis import analyse
 from remem.shell.recognisers import error_key, judge
 from remem.transcripts.common import TranscriptCall
@@ -85,10 +87,8 @@ def run_of(index: int, call: TranscriptCall, branch: str) -> Run | None:
         return None
     steps = analyse(command).steps
     workflows = frozenset(s.workflow for s in steps if s.procedural) or frozenset({command})
-    failed = payload.get("hook_event_name") == "PostToolUseFailure" or call.exit_code not in (
-        None,
-        0,
-    )
+    reported = payload.get("hook_event_name") == "PostToolUseFailure"
+    failed = reported or call.exit_code not in (None, 0)
     if not failed and any(s.masked for s in steps) and judge(command, output) == "failure":
         failed = True  # `… | tail` hid the status; the output did not
     line = error_of(command, output, None) if failed else None
@@ -180,14 +180,20 @@ def substitutes_known(runs: list[Run], told: Told, known: dict[str, str]) -> lis
     for run in runs:
         for workflow in sorted(run.workflows & known.keys() - found.keys() if run.failed else ()):
             instead = known[workflow]
-            named = instead[: QUOTED_CHARS - 1]
-            sources = {kind for kind, text in told.upto(run.index) if named in text}
+            sources = {kind for kind, text in told.upto(run.index) if names(text, instead)}
             found[workflow] = {
                 "workflow": workflow,
                 "instead": instead,
                 "shown_by": sorted(sources),
             }
     return list(found.values())
+
+
+def names(text: str, command: str) -> bool:
+    """Whether the text names the command: as much of it as the digest and advice quote, in
+    a code span or as a JSON string."""
+    shown = command[: min(COMMAND_CHARS, QUOTED_CHARS - 1)]
+    return shown in text or json.dumps(shown, ensure_ascii=False)[1:-1] in text
 
 
 def judge_session(
