@@ -1,7 +1,10 @@
-"""What the benchmark scripts share: the environment their remem processes run in."""
+"""What the benchmark scripts share: the environment their remem processes run in, and the
+projects and sessions replayed through the real hook (by bench/coverage.py and the acceptance
+tests alike)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import statistics
@@ -75,3 +78,48 @@ def print_start_up_table(report: dict[str, Any]) -> None:
             f"{case + ' / baseline':<25}{figures['ratio']:.2f}×  "
             f"target ≤ {figures['target']:.2f}×  {verdict}"
         )
+
+
+# --- projects and sessions replayed through the real hook (bench/coverage.py, the tests) -------
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+def make_repository(path: Path, branch: str = "main") -> Path:
+    path.mkdir(parents=True)
+    git("init", "-q", "-b", branch, cwd=path)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=path)
+    return path
+
+
+def add_worktree(repository: Path, path: Path, branch: str) -> Path:
+    git("worktree", "add", "-q", str(path), "-b", branch, cwd=repository)
+    return path
+
+
+def relocated(payload: dict[str, Any], user_root: str, workspace: Path) -> bytes:
+    """A recorded payload with its paths under `user_root` moved into `workspace`, as the
+    hook reads it; the transcript it names stays where it is (a rollout is read there)."""
+    moved = json.loads(json.dumps(payload).replace(user_root, str(workspace)))
+    if "transcript_path" in payload:
+        moved["transcript_path"] = payload["transcript_path"]
+    return json.dumps(moved).encode()
+
+
+def session_start(cwd: Path, session: str, transcript_path: str | None = None) -> dict[str, Any]:
+    """The SessionStart payload of a session starting in `cwd` (Claude Code's and Codex's
+    share these fields)."""
+    return {
+        "session_id": session,
+        "transcript_path": transcript_path or f"/home/dev/.claude/projects/x/{session}.jsonl",
+        "cwd": str(cwd),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }

@@ -2,11 +2,12 @@
 
 Runs hook.py, cli.py, pipeline.py, scale.py, daemon_idle.py, concurrency.py, importer.py and
 team.py one after another with --json (their progress goes to stderr as it happens), then writes
-one table: median, min–max, target and verdict per figure. A benchmark that fails is reported in
-its rows, and the script exits 1 once the file is written. --quick passes small run counts, for a
-smoke test of the whole chain.
+one table: median, min–max, target and verdict per figure. Then coverage.py, whose totals go to a
+"Memory coverage" section of their own (--coverage-only runs it alone and rewrites only that
+section). A benchmark that fails is reported in its rows, and the script exits 1 once the file is
+written. --quick passes small run counts, for a smoke test of the whole chain.
 
-    .venv/bin/python bench/report.py [--quick]
+    .venv/bin/python bench/report.py [--quick | --coverage-only]
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from coverage import SECTION_TITLE, markdown
 from daemon_idle import CPU_TARGET_S, RSS_TARGET_MB
 
 BENCH = Path(__file__).resolve().parent
@@ -337,10 +339,13 @@ class Outcome:
 
 
 def run_script(bench: Bench, quick: bool) -> dict[str, Any]:
+    return run_json(bench.script, *(bench.quick_args if quick else ()))
+
+
+def run_json(script: str, *args: str) -> dict[str, Any]:
     """The script's JSON figures; raises RuntimeError with the reason when it failed. Its
     stderr is passed through as it comes and the last lines kept for the reason."""
-    argv = [sys.executable, str(BENCH / bench.script), "--json"]
-    argv += bench.quick_args if quick else ()
+    argv = [sys.executable, str(BENCH / script), "--json", *args]
     print(f"$ {' '.join(argv[1:])}", file=sys.stderr)
     tail: collections.deque[str] = collections.deque(maxlen=5)
     # stdout goes to a file: reading it through a pipe while streaming stderr could deadlock.
@@ -380,6 +385,29 @@ def measure(bench: Bench, quick: bool) -> Outcome:
     cell = "FAILED: " + failure.replace("|", "\\|")[:160]
     rows = [(label, cell, NONE, NONE, "FAIL") for label in bench.labels]
     return Outcome(rows, f"{bench.script} failed", failure)
+
+
+def memory_coverage() -> Outcome:
+    """The memory coverage section (bench/coverage.py), as its description: a section of
+    markdown of its own, not rows of the speed table."""
+    try:
+        return Outcome([], "\n".join(markdown(run_json("coverage.py"))), None)
+    except RuntimeError as exc:
+        failure = f"coverage.py {exc}"
+    except (KeyError, TypeError, ValueError) as exc:
+        failure = f"coverage.py printed unexpected JSON ({type(exc).__name__}: {exc})"
+    return Outcome([], f"{SECTION_TITLE}\n\nFAILED: {failure}", failure)
+
+
+def with_section(text: str, section: str) -> str:
+    """BENCHMARKS.md with its memory coverage section replaced by `section` (put before the
+    earlier figures when it has none), the speed figures left as they are."""
+    start = text.find(SECTION_TITLE)
+    earlier = text.find(EARLIER_TITLE, max(start, 0))
+    end = earlier if earlier != -1 else len(text)
+    if start == -1:
+        start = end
+    return text[:start] + section + "\n\n" + text[end:]
 
 
 def total_memory() -> str:
@@ -425,7 +453,10 @@ EARLIER = (
 )
 
 
-def render(outcomes: list[Outcome], quick: bool) -> str:
+EARLIER_TITLE = "Earlier figures, for comparison"
+
+
+def render(outcomes: list[Outcome], coverage: Outcome, quick: bool) -> str:
     command = (
         "`.venv/bin/python bench/report.py --quick` (a smoke test with small run counts; "
         "`make bench` produces the real figures)"
@@ -451,9 +482,10 @@ def render(outcomes: list[Outcome], quick: bool) -> str:
         "Figures are medians of repeated runs on a shared machine (the daemon's, of one idle "
         "window); ratios are measured against a baseline in the same run.",
     ]
-    lines += ["", "Earlier figures, for comparison (same machine kind, `make bench`):", ""]
+    lines += ["", coverage.description]
+    lines += ["", f"{EARLIER_TITLE} (same machine kind, `make bench`):", ""]
     lines += [f"- {figure}" for figure in EARLIER]
-    failures = [outcome.failure for outcome in outcomes if outcome.failure]
+    failures = [outcome.failure for outcome in [*outcomes, coverage] if outcome.failure]
     if failures:
         lines += ["", "**Failed benchmarks:**", ""]
         lines += [f"- {failure}" for failure in failures]
@@ -465,13 +497,22 @@ def main() -> int:
     parser.add_argument(
         "--quick", action="store_true", help="small run counts: a smoke test, not figures"
     )
+    parser.add_argument(
+        "--coverage-only",
+        action="store_true",
+        help="run bench/coverage.py alone and rewrite only the memory coverage section",
+    )
     args = parser.parse_args()
-    outcomes = [measure(bench, args.quick) for bench in BENCHES]
-    text = render(outcomes, args.quick)
+    outcomes = [] if args.coverage_only else [measure(b, args.quick) for b in BENCHES]
+    coverage = memory_coverage()
+    if args.coverage_only:
+        text = with_section(OUTPUT.read_text(encoding="utf-8"), coverage.description)
+    else:
+        text = render(outcomes, coverage, args.quick)
     OUTPUT.write_text(text, encoding="utf-8")
     print(text, end="")
     print(f"\nwrote {OUTPUT}", file=sys.stderr)
-    failed = [outcome.failure for outcome in outcomes if outcome.failure]
+    failed = [outcome.failure for outcome in [*outcomes, coverage] if outcome.failure]
     for failure in failed:
         print(f"FAILED: {failure}", file=sys.stderr)
     return 1 if failed else 0

@@ -9,14 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.acceptance.test_real_sessions import (
-    TRANSCRIPTS,
-    add_worktree,
-    hook,
-    make_repository,
-    replay_claude,
-    session_start,
-)
+from bench.common import add_worktree, make_repository, session_start
+from tests.acceptance.test_real_sessions import TRANSCRIPTS, hook, replay_claude
 from tests.acceptance.test_truthful_digest import Agent
 from tests.conftest import Home
 

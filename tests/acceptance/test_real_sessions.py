@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from bench.common import add_worktree, make_repository, relocated, session_start
 from remem.transcripts import read_claude, read_codex
 from tests.conftest import REPO, Home
 
@@ -22,27 +23,6 @@ FAILURE_SUMMARY = re.compile(
     r"\b[1-9]\d* (?:failures?|failed|errors?)\b|\btest result: FAILED\b|^FAILED\b", re.M
 )
 _ids = itertools.count(1)
-
-
-def git(*args: str, cwd: Path) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
-
-
-def make_repository(path: Path) -> Path:
-    path.mkdir(parents=True)
-    git("init", "-q", "-b", "main", cwd=path)
-    git("commit", "-q", "--allow-empty", "-m", "start", cwd=path)
-    return path
-
-
-def add_worktree(repository: Path, path: Path, branch: str) -> Path:
-    git("worktree", "add", "-q", str(path), "-b", branch, cwd=repository)
-    return path
 
 
 def bash_payload(
@@ -66,16 +46,6 @@ def bash_payload(
     }
 
 
-def session_start(cwd: Path, session: str) -> dict[str, Any]:
-    return {
-        "session_id": session,
-        "transcript_path": f"/home/dev/.claude/projects/x/{session}.jsonl",
-        "cwd": str(cwd),
-        "hook_event_name": "SessionStart",
-        "source": "startup",
-    }
-
-
 def hook(home: Home, payload: dict[str, Any], host: str = "claude-code") -> str:
     result = home.hook(payload, "--host", host)
     assert result.returncode == 0, result.stderr
@@ -96,8 +66,7 @@ def replay_claude(home: Home, transcript: Path, user_root: str, workspace: Path)
     """Every call of the session through the real hook, its paths moved into `workspace`."""
     count = 0
     for call in read_claude(str(transcript)):
-        text = json.dumps(call.payload).replace(user_root, str(workspace))
-        result = home.hook(text.encode(), "--host", "claude-code")
+        result = home.hook(relocated(call.payload, user_root, workspace), "--host", "claude-code")
         assert result.returncode == 0, result.stderr
         count += 1
     return count

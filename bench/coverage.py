@@ -1,0 +1,389 @@
+"""Memory coverage: real sessions replayed in time order through the real hook, and how often
+what an earlier session had already fixed was in front of the agent when it came back.
+
+Each transcript is one session; sessions run in the order they started, on a fresh remem home
+in a temporary directory (nothing is written outside it), each replayed through the real hook
+(bench/replay.py: its digest, its calls, the advice printed) and followed by `remem worker
+--burst`, so that the next session reads what this one taught. The fixture transcripts are
+read from ../shared/fixtures/transcripts, else from their copy in tests/fixtures/transcripts.
+
+Counted per session, judged from the transcripts and not from what remem learnt:
+- errors an earlier session of the project fixed (a run failed with the error, by remem's
+  error key, and a later run of the same command, with more or fewer arguments, passed in that
+  session), and whether the digest or the advice shown in this session, up to and including
+  the advice answering the failure, quoted that error;
+- failed commands whose substitute remem had recorded before the session started, and whether
+  the digest or advice named the substitute;
+- and, once every session ran, whether the digest a next session of each project would start
+  with quotes each error its sessions fixed.
+
+    .venv/bin/python bench/coverage.py [--transcripts DIR] [--without-digest] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from common import REPO, relocated, remem_env, session_start
+from replay import Session, Told, hook, load_sessions, prepare, remem, replay
+
+from remem.agent.advice import QUOTED_CHARS, error_of
+from remem.agent.digest import COMMAND_CHARS
+from remem.shell.analysis import analyse
+from remem.shell.recognisers import error_key, judge
+from remem.transcripts.common import TranscriptCall
+
+TRANSCRIPTS = REPO.parent / "shared" / "fixtures" / "transcripts"
+if not TRANSCRIPTS.is_dir():
+    TRANSCRIPTS = REPO / "tests" / "fixtures" / "transcripts"
+QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+CUT = "…"
+NEVER_RAN = "<tool_use_error>"  # the agent's call was refused: no command ran
+
+
+@dataclass(frozen=True)
+class Run:
+    """A command call as the transcript tells it: failed or not, the workflows it ran, and
+    the error key of its failure."""
+
+    index: int
+    failed: bool
+    workflows: frozenset[str]
+    error: str | None
+    key: str | None
+
+
+# --- what the transcripts tell --------------------------------------------------------------
+
+
+def output_of(payload: dict[str, Any]) -> str | None:
+    """What a command printed; None for a call that was stopped, left running or never ran."""
+    if payload.get("hook_event_name") == "PostToolUseFailure":
+        error = str(payload.get("error") or "")
+        return None if payload.get("is_interrupt") or NEVER_RAN in error else error
+    response = payload.get("tool_response")
+    if isinstance(response, str):
+        return response
+    if not isinstance(response, dict) or response.get("interrupted"):
+        return None
+    if response.get("backgroundTaskId"):
+        return None
+    return f"{response.get('stdout') or ''}\n{response.get('stderr') or ''}"
+
+
+def run_of(index: int, call: TranscriptCall, branch: str) -> Run | None:
+    payload = call.payload
+    command = (payload.get("tool_input") or {}).get("command")
+    output = output_of(payload) if payload.get("tool_name") == "Bash" else None
+    if not isinstance(command, str) or output is None:
+        return None
+    steps = analyse(command).steps
+    workflows = frozenset(s.workflow for s in steps if s.procedural) or frozenset({command})
+    reported = payload.get("hook_event_name") == "PostToolUseFailure"
+    failed = reported or call.exit_code not in (None, 0)
+    if not failed and any(s.masked for s in steps) and judge(command, output) == "failure":
+        failed = True  # `… | tail` hid the status; the output did not
+    line = error_of(command, output, None) if failed else None
+    return Run(index, failed, workflows, line, error_key(line, branch) if line else None)
+
+
+def runs_of(session: Session) -> list[Run]:
+    found = (run_of(i, call, session.branch) for i, call in enumerate(session.calls))
+    return [run for run in found if run is not None]
+
+
+def same_command(one: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether two runs ran one command, given more or fewer arguments (`git push` and `git
+    push --set-upstream origin x`; `mix test` and `mix test test/a_test.exs`)."""
+    return any(a == b or a.startswith(b + " ") or b.startswith(a + " ") for a in one for b in other)
+
+
+def fixed_errors(runs: list[Run]) -> dict[str, str]:
+    """The errors a session fixed (key -> error line): a later run of the failing command
+    passed."""
+    fixed: dict[str, str] = {}
+    for position, run in enumerate(runs):
+        if run.failed and run.key and run.error and run.key not in fixed:
+            later = runs[position + 1 :]
+            if any(not o.failed and same_command(o.workflows, run.workflows) for o in later):
+                fixed[run.key] = run.error
+    return fixed
+
+
+def shown_keys(text: str, branch: str) -> set[str]:
+    """The error keys of every line of a text and of every quoted string in it."""
+    pieces = text.splitlines()
+    for quoted in QUOTED.findall(text):
+        try:
+            pieces.append(json.loads(quoted))
+        except ValueError:
+            continue
+    return {error_key(piece.strip(), branch) for piece in pieces if piece.strip()}
+
+
+def carries(text: str, key: str, branch: str) -> bool:
+    """Whether the text quotes the error: whole, or cut short with an ellipsis."""
+    for shown in shown_keys(text, branch):
+        if shown == key or (shown.endswith(CUT) and key.startswith(shown[:-1].rstrip())):
+            return True
+    return False
+
+
+# --- judging a session ------------------------------------------------------------------------
+
+
+@dataclass
+class Project:
+    """What the sessions of one project left so far: the errors they fixed (key -> line), and
+    where the last of them ran."""
+
+    name: str
+    fixed: dict[str, str] = field(default_factory=dict)
+    last: tuple[Session, str, Path] | None = None
+
+
+def substitutions(env: dict[str, str], repository: Path) -> dict[str, str]:
+    """The substitutes remem has recorded in the project: failing workflow -> the command that
+    passed instead."""
+    found = json.loads(remem(env, "procedures", "errors", "--project", str(repository), "--json"))
+    return {
+        item["workflow"]: item["instead"] for item in found if item.get("kind") == "substitution"
+    }
+
+
+def fixed_before(
+    session: Session, runs: list[Run], told: Told, fixed: set[str]
+) -> list[dict[str, Any]]:
+    """The session's failures with an error an earlier session fixed, once per error, and
+    what the session had been shown of it by then."""
+    found: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        if run.failed and run.key in fixed and run.key not in found:
+            shown = told.upto(run.index)
+            sources = {kind for kind, text in shown if carries(text, run.key, session.branch)}
+            found[run.key] = {"error": run.error, "key": run.key, "shown_by": sorted(sources)}
+    return list(found.values())
+
+
+def substitutes_known(runs: list[Run], told: Told, known: dict[str, str]) -> list[dict[str, Any]]:
+    """The session's failed workflows whose substitute was recorded before it started, once
+    per workflow, and whether the session had been shown the substitute by then."""
+    found: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for workflow in sorted(run.workflows & known.keys() - found.keys() if run.failed else ()):
+            instead = known[workflow]
+            sources = {kind for kind, text in told.upto(run.index) if names(text, instead)}
+            found[workflow] = {
+                "workflow": workflow,
+                "instead": instead,
+                "shown_by": sorted(sources),
+            }
+    return list(found.values())
+
+
+def names(text: str, command: str) -> bool:
+    """Whether the text names the command: as much of it as the digest and advice quote, in
+    a code span or as a JSON string."""
+    shown = command[: min(COMMAND_CHARS, QUOTED_CHARS - 1)]
+    return shown in text or json.dumps(shown, ensure_ascii=False)[1:-1] in text
+
+
+def judge_session(
+    session: Session, runs: list[Run], told: Told, fixed: set[str], known: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "transcript": session.name,
+        "host": session.host,
+        "session": session.session_id,
+        "branch": session.branch,
+        "calls": len(session.calls),
+        "commands": len(runs),
+        "failures": sum(run.failed for run in runs),
+        "digest_chars": len(told.digest),
+        "advice_given": len(told.advice),
+        "fixed_earlier": fixed_before(session, runs, told, fixed),
+        "substitutes_known": substitutes_known(runs, told, known),
+    }
+
+
+def evaluate(directory: Path, digest: bool = True) -> dict[str, Any]:
+    """Every session of `directory` replayed on a fresh home; per session and in total."""
+    with tempfile.TemporaryDirectory(prefix="remem-coverage-") as scratch:
+        space = Path(scratch)
+        env = {**remem_env(space / "home"), "HOME": str(space / "user-home")}
+        (space / "user-home").mkdir()
+        remem(env, "init")
+        projects: dict[Path, Project] = {}
+        results = []
+        for session in load_sessions(directory):
+            print(f"replaying {session.name} ({len(session.calls)} calls)", file=sys.stderr)
+            user_root, workspace, repository = prepare(session, space / "fs")
+            project = projects.setdefault(repository, Project(repository.name))
+            known = substitutions(env, repository)
+            told = replay(env, session, user_root, workspace, digest)
+            runs = runs_of(session)
+            result = judge_session(session, runs, told, set(project.fixed), known)
+            results.append({**result, "project": project.name})
+            project.fixed.update(fixed_errors(runs))
+            project.last = (session, user_root, workspace)
+            remem(env, "worker", "--burst")
+        carried = [next_session(env, project, digest) for project in projects.values()]
+    return {
+        "sessions": results,
+        "projects": carried,
+        "totals": totals(results, carried),
+        "digest": digest,
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+    }
+
+
+def next_session(env: dict[str, str], project: Project, shown: bool) -> dict[str, Any]:
+    """The errors the project's sessions fixed, and whether the digest a next session there
+    would start with (`shown`: when its host runs the SessionStart hook) quotes each."""
+    assert project.last is not None
+    session, user_root, workspace = project.last
+    start = session_start(Path(session.cwd), f"next-{session.session_id}", str(session.path))
+    said = hook(env, session.host, relocated(start, user_root, workspace))
+    digest = said if shown else ""
+    fixed = [
+        {"error": line, "key": key, "carried": carries(digest, key, session.branch)}
+        for key, line in project.fixed.items()
+    ]
+    return {"project": project.name, "fixed": fixed}
+
+
+def totals(results: list[dict[str, Any]], carried: list[dict[str, Any]]) -> dict[str, Any]:
+    errors = [e for result in results for e in result["fixed_earlier"]]
+    fixed = [e for project in carried for e in project["fixed"]]
+    substitutes = [s for result in results for s in result["substitutes_known"]]
+    covered = sum(bool(e["shown_by"]) for e in errors)
+    offered = sum(bool(s["shown_by"]) for s in substitutes)
+    return {
+        "sessions": len(results),
+        "projects": len({result["project"] for result in results}),
+        "commands": sum(result["commands"] for result in results),
+        "failures": sum(result["failures"] for result in results),
+        "fixed_earlier": len(errors),
+        "fixed_earlier_shown": covered,
+        "by_digest": sum("digest" in e["shown_by"] for e in errors),
+        "by_advice": sum("advice" in e["shown_by"] for e in errors),
+        "memory_coverage": covered / len(errors) if errors else None,
+        "substitutes_known": len(substitutes),
+        "substitutes_offered": offered,
+        "fixed": len(fixed),
+        "fixed_carried": sum(e["carried"] for e in fixed),
+    }
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+def ratio(shown: int, of: int) -> str:
+    return f"{shown}/{of}" + (f" ({shown / of:.0%})" if of else "")
+
+
+def print_table(report: dict[str, Any]) -> None:
+    header = (
+        "session",
+        "project",
+        "commands",
+        "failed",
+        "fixed before",
+        "shown",
+        "subst.",
+        "offered",
+    )
+    print(f"{header[0]:<26}{header[1]:<22}" + "".join(f"{h:>13}" for h in header[2:]))
+    for r in report["sessions"]:
+        errors, subs = r["fixed_earlier"], r["substitutes_known"]
+        cells = (
+            r["commands"], r["failures"], len(errors), sum(bool(e["shown_by"]) for e in errors),
+            len(subs), sum(bool(s["shown_by"]) for s in subs),
+        )  # fmt: skip
+        print(f"{r['transcript']:<26}{r['project'][:21]:<22}" + "".join(f"{c:>13}" for c in cells))
+        for error in errors:
+            print(f"    {'+' if error['shown_by'] else '-'} {error['error']}")
+    t = report["totals"]
+    print()
+    print(
+        f"memory coverage: {ratio(t['fixed_earlier_shown'], t['fixed_earlier'])} errors an "
+        f"earlier session fixed were shown (digest {t['by_digest']}, advice {t['by_advice']})"
+    )
+    print(f"substitutes: {ratio(t['substitutes_offered'], t['substitutes_known'])} offered")
+    print(
+        f"carried forward: {ratio(t['fixed_carried'], t['fixed'])} errors the sessions fixed are "
+        "in the digest a next session of their project starts with"
+    )
+    for project in report["projects"]:
+        for error in project["fixed"]:
+            print(f"    {'+' if error['carried'] else '-'} {project['project']}: {error['error']}")
+
+
+SECTION_TITLE = "## Memory coverage"
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The BENCHMARKS.md section of the totals (bench/report.py writes it)."""
+    t = report["totals"]
+    lines = [
+        SECTION_TITLE,
+        "",
+        f"`bench/coverage.py` at {report['date']}: {t['sessions']} real sessions of "
+        f"{t['projects']} projects (the "
+        "fixture transcripts) replayed in the order they started through the real hook, a "
+        "worker burst after each; errors keyed by remem's error key, judged from the "
+        f"transcripts. {t['commands']:,} commands, {t['failures']} of them failed.",
+        "",
+        "| what | figure |",
+        "|---|--:|",
+        f"| errors an earlier session had fixed that came back | {t['fixed_earlier']} |",
+        "| memory coverage: of those, shown in the digest or advice before they came back | "
+        f"{share(t['fixed_earlier_shown'], t['fixed_earlier'])} |",
+        f"| failed commands whose substitute was already known | {t['substitutes_known']} |",
+        f"| of those, offered the substitute | "
+        f"{share(t['substitutes_offered'], t['substitutes_known'])} |",
+        "| errors the sessions fixed, quoted by the digest a next session of their project "
+        f"starts with | {share(t['fixed_carried'], t['fixed'])} |",
+    ]
+    if t["sessions"] == t["projects"]:
+        lines += [
+            "",
+            "Every session here is of a project of its own, so no error an earlier session "
+            "fixed could come back: the first two rows wait for transcripts of a project's "
+            "later sessions. The last row is what such a session would be told.",
+        ]
+    return lines
+
+
+def share(shown: int, of: int) -> str:
+    return f"{shown} of {of}" + (f" ({shown / of:.0%})" if of else " (—)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS, help="claude/, codex/")
+    parser.add_argument(
+        "--without-digest",
+        action="store_true",
+        help="run no SessionStart hook, as a host where it is not installed",
+    )
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    report = evaluate(args.transcripts, digest=not args.without_digest)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print_table(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

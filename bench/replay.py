@@ -1,0 +1,169 @@
+"""Real sessions replayed through the real hook, as an agent's hooks would have sent them, on
+a remem home of their own: what the agent was shown.
+
+Each transcript (claude/*.jsonl, codex/*.jsonl) is one session. A session's directory becomes a
+git repository under a scratch directory, as it was on the machine it ran on; `X-worktrees/Y`
+is a worktree of repository X, on the session's branch, and sessions of one repository share
+it. A replay runs the SessionStart hook (the digest it printed is kept), then each call: for a
+Claude Code command PreToolUse first, then PostToolUse or PostToolUseFailure with its outcome
+(the advice printed is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common import add_worktree, git, make_repository, relocated, session_start
+
+from remem.transcripts import read_claude, read_codex
+from remem.transcripts.common import TranscriptCall
+
+VENV_BIN = Path(sys.executable).parent
+READERS = {"claude": ("claude-code", read_claude), "codex": ("codex", read_codex)}
+WORKTREES = "-worktrees"
+
+
+@dataclass(frozen=True)
+class Session:
+    name: str  # the transcript, relative to the transcripts directory
+    path: Path
+    host: str
+    calls: tuple[TranscriptCall, ...]
+    cwd: str
+    branch: str
+
+    @property
+    def session_id(self) -> str:
+        return str(self.calls[0].payload.get("session_id") or self.name)
+
+    @property
+    def started_at(self) -> float:
+        return min((call.at for call in self.calls if call.at is not None), default=0.0)
+
+
+@dataclass
+class Told:
+    """What this session was shown: the digest, then each piece of advice with the index of
+    the call it came with."""
+
+    digest: str = ""
+    advice: list[tuple[int, str]] = field(default_factory=list)
+
+    def upto(self, index: int) -> list[tuple[str, str]]:
+        shown = [("digest", self.digest)] if self.digest else []
+        return shown + [("advice", text) for at, text in self.advice if at <= index]
+
+
+def load_sessions(directory: Path) -> list[Session]:
+    """Every transcript's session with at least one call, in the order they started."""
+    sessions = []
+    for folder, (host, read) in READERS.items():
+        for path in sorted((directory / folder).glob("*.jsonl")):
+            calls = tuple(read(str(path)))
+            if not calls:
+                continue
+            first = calls[0]
+            cwd = first.session_cwd or str(first.payload.get("cwd"))
+            branch = next((call.branch for call in calls if call.branch), None) or "main"
+            name = str(path.relative_to(directory))
+            sessions.append(Session(name, path, host, calls, cwd, branch))
+    return sorted(sessions, key=lambda s: (s.started_at, s.name))
+
+
+# --- projects -----------------------------------------------------------------------------------
+
+
+def repository_of(cwd: str) -> str:
+    """The repository a session directory belongs to: X for `X-worktrees/Y`, else itself."""
+    parent = Path(cwd).parent
+    if parent.name.endswith(WORKTREES):
+        return str(parent.parent / parent.name.removesuffix(WORKTREES))
+    return cwd
+
+
+def prepare(session: Session, space: Path) -> tuple[str, Path, Path]:
+    """The session's directories made under `space` as they were on the machine it ran on:
+    (the root its paths are moved from, where they are moved to, the project's repository)."""
+    recorded = repository_of(session.cwd)
+    user_root = str(Path(recorded).parent)
+    workspace = space / user_root.lstrip("/")
+    repository = workspace / Path(recorded).name
+    here = workspace / Path(session.cwd).relative_to(user_root)
+    if recorded != session.cwd:
+        if not repository.exists():
+            make_repository(repository)
+        if not here.exists():
+            add_worktree(repository, here, session.branch)
+    elif not repository.exists():
+        make_repository(repository, session.branch)
+    elif (repository / ".git" / "HEAD").read_text().split("/")[-1].strip() != session.branch:
+        git("checkout", "-q", "-B", session.branch, cwd=repository)
+    for call in session.calls:
+        cwd = str(call.payload.get("cwd") or "")
+        if cwd.startswith(session.cwd + "/"):
+            (workspace / Path(cwd).relative_to(user_root)).mkdir(parents=True, exist_ok=True)
+    return user_root, workspace, repository.resolve()
+
+
+# --- the replay -----------------------------------------------------------------------------
+
+
+def hook(env: dict[str, str], host: str, payload: bytes) -> str:
+    """What the hook printed for a payload, as the agent reads it."""
+    result = subprocess.run(
+        [str(VENV_BIN / "remem-hook"), "--host", host],
+        input=payload,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"remem-hook exited {result.returncode}: {result.stderr.decode()}")
+    printed = result.stdout.decode()
+    if printed.startswith("{"):
+        shaped = json.loads(printed)
+        return str(shaped.get("hookSpecificOutput", shaped).get("additionalContext", ""))
+    return printed
+
+
+def remem(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(
+        [str(VENV_BIN / "remem"), *args], env=env, capture_output=True, text=True, timeout=600
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"remem {' '.join(args)} exited {result.returncode}: {result.stderr}")
+    return result.stdout
+
+
+def before(payload: dict[str, Any]) -> dict[str, Any]:
+    """The PreToolUse payload of a command, from its PostToolUse one."""
+    dropped = ("tool_response", "error", "is_interrupt")
+    return {
+        **{k: v for k, v in payload.items() if k not in dropped},
+        "hook_event_name": "PreToolUse",
+    }
+
+
+def replay(
+    env: dict[str, str], session: Session, user_root: str, workspace: Path, digest: bool
+) -> Told:
+    """The session through the real hook: SessionStart, then each call (PreToolUse first for
+    a Claude Code command); what was printed to the agent."""
+    told = Told()
+    if digest:
+        start = session_start(Path(session.cwd), session.session_id, str(session.path))
+        told.digest = hook(env, session.host, relocated(start, user_root, workspace))
+    for index, call in enumerate(session.calls):
+        if session.host == "claude-code" and call.payload.get("tool_name") == "Bash":
+            said = hook(env, session.host, relocated(before(call.payload), user_root, workspace))
+            if said:
+                told.advice.append((index, said))
+        said = hook(env, session.host, relocated(call.payload, user_root, workspace))
+        if said:
+            told.advice.append((index, said))
+    return told
