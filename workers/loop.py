@@ -33,7 +33,7 @@ REAP_INTERVAL_S = 30.0
 INGEST_INTERVAL_S = 10.0
 MAINTENANCE_INTERVAL_S = 600.0
 # Between two checkpoints the WAL gathers what the worker wrote meanwhile (a few MB at most).
-CHECKPOINT_INTERVAL_S = 0.25
+CHECKPOINT_INTERVAL_S = 1.0
 
 
 @dataclass(frozen=True)

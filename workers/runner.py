@@ -8,6 +8,7 @@ import gc
 import logging
 import os
 import socket
+import sqlite3
 import time
 import uuid
 from collections import Counter, deque
@@ -111,7 +112,8 @@ class Worker:
             return
         try:
             checkpoint(self.engine)
-        except DBAPIError as error:  # the next one tries again; hooks still checkpoint
+        # The driver's own error too: a checkpoint runs on the driver's connection.
+        except (DBAPIError, sqlite3.Error) as error:  # the next one tries again; hooks still do
             log.warning("could not checkpoint the WAL: %s", error, extra={"action": "checkpoint"})
 
     def run_once(self) -> bool:

@@ -136,8 +136,16 @@ def checkpoint_apart(engine: Engine) -> bool:
 def checkpoint(engine: Engine) -> bool:
     """One PASSIVE checkpoint, which takes no lock a writer waits for; whether it moved every
     frame of the WAL (a reader on the newest frames keeps them there)."""
-    with engine.connect().execution_options(isolation_level=AUTOCOMMIT) as connection:
-        _busy, frames, moved = connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+    # On the driver's connection, outside any transaction, as it comes from the pool: asking
+    # SQLAlchemy for AUTOCOMMIT would set `PRAGMA read_uncommitted` when the connection goes
+    # back, and that PRAGMA expires every statement the connection has prepared.
+    connection = engine.raw_connection()
+    try:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        _busy, frames, moved = cursor.fetchone() or (0, 0, 0)
+    finally:
+        connection.close()
     return bool(moved >= frames)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from remem.db.engine import make_engine
+from remem.db.engine import checkpoint, make_engine
 from tests.integration.conftest import World
 from workers.loop import CHECKPOINT_INTERVAL_S, Loop
 from workers.runner import Worker
@@ -33,6 +33,25 @@ def test_the_workers_connections_leave_checkpoints_to_its_loop(world: World) -> 
     assert world.worker.checkpoints
     with world.engine.connect() as connection:
         assert connection.execute(text("PRAGMA wal_autocheckpoint")).scalar() == 0
+
+
+@pytest.mark.sqlite_only(WHY)
+def test_a_checkpoint_keeps_what_its_connection_prepared(world: World) -> None:
+    """Between two windows the checkpoint runs on a pooled connection, as the windows do: one
+    that sets a PRAGMA of the kind that expires prepared statements (SQLAlchemy's isolation
+    level is `PRAGMA read_uncommitted`) would have every window parse its SQL again."""
+    engine = make_engine(world.settings.database_url)
+    try:
+        pooled = engine.raw_connection()
+        said: list[str] = []
+        assert pooled.dbapi_connection is not None
+        pooled.dbapi_connection.set_trace_callback(said.append)
+        pooled.close()
+        checkpoint(engine)
+        checkpoint(engine)
+        assert said and all("wal_checkpoint" in statement for statement in said), said
+    finally:
+        engine.dispose()
 
 
 @pytest.mark.sqlite_only(WHY)
