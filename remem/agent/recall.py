@@ -60,18 +60,30 @@ def compile_pattern(pattern: str) -> Pattern:
     options.log_errors = False  # the error is ours to say, once
     options.case_sensitive = any(char.isupper() for char in literal)
     try:
-        compiled: Pattern = re2.compile(pattern, options)
-    except re2.error as exc:
+        return _Search(re2.compile(pattern, options))
+    except (re2.error, UnicodeEncodeError) as exc:
         raise RememError(
             f"Not a regular expression: {pattern!r} ({_reason(exc)}): escape special characters "
             "with a backslash, or search for a plain word (backreferences and lookaround are "
             "not supported)."
         ) from None
-    return compiled
+
+
+@dataclass(frozen=True)
+class _Search:
+    compiled: Pattern
+
+    def search(self, text: str) -> object | None:
+        try:
+            return self.compiled.search(text)
+        except UnicodeEncodeError:  # RE2 reads UTF-8: a lone surrogate becomes "?"
+            return self.compiled.search(text.encode("utf-8", "replace").decode("utf-8"))
 
 
 def _reason(exc: Exception) -> str:
     """RE2's message without the pattern it repeats: "missing ): migrat(" -> "missing )"."""
+    if isinstance(exc, UnicodeEncodeError):
+        return "a lone surrogate, not text"
     message = exc.args[0] if exc.args else str(exc)
     text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
     return text.split(": ", 1)[0]

@@ -184,6 +184,17 @@ def test_a_backreference_or_lookaround_is_one_line_saying_so(home: Home, tmp_pat
         assert "backreferences and lookaround are not supported" in result.stderr
 
 
+def test_a_pattern_that_is_not_text_is_one_line_saying_so(home: Home, tmp_path: Path) -> None:
+    """A byte that is not UTF-8 reaches the command as a lone surrogate, which RE2 cannot read."""
+    result = subprocess.run(
+        [REMEM, "recall", b"make\xff", "--cwd", str(tmp_path)],
+        env=home.env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "(a lone surrogate, not text)" in result.stderr
+
+
 def test_no_match_says_so_on_one_line(world: World, home: Home, tmp_path: Path) -> None:
     project = _shop(world, tmp_path)
     result = _recall(home, "terraform", "--cwd", project)
