@@ -15,6 +15,19 @@ class HomeNotFound(RememError):
         self.home = home
 
 
+class DatabaseVanished(RememError):
+    """The database file the worker opened is no longer at its path."""
+
+    def __init__(self, path: str, change: str) -> None:
+        super().__init__(
+            f"The database file {path} was {change} while the worker ran: it stopped without "
+            "writing to it, and the spool keeps what the hooks captured meanwhile. Start the "
+            "worker again to open the file now at that path."
+        )
+        self.path = path
+        self.change = change
+
+
 class ConfigError(RememError):
     """A setting that cannot be used: names the file, the line where known, and the key."""
 

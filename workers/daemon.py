@@ -6,6 +6,8 @@ Beside it the heartbeat beats on a thread of its own, from what the worker publi
 (`Worker.in_hand`, a frozen record): a long task keeps its lease and `remem status` sees the
 daemon alive. The main thread waits for the stop flag, which the signal handlers only set;
 then the task in hand is finished within the shutdown timeout, or interrupted and released.
+A database file deleted, moved or replaced under the daemon stops it too, before it writes
+again: it logs `database_vanished`, leaves the spool to the next daemon, and exits 1.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Engine
 
-from remem.errors import RememError
+from remem.errors import DatabaseVanished, RememError
 from remem.queue import heartbeats
 from remem.queue import store as queue
 from workers.loop import Loop, stop_on
@@ -62,6 +64,9 @@ class StopFlag:
     def is_set(self) -> bool:
         return self.event.is_set()
 
+    def set(self) -> None:
+        self.event.set()
+
 
 def acquire_lock(path: str) -> int:
     """One daemon per database: an flock on a file beside it, holding our pid."""
@@ -87,11 +92,13 @@ class Heartbeat:
         worker_id: str,
         lease_s: float,
         in_hand: Callable[[], InHand | None],
+        may_write: Callable[[], bool] = lambda: True,
     ) -> None:
         self.engine = engine
         self.worker_id = worker_id
         self.lease_s = lease_s
         self.in_hand = in_hand
+        self.may_write = may_write
         self.started_at = time.time()
         # Often enough that a short lease is renewed well before it runs out.
         self.interval_s = min(heartbeats.HEARTBEAT_INTERVAL_S, lease_s / 3)
@@ -108,6 +115,8 @@ class Heartbeat:
             self._thread.join(HEARTBEAT_JOIN_S)
 
     def beat(self) -> None:
+        if not self.may_write():
+            return
         in_hand = self.in_hand()
         task = in_hand.task if in_hand is not None else None
         now = time.time()
@@ -138,12 +147,18 @@ class Daemon:
         self.loop = loop
         self.worker = worker = loop.worker
         self.stop = stop
-        stop_on(stop.is_set, worker, loop.team)
+        # What became of the database file, once the worker saw it was no longer at its path.
+        self.vanished: str | None = None
+        stop_on(self._stopping, worker, loop.team)
         settings = worker.settings
         self.lock_path = heartbeats.lock_path(settings.sqlite_file, settings.home)
         self.shutdown_timeout_s = settings.shutdown_timeout_s
         self.heartbeat = Heartbeat(
-            worker.engine, worker.worker_id, settings.lease_s, lambda: worker.in_hand
+            worker.engine,
+            worker.worker_id,
+            settings.lease_s,
+            lambda: worker.in_hand,
+            lambda: self.vanished is None and worker.database_change() is None,
         )
         # Held by a tick while it runs: the main thread takes it to know the tick is over.
         self.ticking = threading.Lock()
@@ -154,8 +169,26 @@ class Daemon:
 
     def tick(self) -> None:
         with self.ticking:
-            if not self.stop.is_set():
+            if not self._stopping():
                 self.loop.tick()
+
+    def _stopping(self) -> bool:
+        """Asked before every duty and task: the stop flag, or the database file gone from
+        its path (deleted, moved or replaced), which stops the daemon before it writes again."""
+        if self.stop.is_set():
+            return True
+        change = self.worker.database_change()
+        if change is None:
+            return False
+        self.vanished = change
+        log.error(
+            "the database file %s was %s: stopping without writing to it",
+            self.worker.settings.sqlite_file,
+            change,
+            extra={"action": "database_vanished"},
+        )
+        self.stop.set()
+        return True
 
     def run(self, on_started: Callable[[], None] | None = None) -> int:
         descriptor = acquire_lock(self.lock_path)
@@ -197,9 +230,12 @@ class Daemon:
                     extra={"action": "worker_stopping"},
                 )
                 self.scheduler.shutdown(wait=False)
-            return self._finish()
+            code = self._finish()
         finally:
             os.close(descriptor)
+        if self.vanished is not None:
+            raise DatabaseVanished(self.worker.settings.sqlite_file or "", self.vanished)
+        return code
 
     def _best_effort(self, action: str, operation: Callable[[], object]) -> None:
         """A handler stuck in Python inside its transaction keeps the write lock: then the task
@@ -221,14 +257,18 @@ class Daemon:
         # Stopped before the task is released: a beat after it would renew its lease.
         self.heartbeat.stop()
         in_hand = self.worker.in_hand
-        if not finished and in_hand is not None:
+        # A database file gone from its path is written no more: its lease expires, and its
+        # heartbeat row went with it.
+        writes = self.vanished is None
+        if writes and not finished and in_hand is not None:
             task = in_hand.task
             self._best_effort(
                 "release", lambda: queue.release(self.worker.engine, task, time.time())
             )
-        self._best_effort(
-            "heartbeat", lambda: heartbeats.remove(self.worker.engine, self.worker.worker_id)
-        )
+        if writes:
+            self._best_effort(
+                "heartbeat", lambda: heartbeats.remove(self.worker.engine, self.worker.worker_id)
+            )
         if self.loop.team is not None:
             self._best_effort("close the team link", self.loop.team.close)
         log.info(
@@ -240,7 +280,7 @@ class Daemon:
         if not finished:
             logging.shutdown()
             # The tick's thread cannot be joined; ending the process rolls its transaction back.
-            os._exit(0)
+            os._exit(0 if writes else DatabaseVanished.exit_code)
         # A tick the timer queued before it stopped finds the flag set and returns.
         self.ticking.release()
         return 0

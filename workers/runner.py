@@ -23,7 +23,8 @@ from sqlalchemy.exc import DBAPIError
 from remem.capture.ingest import ingest_spool
 from remem.config import Settings
 from remem.db.engine import checkpoint, checkpoint_apart
-from remem.errors import PermanentTaskError
+from remem.db.file_identity import DatabaseFile
+from remem.errors import DatabaseVanished, PermanentTaskError
 from remem.faults import crash_point
 from remem.procedures import rebuild
 from remem.procedures.promote import mark_stale, resolve_late
@@ -101,9 +102,23 @@ class Worker:
     draining: bool = False
     # SQLite: the worker's commits never checkpoint; `checkpoint`, a duty of the loop, does.
     checkpoints: bool = field(init=False)
+    # SQLite: the file the engine opened, which its path may stop naming.
+    database: DatabaseFile | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.checkpoints = checkpoint_apart(self.engine)
+        path = self.engine.url.database if self.engine.dialect.name == "sqlite" else None
+        self.database = DatabaseFile.opened(path) if path and path != ":memory:" else None
+
+    def database_change(self) -> str | None:
+        """None while the database's path names the file opened at start; else what became
+        of that file."""
+        return None if self.database is None else self.database.change()
+
+    def check_database(self) -> None:
+        change = self.database_change()
+        if self.database is not None and change is not None:
+            raise DatabaseVanished(self.database.path, change)
 
     def checkpoint(self) -> None:
         """Move the WAL into the database file, outside any write transaction: the loop does
@@ -201,7 +216,7 @@ class Worker:
                 )
 
     def ingest(self) -> None:
-        report = ingest_spool(self.engine, self.settings.spool_dir)
+        report = ingest_spool(self.engine, self.settings.spool_dir, self.check_database)
         self.stats["spooled_events_ingested"] += report.events_stored
         if report.files:
             log.info(

@@ -2,10 +2,10 @@
 their variants, the lessons and the captured commands of a project, newest first, in pages an
 agent harness keeps whole.
 
-Stdlib only, like the digest: `remem recall` reads its one snapshot with `sqlite3`, and every
-reader takes an `execute(sql, params) -> rows` callable, so an SQLAlchemy connection (the MCP
-server on PostgreSQL, a test) runs the same statements. Lessons are the read model's
-(remem.agent.read); searching and rendering are pure.
+Stdlib only but for the RE2 binding a search is compiled with: `remem recall` reads its one
+snapshot with `sqlite3`, and every reader takes an `execute(sql, params) -> rows` callable, so an
+SQLAlchemy connection (the MCP server on PostgreSQL, a test) runs the same statements. Lessons
+are the read model's (remem.agent.read); searching and rendering are pure.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from remem.agent.read import read_lessons, read_procedures
 from remem.db.snapshot import Execute
@@ -42,17 +42,51 @@ NOTICE = (
 # --- the search ------------------------------------------------------------------------------
 
 
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """Case-insensitive unless the pattern holds a capital letter (as ripgrep's smart case)."""
+class Pattern(Protocol):
+    """A compiled search: RE2's, whose time is linear in the text whatever the pattern."""
+
+    def search(self, text: str) -> object | None: ...
+
+
+def compile_pattern(pattern: str) -> Pattern:
+    """Case-insensitive unless the pattern holds a capital letter (as ripgrep's smart case).
+
+    RE2 rather than `re`: a pattern like `(\\w+\\s?)+$` backtracks for ever in `re`, holding
+    the interpreter lock, and RE2 has no backtracking (so no backreferences or lookaround)."""
+    import re2  # only when searching: `remem init` imports the MCP module for its settings
+
     literal = re.sub(r"\\.", "", pattern)
-    flags = 0 if any(char.isupper() for char in literal) else re.IGNORECASE
+    options = re2.Options()
+    options.log_errors = False  # the error is ours to say, once
+    options.case_sensitive = any(char.isupper() for char in literal)
     try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
+        return _Search(re2.compile(pattern, options))
+    except (re2.error, UnicodeEncodeError) as exc:
         raise RememError(
-            f"Not a regular expression: {pattern!r} ({exc.msg} at position {exc.pos}): escape "
-            "special characters with a backslash, or search for a plain word."
+            f"Not a regular expression: {pattern!r} ({_reason(exc)}): escape special characters "
+            "with a backslash, or search for a plain word (backreferences and lookaround are "
+            "not supported)."
         ) from None
+
+
+@dataclass(frozen=True)
+class _Search:
+    compiled: Pattern
+
+    def search(self, text: str) -> object | None:
+        try:
+            return self.compiled.search(text)
+        except UnicodeEncodeError:  # RE2 reads UTF-8: a lone surrogate becomes "?"
+            return self.compiled.search(text.encode("utf-8", "replace").decode("utf-8"))
+
+
+def _reason(exc: Exception) -> str:
+    """RE2's message without the pattern it repeats: "missing ): migrat(" -> "missing )"."""
+    if isinstance(exc, UnicodeEncodeError):
+        return "a lone surrogate, not text"
+    message = exc.args[0] if exc.args else str(exc)
+    text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
+    return text.split(": ", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -93,7 +127,7 @@ def _scope(root: str | None, params: dict[str, Any]) -> str:
     return " AND pr.root = :root"
 
 
-def _line(regex: re.Pattern[str], *texts: str | None) -> str | None:
+def _line(regex: Pattern, *texts: str | None) -> str | None:
     """The first line of recorded text that matches, shortened."""
     for text in texts:
         if not text:
@@ -114,7 +148,7 @@ _KIND_ORDER = {"procedure": 0, "variant": 1, "lesson": 2, "command": 3}
 
 
 def search(
-    execute: Execute, regex: re.Pattern[str], root: str | None, since_at: float | None = None
+    execute: Execute, regex: Pattern, root: str | None, since_at: float | None = None
 ) -> list[Hit]:
     """Every hit, newest first (then procedures before what they were learnt from)."""
     hits = [
@@ -127,7 +161,7 @@ def search(
 
 
 def _procedure_hits(
-    execute: Execute, regex: re.Pattern[str], root: str | None, since_at: float | None
+    execute: Execute, regex: Pattern, root: str | None, since_at: float | None
 ) -> Iterator[Hit]:
     for p in read_procedures(execute, root, statuses=None):
         if since_at is not None and p.last_verified_at < since_at:
@@ -144,7 +178,7 @@ def _procedure_hits(
 
 
 def _lesson_hits(
-    execute: Execute, regex: re.Pattern[str], root: str | None, since_at: float | None
+    execute: Execute, regex: Pattern, root: str | None, since_at: float | None
 ) -> Iterator[Hit]:
     for lesson in read_lessons(execute, root, since_at):
         texts = lesson.recorded_texts()
@@ -160,7 +194,7 @@ def _lesson_hits(
 
 
 def _command_hits(
-    execute: Execute, regex: re.Pattern[str], root: str | None, since_at: float | None
+    execute: Execute, regex: Pattern, root: str | None, since_at: float | None
 ) -> Iterator[Hit]:
     """Identical runs of a command are one hit: the newest, with how many ran and passed."""
     params: dict[str, Any] = {}

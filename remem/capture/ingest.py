@@ -13,10 +13,16 @@ from remem.capture.store import store_drop, store_event
 from remem.record.event import CapturedEvent
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sqlalchemy import Engine
 
 
-def ingest_spool(engine: Engine, spool_dir: str) -> spool.IngestReport:
+def ingest_spool(
+    engine: Engine, spool_dir: str, after_commit: Callable[[], None] | None = None
+) -> spool.IngestReport:
+    """`after_commit` raises when what was just committed cannot be trusted to stay (the
+    database file is no longer at its path): the spool file then stays for the next ingest."""
     from sqlalchemy.exc import DataError, IntegrityError
 
     from remem.db.engine import executor
@@ -38,6 +44,8 @@ def ingest_spool(engine: Engine, spool_dir: str) -> spool.IngestReport:
         # the spool file for the next ingest.
         except (IntegrityError, DataError) as exc:
             raise spool.Rejected(str(exc.orig)) from exc
+        if after_commit is not None:
+            after_commit()
         return stored, already, drops
 
     return spool.ingest(spool_dir, store)

@@ -199,6 +199,8 @@ def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
 
 
 def _print_summary(report: dict[str, Any]) -> None:
+    from remem.record.lines import MAX_LINE_BYTES
+
     verb = "Would import" if report["dry_run"] else "Imported"
     click.echo(
         f"{verb} {report['files']} file(s), {report['sessions']} session(s): "
@@ -207,6 +209,8 @@ def _print_summary(report: dict[str, Any]) -> None:
     )
     skipped = {
         "malformed line(s)": report["skipped_lines"],
+        f"line(s) over {MAX_LINE_BYTES // 2**20} MiB": report["lines_too_long"],
+        "file(s) not regular or unreadable": report["files_refused"],
         "call(s) older than --since": report["calls_too_old"],
         "file(s) older than --since": report["files_too_old"],
         "call(s) outside --project": report["calls_outside_project"],

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from remem.record.event import ERROR_EXCERPT_CHARS
+from remem.record.lines import bounded_lines, open_regular
 from remem.record.output import output_excerpt
 from remem.record.redact import redact_text
 
@@ -22,14 +23,17 @@ class Resolution:
 
 
 def resolve_exit_codes(transcript_path: str, call_ids: set[str]) -> dict[str, Resolution]:
-    """exit codes of `exec_command_end` records for the given call ids; unreadable files and
-    lines are skipped (those events stay `unknown` and never count)."""
+    """exit codes of `exec_command_end` records for the given call ids; unreadable files (and
+    anything but a regular file) and lines are skipped (those events stay `unknown` and never
+    count)."""
     found: dict[str, Resolution] = {}
     try:
-        with open(transcript_path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if "exec_command_end" in line:
-                    _collect(line, call_ids, found)
+        # As import reads it: a regular file only (a FIFO named by a payload would block the
+        # worker), to its size when opened, no line over MAX_LINE_BYTES.
+        with open_regular(transcript_path) as handle:
+            for line, _size in bounded_lines(handle):
+                if line is not None and b"exec_command_end" in line:
+                    _collect(line.decode("utf-8", "replace"), call_ids, found)
     except OSError:
         pass
     return found

@@ -25,6 +25,7 @@ from remem.shell.kinds import (
     step_kind,
     unit_kind,
 )
+from remem.shell.plain import plain_workflow
 from remem.shell.syntax import (
     ELIDED,
     AndOr,
@@ -348,15 +349,14 @@ def _decisive(lists: list[AndOr], drafts: list[_Draft]) -> tuple[_Decisive, set[
     trailing masker (`; true`, `; exit 0`) hides."""
     result = _Decisive(set(), set())
     masked_lists: set[int] = set()
-    flat: list[tuple[int, int]] = []  # (and-or index, pipeline index) in draft order
-    for list_index, and_or in enumerate(lists):
-        flat.extend((list_index, p) for p in range(len(and_or.pipelines)))
     if not lists:
         return result, masked_lists
     last = len(lists) - 1
     final_masks = last > 0 and all(_is_masker(p) for p in lists[last].pipelines)
+    first = 0  # the draft index of the list's first pipeline
     for list_index, and_or in enumerate(lists):
-        first = _first(flat, list_index)
+        if list_index:
+            first += len(lists[list_index - 1].pipelines)
         if list_index != last and not drafts[first].errexit:
             if final_masks:  # `make test; true`: whatever make did, the command succeeds
                 masked_lists.add(list_index)
@@ -375,16 +375,14 @@ def _decisive(lists: list[AndOr], drafts: list[_Draft]) -> tuple[_Decisive, set[
     return result, masked_lists
 
 
-def _first(flat: list[tuple[int, int]], list_index: int) -> int:
-    return next(i for i, (li, _p) in enumerate(flat) if li == list_index)
-
-
 def _unparsed(command: str, ignore: Sequence[tuple[str, ...]]) -> Analysis:
-    """What the grammar cannot read stays one opaque step, its text unchanged."""
+    """What the grammar cannot read, or is not given for its size, stays one opaque step, its
+    text unchanged; a plain command's workflow is the one the grammar would give it."""
     words = command.split()
     kind, _writes = unit_kind(words, False, ignore)
     name = words[0] if words else ""
-    step = Step(command, command.strip(), None, False, True, kind, name, command.strip())
+    workflow = plain_workflow(command) or command.strip()
+    step = Step(command, workflow, None, False, True, kind, name, workflow)
     return Analysis((step,), parsed=False)
 
 

@@ -28,6 +28,11 @@ _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirec
 _SEPARATORS = frozenset({";", "&", "\n", ";;"})
 _PIPES = frozenset({"|", "|&"})
 _LITERAL_ARGS = frozenset({"word", "number", "raw_string", "string", "concatenation"})
+# The most one command may cost the grammar and the analysis, each linear in them: a larger
+# command (a 1 MiB payload of heredocs, a 100,000-step `&&` chain) is read as plain text, one
+# opaque step (remem/shell/analysis.py), in a few milliseconds rather than minutes.
+MAX_PARSED_BYTES = 256 * 1024
+MAX_PARSED_NODES = 10_000
 # What stands in a workflow for text that is not part of it (a commit's message).
 ELIDED = "…"
 # Byte spans of the source to show as other text: (start, end, what stands there).
@@ -111,21 +116,30 @@ def _attach(redirect: Any, out: list[Any]) -> None:
     """A redirection belongs to the unit before it. The grammar hangs the rest of a heredoc's
     line inside the heredoc (`<<EOF > out && make`): its redirections are the unit's too, its
     operators and commands follow in order."""
-    units = [item for item in out if isinstance(item, Unit)]
-    if units:
-        units[-1].redirects.append(redirect)
+    unit = _last_unit(out)
+    if unit is not None:
+        unit.redirects.append(redirect)
     if redirect.type != "heredoc_redirect":
         return
     for child in redirect.children:
         if child.type in ("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end"):
             continue
-        if child.type in _REDIRECTS and units:
-            units[-1].redirects.append(child)
+        if child.type in _REDIRECTS and unit is not None:
+            unit.redirects.append(child)
         elif not child.is_named:
             if child.type in _SEPARATORS or child.type in _PIPES or child.type in ("&&", "||"):
                 out.append(child.type)
         else:
             _flatten(child, out)
+
+
+def _last_unit(out: list[Any]) -> Unit | None:
+    """The unit a redirection follows: searched from the end, where it is (a copy of every
+    unit per redirection made a command of many heredocs quadratic)."""
+    for item in reversed(out):
+        if isinstance(item, Unit):
+            return item
+    return None
 
 
 # --- bash precedence over the flattened sequence ---------------------------------------------
@@ -335,9 +349,13 @@ def _parseable(command: str) -> bytes:
 
 
 def parse(command: str) -> list[AndOr] | None:
-    """The command's and-or lists in source order; None when the grammar cannot read it."""
-    tree = _parser().parse(_parseable(command))
-    if tree.root_node.has_error:
+    """The command's and-or lists in source order; None when the grammar cannot read it or
+    when it is larger than one command may cost (MAX_PARSED_BYTES, MAX_PARSED_NODES)."""
+    source = _parseable(command)
+    if len(source) > MAX_PARSED_BYTES:
+        return None
+    tree = _parser().parse(source)
+    if tree.root_node.has_error or tree.root_node.descendant_count > MAX_PARSED_NODES:
         return None
     items: list[Any] = []
     _flatten(tree.root_node, items)

@@ -4,15 +4,13 @@ JSONL reader that never loads a file whole."""
 from __future__ import annotations
 
 import json
-import math
-import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from remem.capture.fields import parse_timestamp
 from remem.record.event import Dropped
+from remem.record.lines import NotRegularFile, bounded_lines, open_regular
 from remem.record.output import without_lone_surrogates
 
 
@@ -38,24 +36,33 @@ class ReadStats:
     edits: int = 0
     unpaired: int = 0
     bytes_read: int = 0
+    too_long: int = 0  # lines over MAX_LINE_BYTES, skipped
+    refused: str | None = None  # why the file was not read: "a FIFO", "a directory", ...
 
 
 def read_records(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
     """Each JSON object of a JSONL file, line by line; anything else is counted and skipped.
 
-    A regular file is read up to the size it had when opened: what a live session appends
-    meanwhile is the next reading's (a pipe is read to its end). A partial last line fails to
+    Only a regular file is read (anything else is refused, and says why in `stats.refused`),
+    up to the size it had when opened: what a live session appends meanwhile is the next
+    reading's. A line over MAX_LINE_BYTES is skipped and counted. A partial last line fails to
     parse like any other broken line, so it needs no case of its own.
     """
-    with open(path, "rb") as lines:
-        status = os.fstat(lines.fileno())
-        remaining = status.st_size if stat.S_ISREG(status.st_mode) else math.inf
-        for line in lines:
-            if remaining <= 0:
-                break
-            remaining -= len(line)
+    try:
+        handle = open_regular(path)
+    except NotRegularFile as exc:
+        stats.refused = exc.kind
+        return
+    except OSError as exc:
+        stats.refused = exc.strerror or type(exc).__name__
+        return
+    with handle:
+        for line, size in bounded_lines(handle):
             stats.lines += 1
-            stats.bytes_read += len(line)
+            stats.bytes_read += size
+            if line is None:
+                stats.too_long += 1
+                continue
             if not line.strip():
                 continue
             try:

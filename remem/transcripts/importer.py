@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from remem.capture.hosts import FUTURE_SLACK_S, build_event
 from remem.capture.store import store_event
-from remem.errors import NotFound
+from remem.errors import NotFound, RememError
 from remem.record.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
 from remem.record.identity import locate
+from remem.record.lines import file_kind
 from remem.transcripts.claude import read_claude
 from remem.transcripts.codex import read_codex
 from remem.transcripts.common import ReadStats, TranscriptCall
@@ -109,6 +110,9 @@ def discover(
             found += _below(host, path)
         elif os.path.isfile(path):
             found.append(_source(host, path))
+        elif os.path.exists(path):
+            kind = file_kind(os.stat(path).st_mode)
+            raise RememError(f"{given} is {kind}, not a transcript: give a .jsonl or a folder.")
         else:
             raise NotFound(f"No transcript file or folder at {given}: give a .jsonl or a folder.")
     return found
@@ -125,7 +129,12 @@ def _below(host: str, folder: str) -> list[Source]:
 
 
 def _source(host: str, path: str) -> Source:
-    status = os.stat(path)
+    """A file below a folder may be anything named .jsonl (a FIFO, a link to nothing): the
+    reading refuses it, and the summary counts it."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return Source(host, path, 0, 0.0)
     return Source(host, path, status.st_size, status.st_mtime)
 
 
@@ -144,12 +153,14 @@ class ImportSummary:
     dry_run: bool = False
     files: int = 0
     files_too_old: int = 0
+    files_refused: int = 0  # not regular files (a FIFO, a device), or unreadable
     bytes_read: int = 0
     sessions: int = 0
     commands: int = 0
     edits: int = 0
     lines: int = 0
     skipped_lines: int = 0
+    lines_too_long: int = 0  # over MAX_LINE_BYTES, skipped
     unknown_records: int = 0
     unpaired_calls: int = 0
     calls_too_old: int = 0
@@ -159,7 +170,12 @@ class ImportSummary:
     events_known: int = 0
 
     def add_read(self, stats: ReadStats) -> None:
+        if stats.refused is not None:
+            self.files_refused += 1
+            return
+        self.files += 1
         self.lines += stats.lines
+        self.lines_too_long += stats.too_long
         self.skipped_lines += stats.malformed
         self.unknown_records += stats.unknown_records
         self.unpaired_calls += stats.unpaired
@@ -362,7 +378,6 @@ def import_transcripts(
                     writer.add(event)
                     if on_progress is not None and not writer.pending:
                         on_progress(done_bytes + stats.bytes_read, number - 1)
-            summary.files += 1
             summary.add_read(stats)
         done_bytes += source.size
         if on_progress is not None:

@@ -314,5 +314,5 @@ def test_advice_costs_the_hook_no_heavy_import(home: Home, project: Path) -> Non
     (advice,), code, modules = hook_imports(home, payload)
     assert f"use `{VENV}`" in context_of(advice.encode())
     assert code == 0
-    forbidden = {"typing", "dataclasses", "inspect", "sqlalchemy", "tree_sitter", "hashlib"}
+    forbidden = {"typing", "dataclasses", "inspect", "sqlalchemy", "tree_sitter", "hashlib", "re2"}
     assert forbidden.isdisjoint(modules)

@@ -194,7 +194,7 @@ def test_session_start_reads_its_digest_without_typing_or_dataclasses(
     digest, code, modules = hook_imports(home, payload, "--host", "claude-code")
     assert code == 0
     assert "remem.agent.context" in modules and "- `make test`" in "\n".join(digest)
-    assert {"typing", "dataclasses", "inspect", "sqlalchemy"}.isdisjoint(modules)
+    assert {"typing", "dataclasses", "inspect", "sqlalchemy", "re2"}.isdisjoint(modules)
     # What only commands and failures need is not paid for at the start of a session.
     assert {"remem.record.writes", "remem.agent.advice"}.isdisjoint(modules)
 

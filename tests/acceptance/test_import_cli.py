@@ -186,6 +186,31 @@ def test_a_missing_path_or_a_bad_duration_is_one_line_saying_what_to_do(home: Ho
     assert bad.returncode == 2 and "--since" in bad.stderr and "14d" in bad.stderr
 
 
+def test_a_fifo_a_device_or_a_folder_among_transcripts_is_refused_and_counted(
+    home: Home, tmp_path: Path
+) -> None:
+    """A FIFO no one writes to would block the import for ever, a device never ends."""
+    folder = tmp_path / "rollouts"
+    folder.mkdir()
+    shutil.copyfile(TRANSCRIPTS / "codex" / "01.jsonl", folder / "rollout-a.jsonl")
+    os.mkfifo(folder / "rollout-fifo.jsonl")
+    (folder / "rollout-zero.jsonl").symlink_to("/dev/zero")
+    with_env(home)
+
+    summary = import_json(home, "codex", str(folder), "--no-promote")
+    shown = home.remem("import", "codex", str(folder), "--no-promote").stdout
+    named = home.remem("import", "codex", str(folder / "rollout-fifo.jsonl"), check=False)
+
+    assert (summary["files"], summary["files_refused"]) == (1, 2)
+    assert summary["events_new"] > 0
+    assert "2 file(s) not regular or unreadable" in shown
+    assert (named.returncode, named.stdout) == (1, "")
+    assert named.stderr == (
+        f"remem: {folder / 'rollout-fifo.jsonl'} is a FIFO, not a transcript: give a .jsonl "
+        "or a folder.\n"
+    )
+
+
 def write_large_transcript(path: Path, megabytes: int) -> int:
     """A long synthetic Claude Code session with big outputs, named after its file; returns
     its calls."""

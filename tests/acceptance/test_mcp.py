@@ -163,6 +163,10 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
     async def body(session: ClientSession) -> None:
         errors["type"] = _error(await session.call_tool("procedure", {"id": "three"}))
         errors["missing"] = _error(await session.call_tool("procedure", {"id": 999}))
+        errors["huge"] = _error(await session.call_tool("procedure", {"id": 2**63}))
+        errors["huge team"] = _error(
+            await session.call_tool("procedure", {"id": 2**64, "source": "team"})
+        )
         errors["regex"] = _error(await session.call_tool("recall", {"pattern": "carts("}))
         errors["page"] = _error(await session.call_tool("procedures", {"cwd": root, "page": 9}))
         errors["cwd"] = _error(await session.call_tool("lessons", {"cwd": str(tmp_path / "no")}))
@@ -171,10 +175,47 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
     _talk(home, root, tmp_path / "stderr.log", body)
     assert "id" in errors["type"] and "valid integer" in errors["type"]
     assert "No procedure 999" in errors["missing"]
+    for huge in ("huge", "huge team"):
+        assert "less than or equal to 9223372036854775807" in errors[huge], errors[huge]
     assert "Not a regular expression: 'carts('" in errors["regex"]
     assert "page 1 to 1" in errors["page"]
     assert "No directory" in errors["cwd"]
     assert "Traceback" not in (tmp_path / "stderr.log").read_text()
+
+
+def test_seven_concurrent_calls_all_answer_though_one_pattern_backtracks_for_ever_in_re(
+    home: Home, tmp_path: Path
+) -> None:
+    """In `re`, this pattern on this command runs for hours holding the interpreter lock, and
+    every other call of the session waited on it."""
+    root = _populate(home, tmp_path)
+    command = "echo " + "a" * 40 + "!"
+    home.hook({"session_id": "s2", "cwd": root, "command": command, "exit_code": 0}, "--host",
+              "generic")  # fmt: skip
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("recall", {"pattern": r"(\w+\s?)+$", "cwd": root}),
+        ("procedures", {"cwd": root}),
+        ("procedure", {"id": 1}),
+        ("recall", {"pattern": "no such table", "cwd": root}),
+        ("lessons", {"cwd": root, "query": "carts"}),
+        ("recall", {"pattern": "echo", "cwd": root}),
+        ("procedures", {}),
+    ]
+    answers: dict[int, dict[str, Any]] = {}
+
+    async def body(session: ClientSession) -> None:
+        async def call(index: int, name: str, arguments: dict[str, Any]) -> None:
+            answers[index] = _data(await session.call_tool(name, arguments))
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                for index, (name, arguments) in enumerate(calls):
+                    group.start_soon(call, index, name, arguments)
+
+    _talk(home, root, tmp_path / "stderr.log", body)
+    assert sorted(answers) == list(range(7))
+    assert command not in {hit["command"] for hit in answers[0]["hits"]}
+    assert [hit["command"] for hit in answers[5]["hits"]] == [command]
 
 
 def test_a_missing_home_is_a_tool_error_not_a_crash(home: Home, tmp_path: Path) -> None:

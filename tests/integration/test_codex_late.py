@@ -3,12 +3,14 @@ looked for again on the session's later windows and by maintenance, for a day.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from remem.admin.status import collect_status
 from remem.procedures.promote import resolve_late
 from remem.queue import store as queue
+from remem.record.lines import MAX_LINE_BYTES
 from tests.conftest import end_codex_command, load_fixture
 from tests.integration.conftest import DAY, World
 from workers.handlers import PromoteHandler
@@ -156,3 +158,29 @@ def test_calls_of_a_window_resolved_after_its_prepare_count_once_without_its_fil
     assert _apply_while_lint_resolves(world, rollout) == 2
 
     assert world.procedures("command", "files", "verified_runs") == [("make test", "[]", 3)]
+
+
+def test_a_rollout_path_naming_a_fifo_or_a_device_leaves_the_call_unknown_at_once(
+    world: World, tmp_path: Path
+) -> None:
+    """The worker reads the file a payload names: a FIFO no one writes to would block it for
+    ever, and /dev/zero never ends."""
+    fifo = tmp_path / "rollout.jsonl"
+    os.mkfifo(fifo)
+    codex_call(world, fifo, "call_a", "cargo test")
+    codex_call(world, Path("/dev/zero"), "call_b", "cargo test")
+    world.burst()
+    assert outcomes(world) == {"call_a": "unknown", "call_b": "unknown"}
+
+
+def test_a_rollout_line_over_the_cap_is_skipped_and_the_next_resolves(
+    world: World, tmp_path: Path
+) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.touch()
+    codex_call(world, rollout, "call_a", "cargo test")
+    codex_call(world, rollout, "call_b", "cargo test")
+    end_codex_command(rollout, "call_a", 0, "x" * MAX_LINE_BYTES)
+    end_codex_command(rollout, "call_b", 0)
+    world.burst()
+    assert outcomes(world) == {"call_a": "unknown", "call_b": "success"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from remem import hook
 from remem.agent import recall
 from remem.capture.store import store_event
 from remem.db import sqlite as sqlite_settings
-from tests.conftest import Home
+from tests.conftest import REMEM, Home, wait_for
 from tests.integration.conftest import DAY, World, make_repository
 
 TEST = "python -m pytest -q tests/test_cart.py"
@@ -146,8 +147,52 @@ def test_a_bad_regular_expression_is_one_clear_line(home: Home, tmp_path: Path) 
     result = _recall(home, "migrat(", "--cwd", str(tmp_path), check=False)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith("remem: Not a regular expression: 'migrat(' (missing ), ")
+    assert result.stderr.startswith("remem: Not a regular expression: 'migrat(' (missing )): ")
     assert "escape special characters with a backslash" in result.stderr
+
+
+# `re` backtracks through every split of the word before the "!": 2**40 ways, for hours.
+CATASTROPHIC = r"(\w+\s?)+$"
+BACKTRACKED = "echo " + "a" * 40 + "!"
+
+
+def test_a_pattern_that_backtracks_for_ever_in_re_answers_at_once(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    world.post(BACKTRACKED, project=project, branch=None)
+    world.post("make test", project=project, branch=None)
+    process = subprocess.Popen(
+        [REMEM, "recall", CATASTROPHIC, "--cwd", project, "--json"],
+        env=home.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: process.poll() is not None, timeout=20)
+    finally:
+        process.kill()
+    out, err = process.communicate()
+    assert (process.returncode, err) == (0, "")
+    assert [hit["command"] for hit in json.loads(out)["hits"]] == ["make test"]
+
+
+def test_a_backreference_or_lookaround_is_one_line_saying_so(home: Home, tmp_path: Path) -> None:
+    for pattern in (r"(make)\1", "(?=make)", "(?<!x)make"):
+        result = _recall(home, pattern, "--cwd", str(tmp_path), check=False)
+        assert (result.returncode, result.stdout) == (1, ""), pattern
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"remem: Not a regular expression: {pattern!r} (")
+        assert "backreferences and lookaround are not supported" in result.stderr
+
+
+def test_a_pattern_that_is_not_text_is_one_line_saying_so(home: Home, tmp_path: Path) -> None:
+    """A byte that is not UTF-8 reaches the command as a lone surrogate, which RE2 cannot read."""
+    result = subprocess.run(
+        [REMEM, "recall", b"make\xff", "--cwd", str(tmp_path)],
+        env=home.env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "(a lone surrogate, not text)" in result.stderr
 
 
 def test_no_match_says_so_on_one_line(world: World, home: Home, tmp_path: Path) -> None:

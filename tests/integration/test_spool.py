@@ -15,8 +15,11 @@ from sqlalchemy.exc import OperationalError
 from remem.capture import spool
 from remem.capture.hosts import build_event
 from remem.capture.ingest import ingest_spool
+from remem.config import load_settings
 from remem.db.engine import make_engine
+from remem.errors import DatabaseVanished
 from tests.conftest import Home, load_fixture
+from workers.runner import Worker
 
 
 def _event_record(tool_use_id: str) -> dict[str, object]:
@@ -260,3 +263,29 @@ def test_drop_spooled_by_a_remem_from_before_excerpts_is_ingested_without_one(
     assert home.query("SELECT idempotency_key, excerpt FROM dropped_payloads") == [
         ("old-drop", None)
     ]
+
+
+def test_a_database_file_replaced_under_the_worker_keeps_the_spool_for_the_next(
+    home: Home,
+) -> None:
+    """What was ingested into a file no longer at the path would be lost with it: the spool
+    file stays, and the worker on the file now there ingests it."""
+    settings = load_settings(home.env)
+    engine = make_engine(settings.database_url)
+    worker = Worker(engine, settings)
+    with engine.connect():
+        pass  # the engine holds a connection to the file it opened
+    spool.append(str(home.spool), _event_record("kept"))
+    copy = home.path / "restored.db"
+    with sqlite3.connect(home.db) as reading, sqlite3.connect(copy) as writing:
+        reading.backup(writing)
+    reading.close()
+    writing.close()
+    os.replace(copy, home.db)
+    with pytest.raises(DatabaseVanished, match="replaced by another file"):
+        worker.ingest()
+    engine.dispose()
+    assert len(list(home.spool.glob("ingesting-*.jsonl"))) == 1
+    assert _ingest(home).files == 1  # stored once, whichever file the first commit reached
+    assert home.query("SELECT tool_use_id FROM captured_events") == [("kept",)]
+    assert not list(home.spool.glob("ingesting-*.jsonl"))

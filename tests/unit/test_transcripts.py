@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from remem.capture.hosts import build_event, detect_host
+from remem.record.lines import MAX_LINE_BYTES
 from remem.transcripts import ReadStats, TranscriptCall, read_claude, read_codex
 from tests.conftest import REPO
 
@@ -479,38 +479,53 @@ def test_codex_pre_envelope_rollout_is_read(tmp_path: Path) -> None:
     assert build_event(calls[0].payload, "codex", NOW, locate).command == "pytest"
 
 
-def test_a_file_is_read_as_it_is_written(tmp_path: Path) -> None:
-    """Line by line: the first call is out before the writer has written the rest."""
+def _codex_rollout(path: Path, commands: list[str], middle: str = "") -> None:
+    """A rollout of these commands, each passing; `middle` goes in a line of its own after the
+    first command."""
+    lines = [json.dumps(CODEX_META)]
+    for number, command in enumerate(commands):
+        lines.append(json.dumps(codex_call(f"c{number}", "exec_command", {"cmd": command})))
+        lines.append(json.dumps(codex_end(f"c{number}", 0, "")))
+        if number == 0 and middle:
+            lines.append(middle)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_file_is_read_line_by_line(tmp_path: Path) -> None:
+    """The first call is out before the rest of the file is read."""
+    path = tmp_path / "rollout.jsonl"
+    _codex_rollout(path, [f"make t{number}" for number in range(2_000)])
+    stats = ReadStats()
+    calls = read_codex(str(path), stats)
+    assert next(calls).payload["tool_input"]["command"] == "make t0"
+    assert 0 < stats.bytes_read < path.stat().st_size / 10
+    assert len(list(calls)) == 1_999
+
+
+def test_a_fifo_a_device_or_a_directory_is_refused_without_waiting(tmp_path: Path) -> None:
+    """A FIFO no one writes to would block its reader for ever; a device never ends."""
     fifo = tmp_path / "live.jsonl"
     os.mkfifo(fifo)
-    first_call_seen = threading.Event()
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    for path, kind in ((fifo, "a FIFO"), ("/dev/zero", "a character device"),
+                       (folder, "a directory")):  # fmt: skip
+        calls, stats = read_all(read_codex, path)
+        assert (calls, stats.refused, stats.lines) == ([], kind, 0)
+    assert read_all(read_claude, fifo)[1].refused == "a FIFO"
 
-    def write() -> None:
-        with fifo.open("w", encoding="utf-8") as pipe:
-            for record in (
-                CODEX_META,
-                codex_call("c1", "exec_command", {"cmd": "a"}),
-                codex_end("c1", 0, ""),
-            ):
-                pipe.write(json.dumps(record) + "\n")
-            pipe.flush()
-            first_call_seen.wait(timeout=10)
-            for record in (codex_call("c2", "exec_command", {"cmd": "b"}), codex_end("c2", 0, "")):
-                pipe.write(json.dumps(record) + "\n")
 
-    writer = threading.Thread(target=write)
-    writer.start()
-    try:
-        calls = read_codex(str(fifo))
-        first = next(calls)
-        assert writer.is_alive(), "the reader waited for the whole file"
-        first_call_seen.set()
-        rest = list(calls)
-    finally:
-        first_call_seen.set()
-        writer.join(timeout=10)
-
-    assert [c.payload["tool_input"]["command"] for c in [first, *rest]] == ["a", "b"]
+def test_a_line_over_the_cap_is_skipped_and_counted_the_rest_read(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    huge = json.dumps({"type": "response_item", "payload": {"text": "x" * MAX_LINE_BYTES}})
+    _codex_rollout(path, ["make first", "make second"], middle=huge)
+    calls, stats = read_all(read_codex, path)
+    assert [call.payload["tool_input"]["command"] for call in calls] == [
+        "make first",
+        "make second",
+    ]
+    assert (stats.too_long, stats.malformed, stats.refused) == (1, 0, None)
+    assert stats.bytes_read == path.stat().st_size
 
 
 def test_an_older_codex_session_applies_its_patches_through_the_shell_tool() -> None:
