@@ -412,18 +412,43 @@ def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
                 connection.execute("ROLLBACK")
             else:
                 connection.close()
-        pages = context.pages(settings.context_max_chars, settings.context_max_lines)
+        pages = context.pages_held(settings.context_max_chars, settings.context_max_lines)
+        if pages:
+            _record_shown(settings, path, event, pages[0][1])
     except Exception:  # the digest is a courtesy: no failure of it may cost the event
         return None
     if not pages:
         return None
+    text = pages[0][0]
     if event.host == "codex":
         return json.dumps(
-            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": pages[0]}}
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
         )
     if event.host == "cursor":
-        return json.dumps({"additional_context": pages[0]})
-    return pages[0]
+        return json.dumps({"additional_context": text})
+    return text
+
+
+def _record_shown(settings: Settings, path: str, event: CapturedEvent, held: list[Any]) -> None:
+    """What the printed page held, for the session's ledger (remem.agent.usage): one short
+    write on the connection the event was written on, after the read's snapshot ended."""
+    from remem.agent.usage import SHOWN_INSERT, shown_rows  # imported with the digest
+
+    rows = shown_rows(event.idempotency_key, held, 1, event.captured_at)
+    if not rows:
+        return
+    connection = _kept or sqlite_settings.connect(path, settings.lock_timeout_s, hot_path=True)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.executemany(SHOWN_INSERT, rows)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+    finally:
+        if connection is not _kept:
+            connection.close()
 
 
 def _emit(output: str) -> None:

@@ -1,0 +1,110 @@
+"""Persisting a session's ledger (remem/procedures/ledger.py): re-judged whole, as each window
+of the session is applied, from what the digest showed it (digest_shown), the advice it was
+given (advice_given), and its runs and commands. A session shown nothing and given nothing has
+no ledger, and costs one indexed lookup per window.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from sqlalchemy import text
+
+from remem.capture.fields import key_hash
+from remem.db.driver import Driver
+from remem.procedures.ledger import Call, Given, Judged, Run, Shown, judge
+from remem.procedures.lessons import error_key_of
+from remem.shell.recognisers import telling_line
+
+_SHOWN = text(
+    "SELECT event_id, shown_at, kind, procedure_id, directory, workflow_hash, error_key_hash "
+    "FROM digest_shown WHERE session_id = :session_id"
+)
+_GIVEN = text(
+    "SELECT event_id, given_at, kind, key, follow FROM advice_given WHERE session_id = :session_id"
+)
+_PROJECT = text("SELECT project_id FROM sessions WHERE id = :session_id")
+_CALLS = text(
+    "SELECT id, event_at, outcome FROM captured_events WHERE session_id = :session_id "
+    "AND kind = 'command' ORDER BY id"
+)
+# The session's runs, found through its events (the index on session and id).
+_RUNS = (
+    "SELECT r.event_id, {at}, r.directory, r.workflow_hash, r.branch, {error} FROM "
+    "captured_events e JOIN {table} r ON r.event_id = e.id WHERE e.session_id = :session_id"
+)
+_PASSED = text(_RUNS.format(at="r.verified_at", error="NULL, NULL", table="verifications"))
+_FAILED = text(
+    _RUNS.format(at="r.failed_at", error="r.salient_error, r.error_excerpt", table="attempts")
+)
+_UNVERIFIED = text(_RUNS.format(at="r.ran_at", error="NULL, NULL", table="unverified_runs"))
+_DELETE = text("DELETE FROM session_ledger WHERE session_id = :session_id")
+_INSERT = text(
+    "INSERT INTO session_ledger (session_id, project_id, kind, procedure_id, directory, "
+    "workflow_hash, item_key, used, passed, repeated, followed, failed_after, failed_at, at) "
+    "VALUES (:session_id, :project_id, :kind, :procedure_id, :directory, :workflow_hash, "
+    ":item_key, :used, :passed, :repeated, :followed, :failed_after, :failed_at, :at)"
+)
+
+
+def derive(connection: Driver, session_id: int) -> Counter[str]:
+    """Judge the session again from all it holds; its rows are replaced whole."""
+    params = {"session_id": session_id}
+    shown = [Shown(*row) for row in connection.execute(_SHOWN, params)]
+    given = [_given(row) for row in connection.execute(_GIVEN, params)]
+    if not shown and not given:
+        return Counter()
+    runs = [_run(row, True) for row in connection.execute(_PASSED, params)]
+    runs += [_run(row, False) for row in connection.execute(_FAILED, params)]
+    workflows: dict[int, set[str]] = {}
+    for row in (*runs, *map(_unverified, connection.execute(_UNVERIFIED, params))):
+        workflows.setdefault(row.event_id, set()).add(row.workflow_hash)
+    calls = [
+        Call(event_id, at, outcome == "failure", frozenset(workflows.get(event_id, ())))
+        for event_id, at, outcome in connection.execute(_CALLS, params)
+    ]
+    judged = judge(shown, given, runs, calls)
+    project_id = connection.execute(_PROJECT, params).scalar_one()
+    connection.execute(_DELETE, params)
+    if judged:
+        connection.execute(_INSERT, [_row(session_id, project_id, item) for item in judged])
+    return Counter(ledger_rows=len(judged))
+
+
+def _given(row: Any) -> Given:
+    event_id, at, kind, key, follow = row
+    return Given(event_id, at, kind, key, tuple(json.loads(follow)) if follow else ())
+
+
+def _run(row: Any, passed: bool) -> Run:
+    event_id, at, directory, workflow_hash, branch, salient, excerpt = row
+    error_hash = None
+    if not passed:
+        key = error_key_of(salient or telling_line(excerpt), branch or None)
+        error_hash = key_hash(key) if key else None
+    return Run(event_id, at, directory, workflow_hash, passed, error_hash)
+
+
+def _unverified(row: Any) -> Run:
+    return Run(row[0], row[1], row[2], row[3], False)
+
+
+def _row(session_id: int, project_id: int, item: Judged) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "project_id": project_id,
+        "kind": item.kind,
+        "procedure_id": item.procedure_id,
+        "directory": item.directory,
+        "workflow_hash": item.workflow_hash,
+        "item_key": item.item_key,
+        "used": int(item.used),
+        "passed": int(item.passed),
+        "repeated": int(item.repeated),
+        "followed": int(item.followed),
+        "failed_after": int(item.failed_after),
+        "failed_at": item.failed_at,
+        "at": item.at,
+    }
