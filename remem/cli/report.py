@@ -54,6 +54,15 @@ def report_command(root: str | None, since: str, as_json: bool) -> None:
     _print(report)
 
 
+# The table's headers; --json keeps the full names.
+_SHORT = {
+    "passed_when_used": "passed",
+    "advice_given": "advice",
+    "advice_followed": "followed",
+    "repeats_after_shown": "repeats",
+}
+
+
 def _print(report: Report) -> None:
     from remem.admin.report import COUNTS
 
@@ -63,7 +72,7 @@ def _print(report: Report) -> None:
     ]
     print_table(
         "Did the memory help",
-        ["project", *COUNTS],
+        ["project", *(_SHORT.get(name, name) for name in COUNTS)],
         rows if report.projects else [],
         empty="No session in this window yet: the report fills as agents work.",
     )
