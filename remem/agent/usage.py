@@ -61,18 +61,22 @@ _SHOWN = (
     "JOIN projects pr ON pr.id = d.project_id WHERE pr.root = :root AND d.kind = 'procedure' "
     "GROUP BY d.directory, d.workflow_hash"
 )
+# Used: a shown procedure that ran; failing: one followed (shown, or named by advice) whose
+# run then failed.
 _USED = (
-    "SELECT l.directory, l.workflow_hash, count(DISTINCT l.session_id), "
-    "count(DISTINCT CASE WHEN l.passed = 1 THEN l.session_id END), "
+    "SELECT l.directory, l.workflow_hash, "
+    "count(DISTINCT CASE WHEN l.kind = 'procedure' AND l.used = 1 THEN l.session_id END), "
+    "count(DISTINCT CASE WHEN l.kind = 'procedure' AND l.passed = 1 THEN l.session_id END), "
     "max(CASE WHEN l.failed_after = 1 THEN l.failed_at END) FROM session_ledger l "
     "JOIN projects pr ON pr.id = l.project_id WHERE pr.root = :root "
-    "AND l.kind = 'procedure' AND l.used = 1 GROUP BY l.directory, l.workflow_hash"
+    "AND l.workflow_hash IS NOT NULL AND (l.used = 1 OR l.followed = 1) "
+    "GROUP BY l.directory, l.workflow_hash"
 )
 
 
 def read_use(execute: Execute, root: str) -> dict[tuple[str, str], Use]:
     """Per (directory, workflow hash) of the project: in how many sessions it was shown, used
-    and passed, and when it last failed after being followed."""
+    and passed, and when it last failed after being followed (shown, or named by advice)."""
     found: dict[tuple[str, str], Use] = {}
     for directory, workflow_hash, sessions in execute(_SHOWN, {"root": root}):
         found[(directory, workflow_hash)] = Use(sessions)

@@ -57,12 +57,12 @@ class Run:
 
 @dataclass(frozen=True)
 class Call:
-    """A command the session ran, with the workflows its steps ran."""
+    """A command the session ran, with the workflows its steps ran (directory, hash)."""
 
     event_id: int
     at: float
     failed: bool
-    workflow_hashes: frozenset[str]
+    workflows: frozenset[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -135,13 +135,19 @@ def _advice(advice: Given, calls: Sequence[Call]) -> Judged:
     else:
         after = [call for call in calls if call.event_id > advice.event_id]
     follow = set(advice.follow)
-    followed = next((call for call in after[:FOLLOW_CALLS] if call.workflow_hashes & follow), None)
-    failed = followed is not None and followed.failed
-    return Judged(
-        ADVICE,
-        advice.at,
-        item_key=f"{advice.kind}:{advice.key}",
-        followed=followed is not None,
-        failed_after=failed,
-        failed_at=followed.at if failed and followed else None,
-    )
+    for call in after[:FOLLOW_CALLS]:
+        ran = sorted(workflow for workflow in call.workflows if workflow[1] in follow)
+        if ran:
+            # The workflow it named, where it ran: a substitute that fails when followed is
+            # ranked down as a procedure followed and failing is.
+            return Judged(
+                ADVICE,
+                advice.at,
+                directory=ran[0][0],
+                workflow_hash=ran[0][1],
+                item_key=f"{advice.kind}:{advice.key}",
+                followed=True,
+                failed_after=call.failed,
+                failed_at=call.at if call.failed else None,
+            )
+    return Judged(ADVICE, advice.at, item_key=f"{advice.kind}:{advice.key}")

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from remem.capture.fields import key_hash
 from remem.db.driver import Driver
+from remem.db.vocabulary import BEFORE, SUBSTITUTION
 from remem.procedures.ledger import Call, Given, Judged, Run, Shown, judge
 from remem.procedures.lessons import error_key_of
 from remem.shell.recognisers import telling_line
@@ -58,9 +59,9 @@ def derive(connection: Driver, session_id: int) -> Counter[str]:
         return Counter()
     runs = [_run(row, True) for row in connection.execute(_PASSED, params)]
     runs += [_run(row, False) for row in connection.execute(_FAILED, params)]
-    workflows: dict[int, set[str]] = {}
+    workflows: dict[int, set[tuple[str, str]]] = {}
     for row in (*runs, *map(_unverified, connection.execute(_UNVERIFIED, params))):
-        workflows.setdefault(row.event_id, set()).add(row.workflow_hash)
+        workflows.setdefault(row.event_id, set()).add((row.directory, row.workflow_hash))
     calls = [
         Call(event_id, at, outcome == "failure", frozenset(workflows.get(event_id, ())))
         for event_id, at, outcome in connection.execute(_CALLS, params)
@@ -75,7 +76,11 @@ def derive(connection: Driver, session_id: int) -> Counter[str]:
 
 def _given(row: Any) -> Given:
     event_id, at, kind, key, follow = row
-    return Given(event_id, at, kind, key, tuple(json.loads(follow)) if follow else ())
+    if follow:
+        return Given(event_id, at, kind, key, tuple(json.loads(follow)))
+    # Given before what follows it was recorded: a substitute is named in the key (A>B).
+    named = (key.split(">", 1)[1],) if kind in (SUBSTITUTION, BEFORE) and ">" in key else ()
+    return Given(event_id, at, kind, key, named)
 
 
 def _run(row: Any, passed: bool) -> Run:

@@ -200,3 +200,31 @@ def test_report_help_has_an_example(home: Home) -> None:
     text = home.remem("report", "--help").stdout
     assert "remem report --project" in text and "--since" in text
     assert json.loads(home.remem("report", "--json").stdout)["projects"] == []
+
+
+def test_advice_whose_fix_command_runs_next_is_followed(home: Home, project: Path) -> None:
+    agent = Claude(home, project)
+    agent.failed("make test", "learn", MODULE_ERROR)
+    agent.ran("pip install -e .", "learn")
+    learn(agent, {"make test": 2})
+    advice = agent.failed("make test", "k", MODULE_ERROR).decode()
+    assert "pip install -e ." in advice
+    agent.ran("pip install -e .", "k")
+    home.remem("worker", "--burst")
+    assert ("advice", 0, 0, 0, 1, 0) in ledger(home, "k")
+
+
+def test_a_substitute_followed_then_failing_is_flagged_until_it_passes(
+    home: Home, project: Path
+) -> None:
+    agent = Claude(home, project)
+    learn_pytest_substitute(agent)
+    assert agent.failed("pytest", "now")
+    agent.failed(VENV, "now", RED)
+    home.remem("worker", "--burst")
+    assert ledger(home, "now") == [("advice", 0, 0, 0, 1, 1)]
+    venv_id = _procedure_id(home, VENV)
+    assert home.json("procedures", "show", str(venv_id))["followed_then_failed_at"]
+    agent.ran(VENV, "now")
+    home.remem("worker", "--burst")
+    assert home.json("procedures", "show", str(venv_id))["followed_then_failed_at"] is None

@@ -18,7 +18,7 @@ def run(event_id: int, workflow: str, passed: bool, error: str | None = None) ->
 
 
 def call(event_id: int, workflow: str, failed: bool = False) -> Call:
-    return Call(event_id, 100.0 + event_id, failed, frozenset({workflow}))
+    return Call(event_id, 100.0 + event_id, failed, frozenset({(".", workflow)}))
 
 
 def test_a_shown_procedure_that_runs_and_passes_is_used_and_passed() -> None:
@@ -64,6 +64,7 @@ def test_advice_is_followed_when_its_substitute_runs_within_the_next_calls() -> 
     (judged,) = judge([], [advice], [], calls)
     assert (judged.followed, judged.failed_after) == (True, False)
     assert judged.item_key == f"substitution:pytest>{VENV}"
+    assert (judged.directory, judged.workflow_hash) == (".", VENV)
     failed = [*calls[:2], call(4, VENV, failed=True)]
     (then_failed,) = judge([], [advice], [], failed)
     assert (then_failed.followed, then_failed.failed_after, then_failed.failed_at) == (
