@@ -432,16 +432,16 @@ def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
 def _record_shown(settings: Settings, path: str, event: CapturedEvent, held: list[Any]) -> None:
     """What the printed page held, for the session's ledger (remem.agent.usage): one short
     write on the connection the event was written on, after the read's snapshot ended."""
-    from remem.agent.usage import SHOWN_INSERT, shown_rows  # imported with the digest
+    from remem.agent.usage import SHOWN_INSERT, shown_params  # imported with the digest
 
-    rows = shown_rows(event.idempotency_key, held, 1, event.captured_at)
-    if not rows:
+    if not held:
         return
+    params = shown_params(event.idempotency_key, held, 1, event.captured_at)
     connection = _kept or sqlite_settings.connect(path, settings.lock_timeout_s, hot_path=True)
     try:
-        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("BEGIN IMMEDIATE")  # a write waits for the lock, never fails on it
         try:
-            connection.executemany(SHOWN_INSERT, rows)
+            connection.execute(SHOWN_INSERT, params)
         except BaseException:
             connection.execute("ROLLBACK")
             raise

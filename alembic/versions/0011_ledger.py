@@ -1,8 +1,9 @@
 """session ledger: what the SessionStart digest showed each session, what advice names as its
-follow-up, and, derived per session, what was used, passed, met again and followed
+follow-up, and, derived per session, what was used, passed, met again and followed, summed per
+workflow for the digest's order
 
 digest_shown is a record (a rebuild keeps it, `remem forget` erases it with its event or
-session); session_ledger is derived from the events and re-derived by a rebuild.
+session); session_ledger and workflow_use are derived and re-derived by a rebuild.
 
 Revision ID: 0011
 Revises: 0010
@@ -31,22 +32,14 @@ def upgrade() -> None:
         sa.Column("session_id", sa.Integer, sa.ForeignKey("sessions.id"), nullable=False),
         sa.Column("event_id", sa.Integer, sa.ForeignKey("captured_events.id"), nullable=False),
         sa.Column("project_id", sa.Integer, sa.ForeignKey("projects.id"), nullable=False),
-        sa.Column("kind", sa.Text, nullable=False),
-        sa.Column("procedure_id", sa.Integer),
-        sa.Column("directory", sa.Text),
-        sa.Column("workflow_hash", sa.Text),
-        sa.Column("error_key_hash", sa.Text),
         sa.Column("page", sa.Integer, nullable=False),
+        sa.Column("procedures", sa.Text, nullable=False),
+        sa.Column("known_errors", sa.Text, nullable=False),
         sa.Column("shown_at", sa.Float, nullable=False),
-        sa.CheckConstraint("kind IN ('procedure', 'known_error')", name="ck_digest_shown_kind"),
     )
     op.create_index("ix_digest_shown_session", "digest_shown", ["session_id"])
     op.create_index("ix_digest_shown_event", "digest_shown", ["event_id"])
-    op.create_index(
-        "ix_digest_shown_workflow",
-        "digest_shown",
-        ["project_id", "kind", "directory", "workflow_hash"],
-    )
+    op.create_index("ix_digest_shown_project", "digest_shown", ["project_id", "shown_at"])
     op.create_table(
         "session_ledger",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -72,15 +65,32 @@ def upgrade() -> None:
     op.create_index(
         "ix_session_ledger_workflow",
         "session_ledger",
-        ["project_id", "kind", "directory", "workflow_hash"],
+        ["project_id", "directory", "workflow_hash"],
+    )
+    op.create_index("ix_session_ledger_time", "session_ledger", ["project_id", "at"])
+    op.create_table(
+        "workflow_use",
+        sa.Column("project_id", sa.Integer, sa.ForeignKey("projects.id"), nullable=False),
+        sa.Column("directory", sa.Text, nullable=False),
+        sa.Column("workflow_hash", sa.Text, nullable=False),
+        sa.Column("shown_sessions", sa.Integer, nullable=False),
+        sa.Column("used_sessions", sa.Integer, nullable=False),
+        sa.Column("passed_sessions", sa.Integer, nullable=False),
+        sa.Column("failed_at", sa.Float),
+        sa.Column("updated_at", sa.Float, nullable=False),
+        sa.PrimaryKeyConstraint(
+            "project_id", "directory", "workflow_hash", name="pk_workflow_use"
+        ),
     )
 
 
 def downgrade() -> None:
+    op.drop_table("workflow_use")
+    op.drop_index("ix_session_ledger_time", "session_ledger")
     op.drop_index("ix_session_ledger_workflow", "session_ledger")
     op.drop_index("ix_session_ledger_session", "session_ledger")
     op.drop_table("session_ledger")
-    op.drop_index("ix_digest_shown_workflow", "digest_shown")
+    op.drop_index("ix_digest_shown_project", "digest_shown")
     op.drop_index("ix_digest_shown_event", "digest_shown")
     op.drop_index("ix_digest_shown_session", "digest_shown")
     op.drop_table("digest_shown")

@@ -8,13 +8,14 @@ worker derives from them (remem/procedures/ledger.py).
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from remem.db.snapshot import Execute
 
@@ -36,9 +37,8 @@ _SESSIONS = (
     "FROM sessions s WHERE s.started_at >= :since"
 )
 _SHOWN = (
-    "SELECT project_id, count(*) FROM (SELECT DISTINCT project_id, session_id, kind, "
-    "directory, workflow_hash, error_key_hash FROM digest_shown WHERE shown_at >= :since) "
-    "GROUP BY project_id"
+    "SELECT project_id, session_id, procedures, known_errors FROM digest_shown "
+    "WHERE shown_at >= :since ORDER BY id"
 )
 _LEDGER = (
     "SELECT project_id, "
@@ -52,13 +52,9 @@ _GIVEN = (
     "SELECT s.project_id, count(*) FROM advice_given a JOIN sessions s ON s.id = a.session_id "
     "WHERE a.given_at >= :since GROUP BY s.project_id"
 )
-_NEVER_USED = (
-    "SELECT d.project_id, d.directory, d.workflow_hash, count(DISTINCT d.session_id), "
-    "max(d.procedure_id) FROM digest_shown d WHERE d.kind = 'procedure' "
-    "AND d.shown_at >= :since AND NOT EXISTS (SELECT 1 FROM session_ledger l "
-    "WHERE l.project_id = d.project_id AND l.kind = 'procedure' AND l.used = 1 "
-    "AND l.directory = d.directory AND l.workflow_hash = d.workflow_hash AND l.at >= :since) "
-    "GROUP BY d.project_id, d.directory, d.workflow_hash"
+_USED = (
+    "SELECT DISTINCT project_id, directory, workflow_hash FROM session_ledger "
+    "WHERE kind = 'procedure' AND used = 1 AND at >= :since"
 )
 _COMMAND = "SELECT command FROM procedures WHERE id = :id"
 
@@ -132,8 +128,9 @@ def read_report(execute: Execute, root: str | None, since_s: float, now: float) 
     for project_id, _session, started_at, failing in execute(_SESSIONS, params):
         sessions[project_id].append((started_at, failing))
         counts[project_id]["sessions"] += 1
-    for project_id, shown in execute(_SHOWN, params):
-        counts[project_id]["shown"] += shown
+    shown = _Shown(execute(_SHOWN, params))
+    for project_id, items in shown.items.items():
+        counts[project_id]["shown"] += len(items)
     for project_id, used, passed, followed, repeats in execute(_LEDGER, params):
         counts[project_id].update(
             used=used or 0,
@@ -143,7 +140,7 @@ def read_report(execute: Execute, root: str | None, since_s: float, now: float) 
         )
     for project_id, given in execute(_GIVEN, params):
         counts[project_id]["advice_given"] += given
-    never = _never_used(execute, roots, params)
+    never = _never_used(execute, roots, shown, execute(_USED, params))
     projects = tuple(
         Figures(
             path,
@@ -161,17 +158,42 @@ def _counts(found: Counter[str]) -> dict[str, int]:
     return {name: int(found.get(name, 0)) for name in COUNTS}
 
 
+class _Shown:
+    """What the printed pages of the window held: per project, each (session, item) once, and
+    per shown workflow its sessions and its procedure's latest id."""
+
+    def __init__(self, rows: Iterable[Sequence[Any]]) -> None:
+        self.items: dict[int, set[tuple[Any, ...]]] = defaultdict(set)
+        self.sessions: dict[tuple[int, str, str], set[int]] = defaultdict(set)
+        self.ids: dict[tuple[int, str, str], int] = {}
+        for project_id, session_id, procedures, known_errors in rows:
+            for procedure_id, directory, workflow_hash in json.loads(procedures or "[]"):
+                workflow = (project_id, directory, workflow_hash)
+                self.items[project_id].add((session_id, *workflow))
+                self.sessions[workflow].add(session_id)
+                self.ids[workflow] = procedure_id
+            for error in json.loads(known_errors or "[]"):
+                self.items[project_id].add((session_id, error))
+
+
 def _never_used(
-    execute: Execute, roots: dict[int, str], params: dict[str, Any]
+    execute: Execute,
+    roots: dict[int, str],
+    shown: _Shown,
+    used: Iterable[Sequence[Any]],
 ) -> dict[int, list[NeverUsed]]:
+    """The workflows shown and never used in the window, most sessions first."""
+    ran = {tuple(row) for row in used}
     found: dict[int, list[NeverUsed]] = defaultdict(list)
-    for project_id, directory, _hash, shown, procedure_id in execute(_NEVER_USED, params):
-        if project_id not in roots:
+    for workflow, sessions in shown.sessions.items():
+        project_id, directory, _hash = workflow
+        if workflow in ran or project_id not in roots:
             continue
-        rows = execute(_COMMAND, {"id": procedure_id}) if procedure_id is not None else []
+        procedure_id = shown.ids[workflow]
+        rows = execute(_COMMAND, {"id": procedure_id})
         command = rows[0][0] if rows else None
         found[project_id].append(
-            NeverUsed(roots[project_id], procedure_id, directory, command, shown)
+            NeverUsed(roots[project_id], procedure_id, directory, command, len(sessions))
         )
     for items in found.values():
         items.sort(key=lambda item: (-item.sessions_shown, item.procedure_id or 0))

@@ -8,8 +8,9 @@ Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 
 from __future__ import annotations
 
+import json
+
 from remem.capture.fields import key_hash
-from remem.db.vocabulary import KNOWN_ERROR, PROCEDURE
 from remem.record.frozen import Record
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -19,73 +20,61 @@ if TYPE_CHECKING:
 
     from remem.db.snapshot import Execute
 
+LOCAL = "local"  # remem.agent.known.LOCAL: the source of this machine's entries
 # Shown in this many sessions and never used: below every procedure that is used.
 IGNORED_AFTER_SESSIONS = 5
 # The digest's order by use: used and passing, not known yet, ignored, followed and failing.
 USED, UNKNOWN, IGNORED, FAILING = 0, 1, 2, 3
 
 SHOWN_INSERT = (
-    "INSERT INTO digest_shown (session_id, event_id, project_id, kind, procedure_id, "
-    "directory, workflow_hash, error_key_hash, page, shown_at) "
-    "SELECT e.session_id, e.id, e.project_id, ?, ?, ?, ?, ?, ?, ? FROM captured_events e "
-    "WHERE e.idempotency_key = ?"
+    "INSERT INTO digest_shown (session_id, event_id, project_id, page, procedures, "
+    "known_errors, shown_at) SELECT e.session_id, e.id, e.project_id, :page, :procedures, "
+    ":known_errors, :now FROM captured_events e WHERE e.idempotency_key = :key"
 )
 
 
-def shown_rows(event_key: str, held: Sequence[Any], page: int, now: float) -> list[tuple[Any, ...]]:
-    """SHOWN_INSERT's rows for what one page held: this machine's procedures (the team's ids
-    are the team database's) and the known errors with a key."""
-    rows: list[tuple[Any, ...]] = []
-    for item in held:
-        if hasattr(item, "workflow_hash") and getattr(item, "source", "") == "local":
-            rows.append(
-                (PROCEDURE, item.id, item.directory, item.workflow_hash, None, page, now, event_key)
-            )
-        elif getattr(item, "error_key", None):
-            error = key_hash(item.error_key)
-            rows.append((KNOWN_ERROR, None, None, None, error, page, now, event_key))
-    return rows
+def shown_params(event_key: str, held: Sequence[Any], page: int, now: float) -> dict[str, Any]:
+    """SHOWN_INSERT's parameters for what one page held: this machine's procedures (the team's
+    ids are the team database's) and the known errors with a key."""
+    procedures = [
+        [item.id, item.directory, item.workflow_hash]
+        for item in held
+        if hasattr(item, "workflow_hash") and getattr(item, "source", "") == LOCAL
+    ]
+    errors = [key_hash(item.error_key) for item in held if getattr(item, "error_key", None)]
+    return {
+        "key": event_key,
+        "page": page,
+        "procedures": json.dumps(procedures),
+        "known_errors": json.dumps(errors),
+        "now": now,
+    }
 
 
 class Use(Record):
-    """What became of a workflow's procedure after the digest showed it, over every session."""
+    """What became of a workflow's procedure after the digest showed it, over every session
+    the worker judged (workflow_use)."""
 
     shown_sessions: int = 0
     used_sessions: int = 0
     passed_sessions: int = 0
-    failed_at: float | None = None  # the latest session where it was used and failed last
+    failed_at: float | None = None  # the latest run that failed when followed
 
 
-_SHOWN = (
-    "SELECT d.directory, d.workflow_hash, count(DISTINCT d.session_id) FROM digest_shown d "
-    "JOIN projects pr ON pr.id = d.project_id WHERE pr.root = :root AND d.kind = 'procedure' "
-    "GROUP BY d.directory, d.workflow_hash"
-)
-# Used: a shown procedure that ran; failing: one followed (shown, or named by advice) whose
-# run then failed.
-_USED = (
-    "SELECT l.directory, l.workflow_hash, "
-    "count(DISTINCT CASE WHEN l.kind = 'procedure' AND l.used = 1 THEN l.session_id END), "
-    "count(DISTINCT CASE WHEN l.kind = 'procedure' AND l.passed = 1 THEN l.session_id END), "
-    "max(CASE WHEN l.failed_after = 1 THEN l.failed_at END) FROM session_ledger l "
-    "JOIN projects pr ON pr.id = l.project_id WHERE pr.root = :root "
-    "AND l.workflow_hash IS NOT NULL AND (l.used = 1 OR l.followed = 1) "
-    "GROUP BY l.directory, l.workflow_hash"
+_USE = (
+    "SELECT u.directory, u.workflow_hash, u.shown_sessions, u.used_sessions, "
+    "u.passed_sessions, u.failed_at FROM workflow_use u JOIN projects pr "
+    "ON pr.id = u.project_id WHERE pr.root = :root"
 )
 
 
 def read_use(execute: Execute, root: str) -> dict[tuple[str, str], Use]:
     """Per (directory, workflow hash) of the project: in how many sessions it was shown, used
     and passed, and when it last failed after being followed (shown, or named by advice)."""
-    found: dict[tuple[str, str], Use] = {}
-    for directory, workflow_hash, sessions in execute(_SHOWN, {"root": root}):
-        found[(directory, workflow_hash)] = Use(sessions)
-    for directory, workflow_hash, used, passed, failed_at in execute(_USED, {"root": root}):
-        held = found.get((directory, workflow_hash), Use())
-        found[(directory, workflow_hash)] = held.but(
-            used_sessions=used, passed_sessions=passed, failed_at=failed_at
-        )
-    return found
+    return {
+        (directory, workflow_hash): Use(*counts)
+        for directory, workflow_hash, *counts in execute(_USE, {"root": root})
+    }
 
 
 def failing_since(use: Use | None, last_verified_at: float) -> bool:

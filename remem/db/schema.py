@@ -25,7 +25,6 @@ from remem.db.vocabulary import (
     EXPORT_FORMATS,
     LEDGER_KINDS,
     PROCEDURE_STATUSES,
-    SHOWN_KINDS,
     TASK_STATUSES,
 )
 
@@ -393,9 +392,10 @@ advice_given = Table(
     info={"record": True},
 )
 
-# What the page of the digest the SessionStart hook printed held (remem.agent.usage): a record,
-# like advice_given. A procedure by its workflow (a rebuild gives ids back, a workflow stays);
-# a known error by a hash of its key, never by recorded text.
+# What the page of the digest the SessionStart hook printed held (remem.agent.usage), one row
+# per page printed: a record, like advice_given. Procedures as a JSON list of [id, directory,
+# workflow hash] (a rebuild gives ids back, a workflow stays); known errors as a JSON list of
+# hashes of their keys, never recorded text. One row, so the hook's write stays one insert.
 digest_shown = Table(
     "digest_shown",
     metadata,
@@ -403,17 +403,13 @@ digest_shown = Table(
     Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
     Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
     Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
-    Column("kind", Text, nullable=False),
-    Column("procedure_id", Integer),
-    Column("directory", Text),
-    Column("workflow_hash", Text),
-    Column("error_key_hash", Text),
     Column("page", Integer, nullable=False),
+    Column("procedures", Text, nullable=False),
+    Column("known_errors", Text, nullable=False),
     Column("shown_at", Float, nullable=False),
-    CheckConstraint(_one_of("kind", SHOWN_KINDS), name="ck_digest_shown_kind"),
     Index("ix_digest_shown_session", "session_id"),
     Index("ix_digest_shown_event", "event_id"),
-    Index("ix_digest_shown_workflow", "project_id", "kind", "directory", "workflow_hash"),
+    Index("ix_digest_shown_project", "project_id", "shown_at"),
     info={"record": True},
 )
 
@@ -439,7 +435,26 @@ session_ledger = Table(
     Column("at", Float, nullable=False),  # when it was shown or given
     CheckConstraint(_one_of("kind", LEDGER_KINDS), name="ck_session_ledger_kind"),
     Index("ix_session_ledger_session", "session_id"),
-    Index("ix_session_ledger_workflow", "project_id", "kind", "directory", "workflow_hash"),
+    Index("ix_session_ledger_workflow", "project_id", "directory", "workflow_hash"),
+    Index("ix_session_ledger_time", "project_id", "at"),
+    info={"derived": True},
+)
+
+# The ledger summed per workflow (remem/procedures/ledger_rows.py), what the digest ranks by:
+# one row per workflow a session was shown or followed, read by the SessionStart hook in one
+# lookup per project however many sessions the ledger holds.
+workflow_use = Table(
+    "workflow_use",
+    metadata,
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
+    Column("shown_sessions", Integer, nullable=False),
+    Column("used_sessions", Integer, nullable=False),
+    Column("passed_sessions", Integer, nullable=False),
+    Column("failed_at", Float),  # the latest run that failed when followed
+    Column("updated_at", Float, nullable=False),
+    PrimaryKeyConstraint("project_id", "directory", "workflow_hash", name="pk_workflow_use"),
     info={"derived": True},
 )
 

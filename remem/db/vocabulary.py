@@ -14,5 +14,4 @@ ADVICE_KINDS = (KNOWN_ERROR, SUBSTITUTION, BEFORE)
 # What a session's ledger judges (remem.procedures.ledger): what the digest showed, and
 # what advice gave.
 PROCEDURE = "procedure"
-SHOWN_KINDS = (PROCEDURE, KNOWN_ERROR)
 LEDGER_KINDS = (PROCEDURE, KNOWN_ERROR, "advice")

@@ -14,14 +14,14 @@ from sqlalchemy import text
 
 from remem.capture.fields import key_hash
 from remem.db.driver import Driver
-from remem.db.vocabulary import BEFORE, SUBSTITUTION
+from remem.db.vocabulary import BEFORE, KNOWN_ERROR, PROCEDURE, SUBSTITUTION
 from remem.procedures.ledger import Call, Given, Judged, Run, Shown, judge
 from remem.procedures.lessons import error_key_of
 from remem.shell.recognisers import telling_line
 
 _SHOWN = text(
-    "SELECT event_id, shown_at, kind, procedure_id, directory, workflow_hash, error_key_hash "
-    "FROM digest_shown WHERE session_id = :session_id"
+    "SELECT event_id, shown_at, procedures, known_errors FROM digest_shown "
+    "WHERE session_id = :session_id"
 )
 _GIVEN = text(
     "SELECT event_id, given_at, kind, key, follow FROM advice_given WHERE session_id = :session_id"
@@ -42,6 +42,32 @@ _FAILED = text(
 )
 _UNVERIFIED = text(_RUNS.format(at="r.ran_at", error="NULL, NULL", table="unverified_runs"))
 _DELETE = text("DELETE FROM session_ledger WHERE session_id = :session_id")
+_WORKFLOWS = text(
+    "SELECT DISTINCT directory, workflow_hash FROM session_ledger "
+    "WHERE session_id = :session_id AND workflow_hash IS NOT NULL"
+)
+# A workflow's sums over every session's ledger, by the index on its workflow.
+_SUMS = text(
+    "SELECT count(DISTINCT CASE WHEN kind = 'procedure' THEN session_id END), "
+    "count(DISTINCT CASE WHEN kind = 'procedure' AND used = 1 THEN session_id END), "
+    "count(DISTINCT CASE WHEN kind = 'procedure' AND passed = 1 THEN session_id END), "
+    "max(CASE WHEN failed_after = 1 THEN failed_at END), count(*) FROM session_ledger "
+    "WHERE project_id = :project_id AND directory = :directory "
+    "AND workflow_hash = :workflow_hash"
+)
+_UPSERT_USE = text(
+    "INSERT INTO workflow_use (project_id, directory, workflow_hash, shown_sessions, "
+    "used_sessions, passed_sessions, failed_at, updated_at) VALUES (:project_id, :directory, "
+    ":workflow_hash, :shown, :used, :passed, :failed_at, :now) "
+    "ON CONFLICT (project_id, directory, workflow_hash) DO UPDATE SET "
+    "shown_sessions = excluded.shown_sessions, used_sessions = excluded.used_sessions, "
+    "passed_sessions = excluded.passed_sessions, failed_at = excluded.failed_at, "
+    "updated_at = excluded.updated_at"
+)
+_DELETE_USE = text(
+    "DELETE FROM workflow_use WHERE project_id = :project_id AND directory = :directory "
+    "AND workflow_hash = :workflow_hash"
+)
 _INSERT = text(
     "INSERT INTO session_ledger (session_id, project_id, kind, procedure_id, directory, "
     "workflow_hash, item_key, used, passed, repeated, followed, failed_after, failed_at, at) "
@@ -50,10 +76,11 @@ _INSERT = text(
 )
 
 
-def derive(connection: Driver, session_id: int) -> Counter[str]:
-    """Judge the session again from all it holds; its rows are replaced whole."""
+def derive(connection: Driver, session_id: int, now: float) -> Counter[str]:
+    """Judge the session again from all it holds; its rows are replaced whole, and the sums
+    of the workflows they name (before or after) are read again."""
     params = {"session_id": session_id}
-    shown = [Shown(*row) for row in connection.execute(_SHOWN, params)]
+    shown = [item for row in connection.execute(_SHOWN, params) for item in _shown(*row)]
     given = [_given(row) for row in connection.execute(_GIVEN, params)]
     if not shown and not given:
         return Counter()
@@ -68,10 +95,37 @@ def derive(connection: Driver, session_id: int) -> Counter[str]:
     ]
     judged = judge(shown, given, runs, calls)
     project_id = connection.execute(_PROJECT, params).scalar_one()
+    touched = {tuple(row) for row in connection.execute(_WORKFLOWS, params)}
     connection.execute(_DELETE, params)
     if judged:
         connection.execute(_INSERT, [_row(session_id, project_id, item) for item in judged])
+    touched |= {(i.directory, i.workflow_hash) for i in judged if i.workflow_hash is not None}
+    for directory, workflow_hash in sorted(touched):
+        _sum(connection, {"project_id": project_id, "directory": directory,
+                          "workflow_hash": workflow_hash}, now)  # fmt: skip
     return Counter(ledger_rows=len(judged))
+
+
+def _sum(connection: Driver, key: dict[str, Any], now: float) -> None:
+    shown, used, passed, failed_at, rows = connection.execute(_SUMS, key).one()
+    if not rows:
+        connection.execute(_DELETE_USE, key)
+        return
+    sums = {"shown": shown, "used": used, "passed": passed, "failed_at": failed_at, "now": now}
+    connection.execute(_UPSERT_USE, {**key, **sums})
+
+
+def _shown(event_id: int, at: float, procedures: str, known_errors: str) -> list[Shown]:
+    """The items of one printed page (digest_shown)."""
+    items = [
+        Shown(event_id, at, PROCEDURE, procedure_id, directory, workflow_hash)
+        for procedure_id, directory, workflow_hash in json.loads(procedures or "[]")
+    ]
+    items += [
+        Shown(event_id, at, KNOWN_ERROR, error_key_hash=error)
+        for error in json.loads(known_errors or "[]")
+    ]
+    return items
 
 
 def _given(row: Any) -> Given:

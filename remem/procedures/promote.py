@@ -136,7 +136,7 @@ def apply(
     stats.update(instead.derive(connection, branch_runs))
     if window.events:
         # After the window's runs are stored: what the session was shown, judged again.
-        stats.update(ledger_rows.derive(connection, window.events[0].session_id))
+        stats.update(ledger_rows.derive(connection, window.events[0].session_id, now))
     return stats
 
 

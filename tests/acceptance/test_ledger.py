@@ -52,15 +52,23 @@ def ledger(home: Home, session: str) -> list[tuple[Any, ...]]:
 
 
 def shown(home: Home, session: str) -> list[tuple[Any, ...]]:
+    """(kind, the procedure's command or the known error's key hash, page) of what the pages
+    printed to a session held."""
     connection = sqlite3.connect(home.db)
     try:
-        return connection.execute(
-            "SELECT d.kind, p.command, d.page FROM digest_shown d "
-            "JOIN sessions s ON s.id = d.session_id "
-            "LEFT JOIN procedures p ON p.id = d.procedure_id WHERE s.session_key = ? "
-            "ORDER BY d.id",
+        found = []
+        for procedures, errors, page in connection.execute(
+            "SELECT d.procedures, d.known_errors, d.page FROM digest_shown d "
+            "JOIN sessions s ON s.id = d.session_id WHERE s.session_key = ? ORDER BY d.id",
             (session,),
-        ).fetchall()
+        ).fetchall():
+            for procedure_id, _directory, _hash in json.loads(procedures):
+                (command,) = connection.execute(
+                    "SELECT command FROM procedures WHERE id = ?", (procedure_id,)
+                ).fetchone()
+                found.append(("procedure", command, page))
+            found.extend(("known_error", error, page) for error in json.loads(errors))
+        return found
     finally:
         connection.close()
 
@@ -163,11 +171,12 @@ def test_six_sessions_that_ignore_one_procedure_and_use_another_reorder_the_dige
     assert order(digest, "make lint", "make test", "make build") == ["make test", "make build"]
     second = home.remem("context", "--cwd", str(project), "--page", "2").stdout
     assert order(second, "make lint") == ["make lint"]
-    assert [kind for kind, *_ in shown(home, "s5")] == ["procedure", "procedure"]
-    assert [command for _, command, _ in shown(home, "s5")] == ["make test", "make build"]
+    # The worker judged s1 to s5 by then (s0 ran nothing: no window, no judgement).
+    assert shown(home, "s5") == [("procedure", "make test", 1), ("procedure", "make lint", 1)]
+    assert shown(home, "s6") == [("procedure", "make test", 1), ("procedure", "make build", 1)]
     report = home.json("report")["total"]
     never = [(item["command"], item["sessions_shown"]) for item in report["shown_never_used"]]
-    assert never == [("make lint", 5), ("make build", 3)]
+    assert never == [("make lint", 6), ("make build", 2)]
 
 
 def test_a_procedure_followed_then_failing_is_flagged_and_ranked_down_until_it_passes(
