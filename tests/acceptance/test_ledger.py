@@ -237,3 +237,16 @@ def test_a_substitute_followed_then_failing_is_flagged_until_it_passes(
     agent.ran(VENV, "now")
     home.remem("worker", "--burst")
     assert home.json("procedures", "show", str(venv_id))["followed_then_failed_at"] is None
+
+
+def test_a_record_of_the_page_that_cannot_be_written_costs_the_digest_nothing(
+    home: Home, project: Path
+) -> None:
+    agent = Claude(home, project)
+    learn(agent, {"make test": 2})
+    connection = sqlite3.connect(home.db)
+    try:
+        connection.execute("DROP TABLE digest_shown")  # every write to it now fails
+    finally:
+        connection.close()
+    assert "`make test`" in start(agent, "s1")
