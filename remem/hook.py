@@ -412,18 +412,46 @@ def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
                 connection.execute("ROLLBACK")
             else:
                 connection.close()
-        pages = context.pages(settings.context_max_chars, settings.context_max_lines)
+        pages = context.pages_held(settings.context_max_chars, settings.context_max_lines)
     except Exception:  # the digest is a courtesy: no failure of it may cost the event
         return None
     if not pages:
         return None
+    _record_shown(settings, path, event, pages[0][1])
+    text = pages[0][0]
     if event.host == "codex":
         return json.dumps(
-            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": pages[0]}}
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
         )
     if event.host == "cursor":
-        return json.dumps({"additional_context": pages[0]})
-    return pages[0]
+        return json.dumps({"additional_context": text})
+    return text
+
+
+def _record_shown(settings: Settings, path: str, event: CapturedEvent, held: list[Any]) -> None:
+    """What the printed page held, for the session's ledger (remem.agent.usage): one short
+    write on the connection the event was written on, after the read's snapshot ended. A
+    failure costs the record, never the digest."""
+    from remem.agent.usage import SHOWN_INSERT, shown_params  # imported with the digest
+
+    if not held:
+        return
+    connection = None
+    try:
+        params = shown_params(event.idempotency_key, held, 1, event.captured_at)
+        connection = _kept or sqlite_settings.connect(path, settings.lock_timeout_s, hot_path=True)
+        connection.execute("BEGIN IMMEDIATE")  # a write waits for the lock, never fails on it
+        try:
+            connection.execute(SHOWN_INSERT, params)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+    except Exception:
+        return
+    finally:
+        if connection is not None and connection is not _kept:
+            connection.close()
 
 
 def _emit(output: str) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from remem.capture.fields import sha256_hex
+from remem.capture.fields import key_hash, sha256_hex
 from remem.db.vocabulary import ACTIVE, BEFORE, KNOWN_ERROR, SUBSTITUTION
 from remem.json_contract import date
 from remem.record.frozen import Record, in_list, json_list
@@ -73,6 +73,8 @@ class Advice(Record):
     kind: str
     key: str
     line: str
+    # The workflow hashes whose run follows it: a fix's commands, or the substitute.
+    follow: tuple[str, ...] = ()
 
 
 # --- keying a failure, as the worker does ----------------------------------------------------
@@ -168,8 +170,8 @@ _EVER_PASSED = (
     "AND workflow_hash = :hash LIMIT 1"
 )
 _GIVE = (
-    "INSERT INTO advice_given (session_id, event_id, kind, key, given_at) "
-    "VALUES (:session, :event, :kind, :key, :now) ON CONFLICT DO NOTHING RETURNING id"
+    "INSERT INTO advice_given (session_id, event_id, kind, key, given_at, follow) "
+    "VALUES (:session, :event, :kind, :key, :now, :follow) ON CONFLICT DO NOTHING RETURNING id"
 )
 
 
@@ -252,7 +254,9 @@ def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
     sessions = "session" if row[8] == 1 else "sessions"
     seen = f"seen {row[7]} {times} in {row[8]} {sessions}, last on branch {inert_path(row[2])}"
     line = f"- {_quoted(row[3])}{where} ({seen} on {date(row[4])}): {fix_text(fixed)}"
-    return [Advice(KNOWN_ERROR, key_hash(row[10]), line)]
+    hashes = (plain_workflow_hash(command) for command in fixed.fix_commands)
+    follow = tuple(dict.fromkeys(h for h in hashes if h is not None))
+    return [Advice(KNOWN_ERROR, key_hash(row[10]), line, follow)]
 
 
 def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
@@ -275,7 +279,7 @@ def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
         f"- {_command(row[2])}{where}: {said} ({sessions} {times}, last {date(row[8])})"
         f" — {_use(row[6], runs)}"
     )
-    return [Advice(SUBSTITUTION, f"{row[3]}>{row[5]}", line)]
+    return [Advice(SUBSTITUTION, f"{row[3]}>{row[5]}", line, (row[5],))]
 
 
 def _best_substitute(
@@ -327,7 +331,7 @@ def advise_before(execute: Execute, root: str, directory: str, command: str | No
         f"- {_command(row[2])} failed in {failed_sessions} sessions here and never passed"
         f" — {_use(row[6], runs)}"
     )
-    return [Advice(BEFORE, f"{row[3]}>{row[5]}", line)]
+    return [Advice(BEFORE, f"{row[3]}>{row[5]}", line, (row[5],))]
 
 
 def session_of(execute: Execute, host: str, session_key: str) -> int | None:
@@ -372,6 +376,7 @@ def give(
             params = {
                 "session": session_id, "event": event_id, "kind": advice.kind,
                 "key": advice.key, "now": now,
+                "follow": json.dumps(list(advice.follow)) if advice.follow else None,
             }  # fmt: skip
             if execute(_GIVE, params):
                 given.append(advice)
@@ -390,11 +395,6 @@ def render(found: Sequence[Advice], before: bool = False) -> str | None:
     lines = (advice.line.translate(_LINE_BREAKS) for advice in found)
     text = "\n".join([HEADER.format(said=said), *lines])
     return text if len(text) <= ADVICE_CHARS else text[: ADVICE_CHARS - 1] + "…"
-
-
-def key_hash(text: str) -> str:
-    """What names an error in advice_given: a hash, so the record holds no recorded text."""
-    return sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]
 
 
 def _use(command: str, runs: int | None) -> str:

@@ -9,7 +9,7 @@ Stdlib only, without `typing` or `dataclasses` at run time: the hook imports it.
 
 from __future__ import annotations
 
-from remem.agent import digest
+from remem.agent import digest, usage
 from remem.agent.known import LOCAL, TEAM, KnownError, digest_known_errors
 from remem.agent.substitutions import Substitution, digest_substitutions
 from remem.config import Settings
@@ -166,10 +166,11 @@ def read_entries(
     team: bool = True,
 ) -> list[Entry]:
     """The procedure that holds for each workflow on this branch (see `choose`), with its
-    pitfalls and whether it fails on this branch. Those of this directory first, then by
-    confidence, then most recently verified, then this machine's before the team's, then id.
-    `status` STALE reads what was verified earlier instead, by the same rules. `team` False:
-    the team's procedures are known to be none."""
+    pitfalls and whether it fails on this branch. Those of this directory first, then by what
+    became of them once shown (remem.agent.usage.use_rank), then by confidence, then most
+    recently verified, then this machine's before the team's, then id. `status` STALE reads
+    what was verified earlier instead, by the same rules. `team` False: the team's procedures
+    are known to be none."""
     own = branch or ""
     parents = [parent for parent in inherit_from if parent != own]
     params: dict[str, Any] = {"root": root}
@@ -194,9 +195,11 @@ def read_entries(
         )
         for shown in chosen
     ]
+    use = usage.read_use(execute, root) if entries else {}
     entries.sort(
         key=lambda e: (
             e.directory != directory,
+            usage.use_rank(use.get((e.directory, e.workflow_hash)), e.last_verified_at),
             -e.confidence,
             -e.last_verified_at,
             e.source != LOCAL,
@@ -319,8 +322,12 @@ class Context(Record):
     def pages(self, max_chars: int, max_lines: int) -> list[str]:
         """The digest's pages: where the SessionStart hook, `remem context` and every other
         reader of the digest get its text."""
+        return [text for text, _held in self.pages_held(max_chars, max_lines)]
+
+    def pages_held(self, max_chars: int, max_lines: int) -> list[tuple[str, list[Any]]]:
+        """The pages, each with the procedures and known errors it holds."""
         header = digest.header_for(self.project, self.branch, bool(self.procedures))
-        return digest.paginate(
+        return digest.paginate_held(
             self.procedures,
             header,
             max_chars,

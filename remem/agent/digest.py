@@ -16,6 +16,7 @@ from remem.record.quote import NEEDS_CREDENTIALS, inert_command, name_files, quo
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
     from remem.agent.context import Entry
     from remem.agent.known import KnownError
@@ -160,14 +161,35 @@ def paginate(
     that passed instead of failing ones last. A block that cannot fit a page even alone is cut,
     with an order to read it whole. The known errors are the project's, so a branch with no
     procedure still gets them. Nothing to say: no pages."""
-    blocks = [(_block(entry), entry.whole) for entry in entries]
+    pages = paginate_held(
+        entries, header, max_chars, max_lines, known_errors, earlier, substitutions
+    )
+    return [text for text, _held in pages]
+
+
+def paginate_held(
+    entries: Sequence[Entry],
+    header: str,
+    max_chars: int = Settings.context_max_chars,
+    max_lines: int = Settings.context_max_lines,
+    known_errors: Sequence[KnownError] = (),
+    earlier: Sequence[Entry] = (),
+    substitutions: Sequence[Substitution] = (),
+) -> list[tuple[str, list[Any]]]:
+    """`paginate`'s pages, each with the procedures (entries) and known errors it holds: what
+    the SessionStart hook records as shown. A known error cut off its page is not held."""
+    blocks: list[tuple[str, str, Sequence[Any]]] = [
+        (_block(entry), entry.whole, (entry,)) for entry in entries
+    ]
     for number, entry in enumerate(earlier):
         block = _block(entry)
-        blocks.append((f"{EARLIER_HEADING}\n{block}" if number == 0 else block, entry.whole))
+        heading = f"{EARLIER_HEADING}\n{block}" if number == 0 else block
+        blocks.append((heading, entry.whole, (entry,)))
     if known_errors:
-        blocks.append((_known_errors_block(known_errors), "remem procedures errors"))
+        errors = _known_errors_block(known_errors)
+        blocks.append((errors, "remem procedures errors", known_errors))
     if substitutions:
-        blocks.append((_substitutions_block(substitutions), "remem procedures errors"))
+        blocks.append((_substitutions_block(substitutions), "remem procedures errors", ()))
     if not blocks:
         return []
     # Room for the longer of the two footers, at any page count a digest can reach.
@@ -175,17 +197,21 @@ def paginate(
     room_chars = max_chars - len(header) - footer_room - 2
     room_lines = max_lines - 3
     pages: list[list[str]] = [[header]]
-    for block, order in blocks:
+    held: list[list[Any]] = [[]]
+    for block, order, items in blocks:
         if len(block) > room_chars or block.count("\n") + 1 > room_lines:
             block = _fit(block, room_chars, room_lines, order)
+            items = [item for item in items if _line_of(item) in block]
         page = pages[-1]
         text = "\n".join([*page, block])
         if len(page) > 1 and (
             len(text) + footer_room > max_chars or text.count("\n") + 2 > max_lines
         ):
             pages.append([header, block])
+            held.append(list(items))
         else:
             page.append(block)
+            held[-1].extend(items)
     total = len(pages)
     rendered = []
     for number, page in enumerate(pages, start=1):
@@ -196,8 +222,13 @@ def paginate(
                 if number < total
                 else f"(page {number} of {total}: the last page)",
             ]
-        rendered.append("\n".join(page) + "\n")
+        rendered.append(("\n".join(page) + "\n", held[number - 1]))
     return rendered
+
+
+def _line_of(item: Any) -> str:
+    """The line a known error is shown by; an entry's block is never cut below its first."""
+    return known_error_line(item) if hasattr(item, "error_key") else ""
 
 
 def header_for(root: str, branch: str | None, verified: bool = True) -> str:

@@ -10,6 +10,7 @@ seconds here; remem.json_contract writes them out.
 
 from __future__ import annotations
 
+from remem.agent import usage
 from remem.agent.known import KnownError, read_known_errors
 from remem.agent.substitutions import Substitution, read_substitutions
 from remem.db.vocabulary import ACTIVE
@@ -345,10 +346,13 @@ class Detail(Record):
     known_errors: tuple[KnownError, ...] = ()
     # What passed instead of this workflow where it failed, and what this one replaced.
     substitutions: tuple[Substitution, ...] = ()
+    # Followed after the digest showed it, then failed, and not verified since: ranked down.
+    followed_then_failed_at: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
             **self.procedure.as_json(),
+            "followed_then_failed_at": self.followed_then_failed_at,
             "unverified_runs": self.unverified_runs,
             "evidence": [run.as_json() for run in self.evidence.runs],
             "evidence_page": self.evidence.page,
@@ -389,7 +393,17 @@ def read_detail(
         tuple(elsewhere),
         tuple(own),
         tuple(read_substitutions(execute, procedure.project, [procedure.workflow_hash])),
+        _followed_then_failed(execute, procedure),
     )
+
+
+def _followed_then_failed(execute: Execute, procedure: Procedure) -> float | None:
+    use = usage.read_use(execute, procedure.project).get(
+        (procedure.directory, procedure.workflow_hash)
+    )
+    if use is None or not usage.failing_since(use, procedure.last_verified_at):
+        return None
+    return use.failed_at
 
 
 # --- the team's procedures, as pulled -------------------------------------------------------

@@ -134,6 +134,12 @@ def sha256_hex(data: bytes) -> str:
     return str(_sha256(data).hexdigest())
 
 
+def key_hash(text: str) -> str:
+    """What names an error in the records of what remem told a session (advice given, the
+    digest shown): a hash, so the record holds no recorded text."""
+    return sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]
+
+
 def change_hash(files: list[str], parts: list[str]) -> str:
     return sha256_hex("\0".join([*files, "\0", *parts]).encode("utf-8", "surrogatepass"))[:32]
 

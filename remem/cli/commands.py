@@ -11,7 +11,18 @@ from pathlib import Path
 
 import click
 
-from remem.cli import agent, drops, forget, home, hooks, importer, memory, team, work  # noqa: F401
+from remem.cli import (  # noqa: F401
+    agent,
+    drops,
+    forget,
+    home,
+    hooks,
+    importer,
+    memory,
+    report,
+    team,
+    work,
+)
 from remem.cli.app import cli
 
 __all__ = ["cli", "top_help", "write_help_text"]

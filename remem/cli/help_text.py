@@ -27,6 +27,7 @@ TOP_HELP = (
     "  mcp         Serve the memory to an agent over stdio as a read-only...\n"
     "  procedures  Procedures: commands proven to work, with their evidence.\n"
     "  recall      Search the procedures, their variants, the lessons (error...\n"
+    "  report      Report whether the memory helped: sessions, the procedures...\n"
     "  service     Run the daemon as a user service (systemd or launchd), or...\n"
     "  spool       The spool holds events the hook could not write to the...\n"
     "  status      Show the home, database, captured events, queue and spool...\n"

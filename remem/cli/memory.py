@@ -172,6 +172,12 @@ def _print_procedure(detail: Detail) -> None:
         f"{procedure.confidence:.2f}, topic {procedure.topic_key})"
     )
     click.echo(procedure.body)
+    if detail.followed_then_failed_at is not None:
+        click.echo(
+            f"Followed after the digest showed it, then failed on "
+            f"{rfc3339(detail.followed_then_failed_at)}: ranked down in the digest until it "
+            "passes again."
+        )
     click.echo(f"Workflow: {json.dumps(procedure.workflow, ensure_ascii=False)}")
     if procedure.scope == "project":
         click.echo(f"Verified on branches: {', '.join(procedure.branches)}")

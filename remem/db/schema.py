@@ -23,6 +23,7 @@ from remem.db import columns
 from remem.db.vocabulary import (
     ADVICE_KINDS,
     EXPORT_FORMATS,
+    LEDGER_KINDS,
     PROCEDURE_STATUSES,
     TASK_STATUSES,
 )
@@ -382,10 +383,79 @@ advice_given = Table(
     Column("kind", Text, nullable=False),
     Column("key", Text, nullable=False),
     Column("given_at", Float, nullable=False),
+    # The workflow hashes whose run follows the advice (a fix's commands, the substitute), as
+    # a JSON list: what the session's ledger looks for in the calls after it (0011).
+    Column("follow", Text),
     CheckConstraint(_one_of("kind", ADVICE_KINDS), name="ck_advice_given_kind"),
     UniqueConstraint("session_id", "kind", "key", name="uq_advice_given_once"),
     Index("ix_advice_given_event", "event_id"),
     info={"record": True},
+)
+
+# What the page of the digest the SessionStart hook printed held (remem.agent.usage), one row
+# per page printed: a record, like advice_given. Procedures as a JSON list of [id, directory,
+# workflow hash] (a rebuild gives ids back, a workflow stays); known errors as a JSON list of
+# hashes of their keys, never recorded text. One row, so the hook's write stays one insert.
+digest_shown = Table(
+    "digest_shown",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("event_id", Integer, ForeignKey("captured_events.id"), nullable=False),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("page", Integer, nullable=False),
+    Column("procedures", Text, nullable=False),
+    Column("known_errors", Text, nullable=False),
+    Column("shown_at", Float, nullable=False),
+    Index("ix_digest_shown_session", "session_id"),
+    Index("ix_digest_shown_event", "event_id"),
+    Index("ix_digest_shown_project", "project_id", "shown_at"),
+    info={"record": True},
+)
+
+# Per session, what became of each thing shown or advised (remem/procedures/ledger.py): a
+# procedure used, and passing; a known error met again; advice followed, and then failing.
+session_ledger = Table(
+    "session_ledger",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("session_id", Integer, ForeignKey("sessions.id"), nullable=False),
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("procedure_id", Integer),
+    Column("directory", Text),
+    Column("workflow_hash", Text),
+    Column("item_key", Text),  # a known error's key hash; advice's kind and key
+    Column("used", Integer, nullable=False),
+    Column("passed", Integer, nullable=False),
+    Column("repeated", Integer, nullable=False),
+    Column("followed", Integer, nullable=False),
+    Column("failed_after", Integer, nullable=False),
+    Column("failed_at", Float),  # when what was used or followed failed last
+    Column("at", Float, nullable=False),  # when it was shown or given
+    CheckConstraint(_one_of("kind", LEDGER_KINDS), name="ck_session_ledger_kind"),
+    Index("ix_session_ledger_session", "session_id"),
+    Index("ix_session_ledger_workflow", "project_id", "directory", "workflow_hash"),
+    Index("ix_session_ledger_time", "project_id", "at"),
+    info={"derived": True},
+)
+
+# The ledger summed per workflow (remem/procedures/ledger_rows.py), what the digest ranks by:
+# one row per workflow a session was shown or followed, read by the SessionStart hook in one
+# lookup per project however many sessions the ledger holds.
+workflow_use = Table(
+    "workflow_use",
+    metadata,
+    Column("project_id", Integer, ForeignKey("projects.id"), nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("workflow_hash", Text, nullable=False),
+    Column("shown_sessions", Integer, nullable=False),
+    Column("used_sessions", Integer, nullable=False),
+    Column("passed_sessions", Integer, nullable=False),
+    Column("failed_at", Float),  # the latest run that failed when followed
+    Column("updated_at", Float, nullable=False),
+    PrimaryKeyConstraint("project_id", "directory", "workflow_hash", name="pk_workflow_use"),
+    info={"derived": True},
 )
 
 # A branch procedure is a workflow proven on one branch; a project procedure (branch '') the

@@ -11,3 +11,7 @@ EXPORT_FORMATS = ("claude-skill", "agents-md", "runbook")
 # after a failure; the substitute, before a command known to fail here.
 KNOWN_ERROR, SUBSTITUTION, BEFORE = "known_error", "substitution", "before"
 ADVICE_KINDS = (KNOWN_ERROR, SUBSTITUTION, BEFORE)
+# What a session's ledger judges (remem.procedures.ledger): what the digest showed, and
+# what advice gave.
+PROCEDURE = "procedure"
+LEDGER_KINDS = (PROCEDURE, KNOWN_ERROR, "advice")

@@ -149,6 +149,8 @@ def _delete(engine: Engine, found: Plan, now: float) -> dict[str, int]:
     return deleted
 
 
+# What remem recorded it told a session (remem/db/schema.py marks those tables).
+SESSION_RECORDS = tuple(table.name for table in tables_marked("record"))
 _ORPHAN_SESSIONS = (
     "SELECT id FROM sessions WHERE id IN :ids AND NOT EXISTS "
     "(SELECT 1 FROM captured_events e WHERE e.session_id = sessions.id)"
@@ -175,10 +177,12 @@ def _delete_orphans(engine: Engine, found: Plan) -> tuple[int, int]:
             empty = list(connection.execute(with_ids(_ORPHAN_SESSIONS), {"ids": chunk}).scalars())
             if empty:
                 queue.delete_session_tasks(connection, empty)
-                # Advice given before a command ran names no event: it goes with its session.
-                connection.execute(
-                    with_ids("DELETE FROM advice_given WHERE session_id IN :ids"), {"ids": empty}
-                )
+                # Advice given before a command ran names no event: it goes with its session,
+                # and so does anything else recorded of what the session was told.
+                for table in SESSION_RECORDS:
+                    connection.execute(
+                        with_ids(f"DELETE FROM {table} WHERE session_id IN :ids"), {"ids": empty}
+                    )
                 sessions += connection.execute(
                     with_ids("DELETE FROM sessions WHERE id IN :ids"), {"ids": empty}
                 ).rowcount

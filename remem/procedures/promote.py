@@ -21,7 +21,7 @@ from remem.config import Settings
 from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
-from remem.procedures import instead, journal, known, policy, tallies
+from remem.procedures import instead, journal, known, ledger_rows, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
 from remem.procedures.steps import VERIFIED
@@ -134,6 +134,9 @@ def apply(
         run for group, runs in reads.runs.items() if group.scope == BRANCH for run in runs
     )
     stats.update(instead.derive(connection, branch_runs))
+    if window.events:
+        # After the window's runs are stored: what the session was shown, judged again.
+        stats.update(ledger_rows.derive(connection, window.events[0].session_id, now))
     return stats
 
 

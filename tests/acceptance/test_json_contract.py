@@ -136,6 +136,7 @@ def outputs(template_home: Path, tmp_path_factory: pytest.TempPathFactory) -> It
             "remem procedures team ID --json": run("procedures", "team", str(team_id), "--json"),
             "remem context --json": run("context", "--cwd", root, "--json"),
             "remem status --json": run("status", "--json"),
+            "remem report --json": run("report", "--since", "3650d", "--json"),
             "remem recall --json": run("recall", "carts", "--cwd", root, "--json"),
             "remem tasks --json": run("tasks", "--json"),
             "remem drops --json": run("drops", "--json"),

@@ -81,7 +81,11 @@ DIGEST_COLUMNS = {
     "change_hash": r"[0-9a-f]{32}",
     "payload_sha256": r"[0-9a-f]{64}",
     "topic_key": r"(?P<slug>[a-z0-9-]*)-[0-9a-f]{12}",
+    # A session ledger's item: a known error's key hash, or advice's kind and key (hashes).
+    "item_key": r"(?:(?P<slug>[a-z_]+):)?[0-9a-f]{32,64}(?:>[0-9a-f]{64})?",
 }
+# JSON lists whose strings are digests, beside ids and directories (digest_shown).
+DIGEST_LISTS = {"procedures", "known_errors"}
 
 
 def sql_literal(column: str, value: Any) -> str:
@@ -93,6 +97,9 @@ def sql_literal(column: str, value: Any) -> str:
         shape = re.fullmatch(DIGEST_COLUMNS[column], value)
         assert shape is not None, f"{column} is no digest: {value!r}"
         value = f"{shape.groupdict().get('slug') or ''}-<digest>"
+    if column in DIGEST_LISTS:
+        assert isinstance(json.loads(value), list), f"{column} is no list: {value!r}"
+        value = re.sub(r'"[0-9a-f]{32}(?:[0-9a-f]{32})?"', '"<digest>"', value)
     return "'" + str(value).replace("'", "''") + "'"
 
 

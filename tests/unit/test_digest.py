@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remem.agent.context import Entry, choose, make_entry
-from remem.agent.digest import COMMAND_CHARS, header_for, paginate
+from remem.agent.digest import (
+    COMMAND_CHARS,
+    header_for,
+    known_error_line,
+    paginate,
+    paginate_held,
+)
 from remem.agent.known import LOCAL, TEAM, KnownError, fold_known_errors
 from remem.agent.substitutions import Substitution
 from remem.config import Settings
@@ -821,3 +827,30 @@ def test_one_line_per_error_its_newest_fix_else_every_sighting_counted() -> None
     ]
     folded = fold_known_errors(rows)
     assert [(e.error, e.times_seen, e.sessions) for e in folded] == [("E1", 1, 1), ("E2", 3, 3)]
+
+
+def test_each_page_holds_the_procedures_and_known_errors_printed_on_it() -> None:
+    entries = many(60)
+    errors = [KnownError(f"E   error number {n}", (), None, error_key=f"k{n}") for n in range(5)]
+    pages = paginate_held(entries, HEADER, known_errors=errors)
+    assert len(pages) > 1
+    for text, held in pages:
+        commands = [item.command for item in held if isinstance(item, Entry)]
+        assert commands and all(f"`{command}`" in text for command in commands)
+        assert sum(text.count(f"`{e.command}`") for e in entries) == len(commands)
+    last_text, last_held = pages[-1]
+    assert [item.error_key for item in last_held if isinstance(item, KnownError)] == [
+        f"k{n}" for n in range(5)
+    ]
+    assert "error number 4" in last_text
+
+
+def test_a_known_error_cut_off_its_page_is_not_held() -> None:
+    errors = [
+        KnownError(f"E   error {n} " + "x" * 100, (), None, error_key=f"k{n}") for n in range(5)
+    ]
+    ((text, held),) = paginate_held([], HEADER, 600, 200, errors)
+    kept = [item.error_key for item in held]
+    assert 0 < len(kept) < 5
+    assert all(known_error_line(error) in text for error in errors[: len(kept)])
+    assert known_error_line(errors[len(kept)]) not in text  # cut short: not shown whole
