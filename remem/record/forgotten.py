@@ -25,17 +25,15 @@ Stdlib only and cheap to import: the hook imports it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import zlib
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
-    Masker = Callable[[str], str]
 
 MIN_CHARS = 8  # as WORDS spell it
 BUCKET_MASK = (1 << 20) - 1
@@ -54,6 +52,8 @@ def bucket(word: str) -> int:
 
 
 def digest(word: str, salt_hex: str) -> str:
+    import hashlib  # costs the hook milliseconds: only a word that passed its bucket test
+
     data = word.encode("utf-8", "surrogatepass")
     return hashlib.pbkdf2_hmac("sha256", data, bytes.fromhex(salt_hex), ITERATIONS).hex()
 
