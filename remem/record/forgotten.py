@@ -96,14 +96,20 @@ class Known:
 
     def mask(self, text: str) -> str:
         """The text with every forgotten word replaced by MASK."""
+        # Each distinct word is tested once: an output repeats its words many times over.
+        forgotten = [
+            pattern
+            for pattern in WORDS
+            if any(self.forgotten(word) for word in set(pattern.findall(text)))
+        ]
+        if not forgotten:
+            return text
         spans = [
             found.span()
-            for pattern in WORDS
+            for pattern in forgotten
             for found in pattern.finditer(text)
             if self.forgotten(found.group())
         ]
-        if not spans:
-            return text
         parts, at = [], 0
         for start, end in sorted(spans):
             if start < at:  # the two ways of cutting found overlapping words
