@@ -262,6 +262,8 @@ def _print_done(summary: dict[str, Any]) -> None:
     )
     if team["vacuumed"]:
         click.echo(f"VACUUM FULL rewrote the team's {', '.join(team['vacuumed'])}.")
+    elif team["vacuumed"] is not None:
+        click.echo("No table of the team database changed: nothing to VACUUM FULL.")
     elif done is not None:
         click.echo(
             "The team database's heap and WAL keep the deleted bytes until VACUUM FULL and the "
