@@ -1,6 +1,8 @@
-"""Forgetting in one database: deleting what a plan names, re-deriving what remains, and
-rewriting the spool and log lines that carry it (the spool reads and rewrites its own files).
-The caller then runs `db.engine.compact`, so that the bytes leave the database file too."""
+"""Forgetting in one database: deleting what a plan names (the drop ledger's rows and the
+exports registry's too), recording the words that held the match, re-deriving what remains,
+and rewriting the spool and log lines that carry it (the spool reads and rewrites its own
+files); then the drafts and, when asked, the transcripts (outside.py). The caller then runs
+`db.engine.compact`, so that the bytes leave the database file too."""
 
 from __future__ import annotations
 

@@ -116,16 +116,9 @@ def plan(
         procedures = _procedures(connection, procedure_ids, pattern)
         pulled = {kind: _pulled(connection, kind, found[kind], pattern) for kind in PULLED}
         rederived = _rederived(connection, event_ids, procedure_ids)
-        drops = places.matching_drops(connection, pattern, keys, words)
-        drafts = places.matching_drafts(connection, pattern, procedure_ids, words)
+        beyond = _beyond(connection, keys, procedure_ids, words)
         named = _transcripts_named(connection, event_ids) if machine_files else set()
     lines = Lines(pattern, selection.project, frozenset(keys))
-    logs = files.visible_files(settings.log_dir) if pattern and machine_files else []
-    spooled = spool.spool_files(settings.spool_dir) if machine_files else []
-    transcripts: dict[str, int] = {}
-    if machine_files and pattern is not None:
-        paths = places.transcript_files(named, user_home)
-        transcripts = places.matching_transcripts(paths, pattern, words)
     return Plan(
         events=events,
         procedures=procedures,
@@ -133,18 +126,44 @@ def plan(
         team_lessons=pulled["team_lesson"],
         rederived_procedure_ids=rederived,
         task_errors=task_errors,
-        spool_lines=files.count_matching(spooled, lines.spool_line),
-        log_lines=files.count_matching(logs, lines.log_line),
-        lines=lines,
         session_ids=tuple(sorted(sessions)),
         project_ids=tuple(sorted(projects)),
-        drops=drops,
-        drafts=drafts,
-        transcripts=transcripts,
-        # A match narrowed to one project keeps the others' copies: it is not masked elsewhere.
+        **_files(settings, lines, machine_files),
+        **beyond,
+        transcripts=_transcripts(named, user_home, words) if machine_files else {},
+        # A match narrowed to one project keeps the others' copies: not masked elsewhere.
         words=words.recorded() if selection.project is None else frozenset(),
         unrecorded=words.unrecorded(),
     )
+
+
+def _files(settings: Settings, lines: Lines, machine_files: bool) -> dict[str, Any]:
+    """The spool and log lines that carry what is forgotten, by file; none without
+    machine_files (the team database)."""
+    logs = files.visible_files(settings.log_dir) if lines.pattern and machine_files else []
+    spooled = spool.spool_files(settings.spool_dir) if machine_files else []
+    return {
+        "lines": lines,
+        "spool_lines": files.count_matching(spooled, lines.spool_line),
+        "log_lines": files.count_matching(logs, lines.log_line),
+    }
+
+
+def _beyond(
+    connection: Connection, keys: set[str], procedure_ids: set[int], words: places.Words
+) -> dict[str, Any]:
+    """The drop ledger's rows and the exported drafts that go."""
+    return {
+        "drops": places.matching_drops(connection, words.pattern, keys, words),
+        "drafts": places.matching_drafts(connection, words.pattern, procedure_ids, words),
+    }
+
+
+def _transcripts(named: set[str], user_home: str | None, words: places.Words) -> dict[str, int]:
+    if words.pattern is None:
+        return {}
+    paths = places.transcript_files(named, user_home)
+    return places.matching_transcripts(paths, words.pattern, words)
 
 
 def _transcripts_named(connection: Connection, event_ids: set[int]) -> set[str]:

@@ -130,13 +130,13 @@ def excerpt(command: str, pattern: re.Pattern[str] | None) -> str:
     """Redacted, and without the match itself: what is printed must not repeat it. A command
     that holds the match shows at most AROUND_CHARS either side of it."""
     shown = " ".join(redact_text(command).split())
-    found = pattern.search(shown) if pattern is not None else None
-    if found is not None and found.end() > found.start():
-        start, end = held_span(shown, found.start(), found.end())
-        before = shown[max(0, start - AROUND_CHARS) : start]
-        after = shown[end : end + AROUND_CHARS]
-        return "…" + mask_matches(pattern, before + MASK + after) + "…"  # type: ignore[arg-type]
     if pattern is not None:
+        found = pattern.search(shown)
+        if found is not None and found.end() > found.start():
+            start, end = held_span(shown, found.start(), found.end())
+            before = shown[max(0, start - AROUND_CHARS) : start]
+            after = shown[end : end + AROUND_CHARS]
+            return "…" + mask_matches(pattern, before + MASK + after) + "…"
         shown = mask_matches(pattern, shown)
     return shown if len(shown) <= EXCERPT_CHARS else shown[: EXCERPT_CHARS - 1] + "…"
 

@@ -18,7 +18,7 @@ from tests.acceptance.test_forget import (
     hook,
     repository,
 )
-from tests.conftest import Home
+from tests.conftest import Home, hook_imports
 from tests.integration.test_import import Claude
 
 HUGE_OUTPUT = "x" * (1024 * 1024 + 10)
@@ -129,3 +129,21 @@ def test_a_backup_of_a_rewritten_transcript_is_kept_only_when_asked(
     backup = session_file.with_name(session_file.name + ".remem-backup")
     assert backup.read_bytes() == before and backup.stat().st_mode & 0o777 == 0o600
     assert SECRET.encode() not in session_file.read_bytes()
+
+
+def test_the_hook_tests_words_against_the_records_with_the_stdlib_alone(
+    home: Home, tmp_path: Path
+) -> None:
+    shop = repository(tmp_path / "shop")
+    hook(home, bash(shop, DEPLOY, output="deployed"))
+    forget(home, "--match", SECRET)
+
+    _printed, code, modules = hook_imports(home, bash(shop, "make test", output="12 passed"))
+    _printed, masked_code, masked_modules = hook_imports(home, bash(shop, DEPLOY))
+
+    # A word that passes no record's bucket costs no hash library; the one that does is masked.
+    assert code == masked_code == 0
+    assert {"hashlib", "sqlalchemy", "typing", "dataclasses"}.isdisjoint(modules)
+    assert "hashlib" in masked_modules
+    commands = [row[0] for row in stored(home, "SELECT command FROM captured_events")]
+    assert commands == ["make test", "./deploy.sh --mode [forgotten]"]
