@@ -116,7 +116,7 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
 
 
 # A pattern every text matches at its start and nowhere else: `remem forget --match EVERY
-# --dry-run` lists everything, each excerpt with one "[forgotten]" mark in front.
+# --dry-run` lists everything, each excerpt whole (an empty match masks nothing).
 EVERY = r"\A"
 
 

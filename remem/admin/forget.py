@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import Engine
 
 from remem.config import Settings
-from remem.db.engine import Compacted, compact
-from remem.forgetting.erase import Forgotten, forget
+from remem.db.engine import Compacted, compact, vacuum_full
+from remem.forgetting.erase import Forgotten, Outside, forget
 from remem.forgetting.plan import plan
 from remem.forgetting.selection import Plan, Selection
 from remem.queue.heartbeats import running_pids
@@ -40,6 +40,7 @@ class TeamForget:
     error: str | None = None
     plan: dict[str, Any] | None = None  # the team's plan, or what was forgotten there
     pulled: dict[str, int] | None = None
+    vacuumed: list[str] | None = None  # tables `VACUUM FULL` rewrote (--team-vacuum)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,11 +87,16 @@ def forget_everywhere(
     confirm: Confirm | None = None,
     rederive: Rederive | None = None,
     clock: Callable[[], float] = time.time,
+    outside: Outside | None = None,
+    team_vacuum: bool = False,
 ) -> ForgetReport:
     """Forget the selection here and on the team database (when there is one). `confirm` sees
     the plan before anything changes and raises to stop; `rederive` re-derives what the local
-    forget cleared (the worker's burst), and the database is then compacted."""
-    found = plan(engine, settings, selection)
+    forget cleared (the worker's burst), and the database is then compacted. `outside` says
+    where the transcripts are and whether to rewrite them; with team_vacuum, the team's tables
+    the forget changed are rewritten by `VACUUM FULL`."""
+    outside = outside or Outside()
+    found = plan(engine, settings, selection, user_home=outside.user_home)
     # A pattern goes to the team even when nothing here matches: the command run again after
     # the team database was down finds the team's copies only.
     to_team = bool(settings.team_database_url) and bool(
@@ -103,9 +109,9 @@ def forget_everywhere(
         confirm(found)
     report = ForgetReport(found, applied=True)
     if not found.empty():
-        report = _forget_here(engine, settings, selection, clock(), rederive)
+        report = _forget_here(engine, settings, selection, clock(), rederive, outside)
     if to_team:
-        team = _on_team(engine, settings, selection, report.plan, clock())
+        team = _on_team(engine, settings, selection, report.plan, clock(), team_vacuum)
         report = replace(report, team=team)
     return report
 
@@ -116,8 +122,9 @@ def _forget_here(
     selection: Selection,
     now: float,
     rederive: Rederive | None,
+    outside: Outside,
 ) -> ForgetReport:
-    forgotten = forget(engine, settings, selection, now)
+    forgotten = forget(engine, settings, selection, now, outside_files=outside)
     found = forgotten.plan
     rederived = rederive(engine, settings) if rederive and forgotten.rebuild else None
     return ForgetReport(
@@ -131,7 +138,12 @@ def _forget_here(
 
 
 def _on_team(
-    engine: Engine, settings: Settings, selection: Selection, found: Plan, now: float | None
+    engine: Engine,
+    settings: Settings,
+    selection: Selection,
+    found: Plan,
+    now: float | None,
+    vacuum: bool = False,
 ) -> TeamForget:
     """The same forgetting on the team database (planned only, without `now`), then a pull so
     that this machine's copies of the team's memory follow at once. Whatever fails there, the
@@ -147,10 +159,32 @@ def _on_team(
         if now is None:
             planned = plan(team, settings, chosen, machine_files=False) if chosen else None
             return TeamForget(None, plan=planned.as_json() if planned else None)
-        if chosen is not None:
-            done = forget(team, settings, chosen, now, machine_files=False).as_json()
-        return TeamForget(True, plan=done, pulled=asdict(pull(engine, team, now)))
+        if chosen is not None or found.words:
+            # The words found here are recorded there: another machine's copy is masked on
+            # arrival, though the team database never held this one.
+            outside = Outside(words=found.words)
+            forgotten = forget(team, settings, chosen or Selection(), now, False, outside)
+            done = forgotten.as_json()
+        vacuumed = vacuum_full(team, _changed_tables(done)) if vacuum and done else None
+        pulled = asdict(pull(engine, team, now))
+        return TeamForget(True, plan=done, pulled=pulled, vacuumed=vacuumed)
     except Exception as error:  # a forget done there stands, though the pull failed
         return TeamForget(False, error=error_line(error), plan=done)
     finally:
         team.dispose()
+
+
+def _changed_tables(done: dict[str, Any]) -> list[str]:
+    """The team's tables whose rows a forget deleted or changed: where the heap keeps bytes."""
+    tables = [table for table, n in done["derived_rows_deleted"].items() if n]
+    changed = (
+        ("captured_events", done["events_deleted"]),
+        ("procedures", done["procedures_deleted"]),
+        ("procedure_identities", done["procedures_deleted"]),
+        ("sessions", done["sessions_deleted"]),
+        ("projects", done["projects_deleted"]),
+        ("dropped_payloads", done["drops_deleted"]),
+        ("extraction_tasks", done["task_errors_cleared"] or done["events_deleted"]),
+    )
+    tables += [table for table, n in changed if n]
+    return sorted(set(tables))

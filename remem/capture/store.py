@@ -10,6 +10,7 @@ from remem.capture.hosts import written_edit
 from remem.db import columns
 from remem.queue import statements as queue_sql
 from remem.record.event import CapturedEvent
+from remem.record.forgotten import Known
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -64,6 +65,32 @@ SELECT reason, count(*) FROM dropped_payloads WHERE dropped_at >= :since
 GROUP BY reason ORDER BY count(*) DESC, reason
 """
 
+FORGOTTEN_TEXTS = "SELECT bucket, salt, digest FROM forgotten_texts"
+
+# A resumed Claude Code session's file repeats the calls of the session it resumed under its own
+# session id, and a resumed Codex rollout its calls: a tool call's id names one run, whatever
+# session carries it.
+SAME_TOOL_CALL = """
+SELECT 1 FROM captured_events WHERE tool_use_id = :tool_use_id AND host = :host AND kind = :kind
+LIMIT 1
+"""
+KEYED_BY_TOOL_CALL = ("claude-code", "codex")
+
+# The fields of an event and a drop that hold recorded text, masked of forgotten words.
+MASKED_EVENT_FIELDS = (
+    "session_key",
+    "project_root",
+    "command",
+    "error_excerpt",
+    "output_excerpt",
+    "branch",
+    "cwd",
+    "directory",
+    "transcript_path",
+    "payload",
+)
+MASKED_DROP_FIELDS = ("detail", "excerpt")
+
 DROP_COLUMNS = (
     "id",
     "dropped_at",
@@ -85,6 +112,11 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     """Insert one event and raise its session's task; None when it was already stored. A
     command that writes files in its work tree brings its edit along, stored after it: every
     way an event arrives (hook, spool, import) stores the same rows."""
+    if _run_stored(execute, event):
+        if event.kind == "command":
+            _store_written_edit(execute, event)
+        return None
+    event = forget_known(execute, event)
     now = event.captured_at
     project_id = execute(UPSERT_PROJECT, {"root": event.project_root, "now": now})[0][0]
     session_id = execute(
@@ -112,6 +144,40 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     if event.kind != "session_start":
         raise_task(execute, session_id, event_id, now)
     return event_id
+
+
+KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"
+
+
+def stored_already(execute: Execute, event: CapturedEvent) -> bool:
+    """Whether store_event would find the event stored: by its key, or as its tool call."""
+    return bool(execute(KNOWN_KEY, {"key": event.idempotency_key})) or _run_stored(execute, event)
+
+
+def _run_stored(execute: Execute, event: CapturedEvent) -> bool:
+    """Whether this tool call is stored already, under whatever session."""
+    if event.tool_use_id is None or event.host not in KEYED_BY_TOOL_CALL:
+        return False
+    params = {"tool_use_id": event.tool_use_id, "host": event.host, "kind": event.kind}
+    return bool(execute(SAME_TOOL_CALL, params))
+
+
+def known_forgotten(execute: Execute) -> Known:
+    return Known(execute(FORGOTTEN_TEXTS, {}))
+
+
+def forget_known(execute: Execute, event: CapturedEvent) -> CapturedEvent:
+    """The event with every word `remem forget` forgot masked (remem/record/forgotten.py)."""
+    known = known_forgotten(execute)
+    if not known:
+        return event
+    fields = event.fields()
+    for name in MASKED_EVENT_FIELDS:
+        if isinstance(fields[name], str):
+            fields[name] = known.mask(fields[name])
+    if fields["files"]:
+        fields["files"] = [known.mask(name) for name in fields["files"]]
+    return CapturedEvent(**fields)
 
 
 def _store_written_edit(execute: Execute, event: CapturedEvent) -> None:
@@ -166,7 +232,13 @@ def drop_record(
 
 def store_drop(execute: Execute, record: dict[str, Any]) -> None:
     # A drop spooled by an older remem has no excerpt.
-    execute(INSERT_DROP, {"excerpt": None, **record})
+    record = {"excerpt": None, **record}
+    known = known_forgotten(execute)
+    if known:
+        for name in MASKED_DROP_FIELDS:
+            if isinstance(record[name], str):
+                record[name] = known.mask(record[name])
+    execute(INSERT_DROP, record)
 
 
 def list_drops(execute: Execute, limit: int) -> list[dict[str, Any]]:

@@ -37,7 +37,27 @@ SHOWN = 20  # items listed in text; --json lists them all
 )
 @project_option(
     "With --match: only this project's events, procedures and spooled events (a directory of "
-    "it); matching log lines and dead letters go whatever their project."
+    "it); matching log lines and dead letters go whatever their project. The match is not "
+    "masked from then on: other projects keep it."
+)
+@click.option(
+    "--transcripts",
+    "rewrite_transcripts",
+    is_flag=True,
+    help="With --match: also rewrite, in place, the lines of the agents' transcripts that "
+    "quote it (each file is replaced whole, atomically).",
+)
+@click.option(
+    "--backup",
+    is_flag=True,
+    help="With --transcripts: keep each transcript as it was beside it, as FILE.remem-backup "
+    "(it still holds the text).",
+)
+@click.option(
+    "--team-vacuum",
+    is_flag=True,
+    help="Run VACUUM FULL on the team database's tables the forget changed: PostgreSQL keeps "
+    "deleted bytes until then (it locks each table while it rewrites it).",
 )
 @click.option("--dry-run", is_flag=True, help="List what would go; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -47,13 +67,19 @@ def forget_command(
     procedure_ids: tuple[int, ...],
     pattern: str | None,
     root: str | None,
+    rewrite_transcripts: bool,
+    backup: bool,
+    team_vacuum: bool,
     dry_run: bool,
     yes: bool,
     as_json: bool,
 ) -> None:
     """Delete captured events for good, with what was derived from them, and re-derive what
-    remains. Matching spool, dead-letter and worker log lines are removed too, and the database
-    is vacuumed so that the bytes leave the file. Archived procedures that match go as well.
+    remains. Matching spool, dead-letter and worker log lines are removed too, with the drop
+    ledger's rows and the drafts remem exported, and the database is vacuumed so that the bytes
+    leave the file. Archived procedures that match go as well. The words that held a match are
+    recorded, hashed and never as text: the hook, import and the team mask them from then on.
+    The agents' transcripts that still quote the match are named; --transcripts rewrites them.
     With a team database, the copies this machine shipped there and whatever matches there go
     too, and the team's memory is pulled again; when it cannot be reached, the local forget
     stands and the exit code is 1: run the command again when it answers.
@@ -66,14 +92,22 @@ def forget_command(
       remem forget --match 'zq8Kp2[A-Za-z0-9]+' --dry-run
       remem forget --event 412 --event 413 --yes
       remem forget --procedure 7 --json
+      remem forget --match 'zq8Kp2[A-Za-z0-9]+' --transcripts --team-vacuum --yes
     """
+    import os
+
     from remem.admin.forget import forget_everywhere
+    from remem.forgetting.erase import Outside
     from remem.forgetting.selection import Selection, compile_pattern
 
     if not (event_ids or procedure_ids or pattern is not None):
         raise click.UsageError("Say what to forget: --event ID, --procedure ID or --match REGEX.")
     if root is not None and pattern is None:
         raise click.UsageError("--project narrows --match: give a --match too.")
+    if rewrite_transcripts and pattern is None:
+        raise click.UsageError("--transcripts rewrites what --match finds: give a --match too.")
+    if backup and not rewrite_transcripts:
+        raise click.UsageError("--backup keeps the transcripts --transcripts rewrites.")
     if pattern is not None:
         compile_pattern(pattern)  # a bad one is refused before the home is opened
     selection = Selection(event_ids, procedure_ids, pattern, root)
@@ -85,6 +119,8 @@ def forget_command(
             dry_run=dry_run,
             confirm=lambda found: _confirm(found, yes),
             rederive=_rederive,
+            outside=Outside(os.path.expanduser("~"), rewrite_transcripts, backup),
+            team_vacuum=team_vacuum,
         )
     summary = report.as_json()
     if as_json:
@@ -164,6 +200,30 @@ def _list_plan(plan: dict[str, Any]) -> None:
             click.echo(f"  {label}: " + ", ".join(f"{n} line(s) in {f}" for f, n in counts.items()))
     if plan["task_errors_cleared"]:
         click.echo(f"  the last error of {plan['task_errors_cleared']} task(s)")
+    if plan["drops"]:
+        click.echo(f"  {plan['drops']} row(s) of the drop ledger (remem drops)")
+    _list(f"{len(plan['drafts'])} exported draft(s)", plan["drafts"])
+    _list_transcripts(plan["transcripts"], "quote the match")
+    _say_words(plan)
+
+
+def _list_transcripts(transcripts: dict[str, int], verb: str) -> None:
+    lines = [f"{path}: {n} line(s)" for path, n in transcripts.items()]
+    _list(f"{len(lines)} transcript file(s) of the agents {verb}", lines)
+
+
+def _say_words(plan: dict[str, Any]) -> None:
+    if plan["words_recorded"]:
+        click.echo(
+            f"  {plan['words_recorded']} word(s) holding the match, to be masked from then on "
+            "(recorded hashed)"
+        )
+    if plan["matches_unrecorded"]:
+        click.echo(
+            f"  {plan['matches_unrecorded']} match(es) no single word holds, or too many words "
+            "to mask: deleted, but not masked when they come again (a narrower --match records "
+            "them)"
+        )
 
 
 def _list(title: str, lines: list[str]) -> None:
@@ -200,6 +260,35 @@ def _print_done(summary: dict[str, Any]) -> None:
         f"On the team database: {forgot}; pulled again {pulled['procedures']} procedure(s) and "
         f"{pulled['lessons']} lesson(s)."
     )
+    if team["vacuumed"]:
+        click.echo(f"VACUUM FULL rewrote the team's {', '.join(team['vacuumed'])}.")
+    elif team["vacuumed"] is not None:
+        click.echo("No table of the team database changed: nothing to VACUUM FULL.")
+    elif done is not None:
+        click.echo(
+            "The team database's heap and WAL keep the deleted bytes until VACUUM FULL and the "
+            "WAL recycles: --team-vacuum runs it."
+        )
+
+
+def _print_outside(summary: dict[str, Any]) -> None:
+    if summary["drops_deleted"]:
+        click.echo(f"Removed {summary['drops_deleted']} row(s) of the drop ledger.")
+    if summary["drafts_deleted"]:
+        click.echo(f"Deleted {len(summary['drafts_deleted'])} exported draft(s):")
+        for path in summary["drafts_deleted"]:
+            click.echo(f"  {path}")
+    if summary["new_words_recorded"]:
+        click.echo(
+            f"Recorded {summary['new_words_recorded']} word(s) holding the match, hashed: the "
+            "hook, import and the team mask them from now on."
+        )
+    rewritten = summary["transcripts_rewritten"]
+    if rewritten:
+        _list_transcripts(rewritten, "rewritten in place")
+    still = {path: n for path, n in summary["transcripts"].items() if path not in rewritten}
+    if still:
+        _list_transcripts(still, "still quote the match (--transcripts rewrites them)")
 
 
 def _print_local(summary: dict[str, Any]) -> None:
@@ -223,6 +312,7 @@ def _print_local(summary: dict[str, Any]) -> None:
         if counts:
             lines = ", ".join(f"{n} line(s) from {name}" for name, n in counts.items())
             click.echo(f"Removed from the {label}: {lines}.")
+    _print_outside(summary)
     if summary["rederived"]:
         click.echo(
             f"Re-derived: {summary['rederived']['promoted']} procedure(s) promoted from "

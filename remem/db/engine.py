@@ -117,6 +117,18 @@ def compact(engine: Engine) -> Compacted:
     return Compacted(vacuumed=True, wal_truncated=busy == 0)
 
 
+def vacuum_full(engine: Engine, tables: list[str]) -> list[str]:
+    """`VACUUM FULL` each table on PostgreSQL: the heap keeps a deleted row's bytes until the
+    table is rewritten (the WAL keeps them until it is recycled). Returns the tables done;
+    none on SQLite, which `compact` rebuilds whole."""
+    if is_sqlite(engine):
+        return []
+    with engine.connect().execution_options(isolation_level=AUTOCOMMIT) as connection:
+        for table in tables:
+            connection.exec_driver_sql(f'VACUUM FULL "{table}"')
+    return list(tables)
+
+
 def _no_automatic_checkpoints(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
     dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
 

@@ -102,6 +102,14 @@ captured_events = Table(
     Index("ix_captured_events_session", "session_id", "id"),
     # What a shared project has not shipped yet: its events past the cursor.
     Index("ix_captured_events_project", "project_id", "id"),
+    # A run is its tool call: a resumed session's file repeats the calls it copied from the
+    # session it resumed, under its own session id (remem/capture/store.py).
+    Index(
+        "ix_captured_events_tool_use",
+        "tool_use_id",
+        sqlite_where=text("tool_use_id IS NOT NULL"),
+        postgresql_where=text("tool_use_id IS NOT NULL"),
+    ),
     sqlite_autoincrement=True,
 )
 
@@ -157,6 +165,19 @@ dropped_payloads = Table(
     Column("detail", Text),
     Column("excerpt", Text),
     Column("dropped_at", Float, nullable=False),
+)
+
+# Texts `remem forget` forgot, never the text itself (remem/record/forgotten.py): what the
+# hook, import and spool ingestion mask from then on, and, in the team database, what a
+# machine's copy shipped later is masked of on arrival.
+forgotten_texts = Table(
+    "forgotten_texts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("bucket", Integer, nullable=False),
+    Column("salt", Text, nullable=False),
+    Column("digest", Text, nullable=False, unique=True),
+    Column("forgotten_at", Float, nullable=False),
 )
 
 worker_heartbeats = Table(

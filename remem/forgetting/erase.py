@@ -1,25 +1,30 @@
-"""Forgetting in one database: deleting what a plan names, re-deriving what remains, and
-rewriting the spool and log lines that carry it (the spool reads and rewrites its own files).
-The caller then runs `db.engine.compact`, so that the bytes leave the database file too."""
+"""Forgetting in one database: deleting what a plan names (the drop ledger's rows and the
+exports registry's too), recording the words that held the match, re-deriving what remains,
+and rewriting the spool and log lines that carry it (the spool reads and rewrites its own
+files); then the drafts and, when asked, the transcripts (outside.py). The caller then runs
+`db.engine.compact`, so that the bytes leave the database file too."""
 
 from __future__ import annotations
 
 import os
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, Table, text
+from sqlalchemy import Connection, Engine, Table, text
 
 from remem.capture import spool
+from remem.capture.store import FORGOTTEN_TEXTS
 from remem.config import Settings
 from remem.db.driver import with_ids
 from remem.db.engine import begin_secure_delete
 from remem.db.schema import metadata, tables_marked
+from remem.forgetting import outside
 from remem.forgetting.plan import plan
-from remem.forgetting.selection import Plan, Selection, chunks
+from remem.forgetting.selection import Plan, Selection, chunks, compile_pattern
 from remem.procedures import rebuild
 from remem.queue import store as queue
+from remem.record import forgotten as known_words
 from remem.record import rewrite as files
 
 
@@ -33,10 +38,18 @@ class Forgotten:
     sessions_deleted: int
     projects_deleted: int
     rebuild: rebuild.RebuildReport | None
+    drops_deleted: int = 0
+    drafts_deleted: tuple[str, ...] = ()
+    words_recorded: int = 0  # new records of forgotten words (others were known already)
+    transcripts_rewritten: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
             **self.plan.as_json(),
+            "drops_deleted": self.drops_deleted,
+            "drafts_deleted": list(self.drafts_deleted),
+            "new_words_recorded": self.words_recorded,
+            "transcripts_rewritten": self.transcripts_rewritten,
             "events_deleted": self.events_deleted,
             "procedures_deleted": self.procedures_deleted,
             "derived_rows_deleted": self.derived_rows_deleted,
@@ -53,18 +66,25 @@ def forget(
     selection: Selection,
     now: float,
     machine_files: bool = True,
+    outside_files: Outside | None = None,
 ) -> Forgotten:
     """Delete what the selection names, re-derive what remains, rewrite the spool and the logs.
     The plan is made again under the spool's ingestion lock (a worker may have ingested a
     spooled line since the caller's dry run), which also keeps a worker from ingesting a line
-    between our deleting its event and our rewriting its file. Without machine_files (the team
-    database) the spool and the logs, forgotten by the local run, are left alone."""
+    between our deleting its event and our rewriting its file; the words that held the matches
+    are recorded in the same transaction as the deletions, so that a line ingested after it is
+    masked. Without machine_files (the team database) the spool and the logs, forgotten by the
+    local run, are left alone."""
+    found_outside = outside_files or Outside()
     lock = spool.IngestLock(settings.spool_dir) if machine_files else nullcontext()
     with lock:
-        found = plan(engine, settings, selection, machine_files)
-        deleted = _delete(engine, found, now) if found.touches_database() else {}
+        found = plan(engine, settings, selection, machine_files, found_outside.user_home)
+        words = found.words | found_outside.words
+        deleted = _delete(engine, found, now, words) if found.touches_database() or words else {}
         for name in found.spool_lines:
             spool.rewrite_without(os.path.join(settings.spool_dir, name), found.lines.spool_line)
+    drafts = tuple(outside.delete_drafts(found.drafts))
+    rewritten = _rewrite_transcripts(found, selection, found_outside)
     report, sessions, projects = None, 0, 0
     if found.events or found.procedures:
         report = rebuild.rebuild(engine, now, settings.ignore_commands)
@@ -72,6 +92,7 @@ def forget(
     for name in found.log_lines:
         # A log writer takes no lock: what it appends meanwhile is kept, filtered.
         files.rewrite_without(os.path.join(settings.log_dir, name), found.lines.log_line)
+    drops, recorded = deleted.pop("dropped_payloads", 0), deleted.pop("forgotten_texts", 0)
     return Forgotten(
         plan=found,
         events_deleted=deleted.pop("captured_events", 0),
@@ -81,7 +102,57 @@ def forget(
         sessions_deleted=sessions,
         projects_deleted=projects,
         rebuild=report,
+        drops_deleted=drops,
+        drafts_deleted=drafts,
+        words_recorded=recorded,
+        transcripts_rewritten=rewritten,
     )
+
+
+@dataclass(frozen=True)
+class Outside:
+    """What a forget is asked beyond the database: where the agents keep their transcripts
+    (user_home), whether to rewrite those that quote the match (and keep a backup), and words
+    another database's plan found (the team database records what this machine found)."""
+
+    user_home: str | None = None
+    rewrite_transcripts: bool = False
+    backup: bool = False
+    words: frozenset[str] = frozenset()
+
+
+def _rewrite_transcripts(found: Plan, selection: Selection, asked: Outside) -> dict[str, int]:
+    if not asked.rewrite_transcripts or selection.pattern is None:
+        return {}
+    pattern = compile_pattern(selection.pattern)
+    return {
+        path: outside.rewrite_transcript(path, pattern, asked.backup) for path in found.transcripts
+    }
+
+
+def _delete_ids(connection: Connection, table: str, ids: tuple[int, ...]) -> int:
+    statement = with_ids(f"DELETE FROM {table} WHERE id IN :ids")
+    return sum(connection.execute(statement, {"ids": chunk}).rowcount for chunk in chunks(ids))
+
+
+_RECORD_WORD = text(
+    "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at) "
+    "VALUES (:bucket, :salt, :digest, :now)"
+)
+
+
+def _record_words(connection: Connection, words: frozenset[str], now: float) -> int:
+    """Record the words not recorded yet (remem/record/forgotten.py): never their text."""
+    known = known_words.Known(tuple(row) for row in connection.execute(text(FORGOTTEN_TEXTS)))
+    recorded = 0
+    for word in sorted(words):
+        if known.forgotten(word):
+            continue
+        bucket, salt, digest = known_words.record(word)
+        params = {"bucket": bucket, "salt": salt, "digest": digest, "now": now}
+        connection.execute(_RECORD_WORD, params)
+        recorded += 1
+    return recorded
 
 
 def _event_columns(table: Table) -> list[str]:
@@ -125,12 +196,15 @@ _OWE_REBUILD = text(
 PULLED_TABLES = tuple(table.name for table in tables_marked("pulled"))
 
 
-def _delete(engine: Engine, found: Plan, now: float) -> dict[str, int]:
+def _delete(engine: Engine, found: Plan, now: float, words: frozenset[str]) -> dict[str, int]:
     tables = (*(table for table, _sql in DELETIONS), "procedures", *PULLED_TABLES)
     deleted = dict.fromkeys(tables, 0)
     event_ids = {event.id for event in found.events}
     # Deleted cells are zeroed, not left in free space, should the VACUUM not run.
     with begin_secure_delete(engine) as connection:
+        deleted["dropped_payloads"] = _delete_ids(connection, "dropped_payloads", found.drops)
+        _delete_ids(connection, "exports", tuple(draft.id for draft in found.drafts))
+        deleted["forgotten_texts"] = _record_words(connection, words, now)
         for chunk in chunks(event_ids):
             for table, sql in DELETIONS:
                 deleted[table] += connection.execute(with_ids(sql), {"ids": chunk}).rowcount

@@ -15,6 +15,7 @@ from remem.db.driver import with_ids
 from remem.db.engine import READ_ONLY
 from remem.db.schema import tables_marked
 from remem.errors import NotFound
+from remem.forgetting import places
 from remem.forgetting.selection import (
     Item,
     Lines,
@@ -85,11 +86,17 @@ RUN_TABLES = tuple(table.name for table in tables_marked("runs"))
 
 
 def plan(
-    engine: Engine, settings: Settings, selection: Selection, machine_files: bool = True
+    engine: Engine,
+    settings: Settings,
+    selection: Selection,
+    machine_files: bool = True,
+    user_home: str | None = None,
 ) -> Plan:
     """What `forget` would delete, read without changing anything. Without machine_files
-    (the team database) this machine's spool and logs are not looked at."""
+    (the team database) this machine's spool, logs and transcripts are not looked at; the
+    agents' transcript folders are those under user_home (when given)."""
     pattern = None if selection.pattern is None else compile_pattern(selection.pattern)
+    words = places.Words(pattern)
     with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         project_id = _project_id(connection, selection.project)
         _require(connection, "captured_events", selection.event_ids, "event")
@@ -98,7 +105,7 @@ def plan(
         task_errors: tuple[int, ...] = ()
         found: dict[str, set[int]] = {kind: set() for kind in PULLED}
         if pattern is not None:
-            found = _matching(connection, pattern, project_id)
+            found = _matching(connection, pattern, project_id, words)
             event_ids |= found["event"]
             procedure_ids |= found["procedure"]
             for lesson_id in found["lesson"]:
@@ -109,9 +116,9 @@ def plan(
         procedures = _procedures(connection, procedure_ids, pattern)
         pulled = {kind: _pulled(connection, kind, found[kind], pattern) for kind in PULLED}
         rederived = _rederived(connection, event_ids, procedure_ids)
+        beyond = _beyond(connection, keys, procedure_ids, words)
+        named = _transcripts_named(connection, event_ids) if machine_files else set()
     lines = Lines(pattern, selection.project, frozenset(keys))
-    logs = files.visible_files(settings.log_dir) if pattern and machine_files else []
-    spooled = spool.spool_files(settings.spool_dir) if machine_files else []
     return Plan(
         events=events,
         procedures=procedures,
@@ -119,12 +126,54 @@ def plan(
         team_lessons=pulled["team_lesson"],
         rederived_procedure_ids=rederived,
         task_errors=task_errors,
-        spool_lines=files.count_matching(spooled, lines.spool_line),
-        log_lines=files.count_matching(logs, lines.log_line),
-        lines=lines,
         session_ids=tuple(sorted(sessions)),
         project_ids=tuple(sorted(projects)),
+        **_files(settings, lines, machine_files),
+        **beyond,
+        transcripts=_transcripts(named, user_home, words) if machine_files else {},
+        # A match narrowed to one project keeps the others' copies: not masked elsewhere.
+        words=words.recorded() if selection.project is None else frozenset(),
+        unrecorded=words.unrecorded(),
     )
+
+
+def _files(settings: Settings, lines: Lines, machine_files: bool) -> dict[str, Any]:
+    """The spool and log lines that carry what is forgotten, by file; none without
+    machine_files (the team database)."""
+    logs = files.visible_files(settings.log_dir) if lines.pattern and machine_files else []
+    spooled = spool.spool_files(settings.spool_dir) if machine_files else []
+    return {
+        "lines": lines,
+        "spool_lines": files.count_matching(spooled, lines.spool_line),
+        "log_lines": files.count_matching(logs, lines.log_line),
+    }
+
+
+def _beyond(
+    connection: Connection, keys: set[str], procedure_ids: set[int], words: places.Words
+) -> dict[str, Any]:
+    """The drop ledger's rows and the exported drafts that go."""
+    return {
+        "drops": places.matching_drops(connection, words.pattern, keys, words),
+        "drafts": places.matching_drafts(connection, words.pattern, procedure_ids, words),
+    }
+
+
+def _transcripts(named: set[str], user_home: str | None, words: places.Words) -> dict[str, int]:
+    if words.pattern is None:
+        return {}
+    paths = places.transcript_files(named, user_home)
+    return places.matching_transcripts(paths, words.pattern, words)
+
+
+def _transcripts_named(connection: Connection, event_ids: set[int]) -> set[str]:
+    sql = with_ids("SELECT DISTINCT transcript_path FROM captured_events WHERE id IN :ids")
+    return {
+        path
+        for chunk in chunks(event_ids)
+        for path in connection.execute(sql, {"ids": chunk}).scalars()
+        if path
+    }
 
 
 def _project_id(connection: Connection, root: str | None) -> int | None:
@@ -152,7 +201,10 @@ def _require(connection: Connection, table: str, ids: tuple[int, ...], kind: str
 
 
 def _matching(
-    connection: Connection, pattern: re.Pattern[str], project_id: int | None
+    connection: Connection,
+    pattern: re.Pattern[str],
+    project_id: int | None,
+    words: places.Words,
 ) -> dict[str, set[int]]:
     """Ids of what a match forgets, by kind. The events table may be large: rows are read in
     batches and searched here, SQLite having no regular expressions of its own."""
@@ -164,7 +216,10 @@ def _matching(
             sql += " WHERE r.project_id = :project_id"
             params["project_id"] = project_id
         result = connection.execute(text(sql).execution_options(yield_per=1000), params)
-        found[kind].update(row[0] for row in result if hit(pattern, row[1:]))
+        for row in result:
+            if hit(pattern, row[1:]):
+                found[kind].add(row[0])
+                words.add(row[1:])
     return found
 
 

@@ -11,10 +11,12 @@ from typing import Any
 
 from remem.capture import spool
 from remem.errors import RememError
+from remem.record.forgotten import MASK, words_holding
 from remem.record.redact import redact_text
 
 EXCERPT_CHARS = 100
-MASK = "[forgotten]"
+# What a printed match keeps of the text around it: the rest may be the secret's own.
+AROUND_CHARS = 4
 CHUNK = 500  # ids per IN (...): far below SQLite's bound-parameter limit
 
 
@@ -51,6 +53,14 @@ class Item:
 
 
 @dataclass(frozen=True)
+class Draft:
+    """A draft `remem procedures export` wrote (its row in the exports table)."""
+
+    id: int
+    path: str
+
+
+@dataclass(frozen=True)
 class Plan:
     events: tuple[Item, ...]
     procedures: tuple[Item, ...]  # deleted, whatever their status
@@ -64,9 +74,17 @@ class Plan:
     lines: Lines = field(repr=False)
     session_ids: tuple[int, ...] = field(repr=False)
     project_ids: tuple[int, ...] = field(repr=False)
+    drops: tuple[int, ...] = ()  # rows of the drop ledger
+    drafts: tuple[Draft, ...] = ()
+    transcripts: dict[str, int] = field(default_factory=dict)  # matching lines by file
+    # The words that held the matches, recorded hashed (remem/record/forgotten.py): never shown.
+    words: frozenset[str] = field(default=frozenset(), repr=False)
+    unrecorded: int = 0  # matches held by no word, or too many words to record
 
     def empty(self) -> bool:
-        return not (self.touches_database() or self.spool_lines or self.log_lines)
+        return not (
+            self.touches_database() or self.spool_lines or self.log_lines or self.transcripts
+        )
 
     def touches_database(self) -> bool:
         return bool(
@@ -75,6 +93,9 @@ class Plan:
             or self.team_procedures
             or self.team_lessons
             or self.task_errors
+            or self.drops
+            or self.drafts
+            or self.words
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -87,6 +108,11 @@ class Plan:
             "task_errors_cleared": len(self.task_errors),
             "spool_lines": self.spool_lines,
             "log_lines": self.log_lines,
+            "drops": len(self.drops),
+            "drafts": [draft.path for draft in self.drafts],
+            "transcripts": self.transcripts,
+            "words_recorded": len(self.words),
+            "matches_unrecorded": self.unrecorded,
         }
 
 
@@ -101,12 +127,42 @@ def hit(pattern: re.Pattern[str], values: Iterable[Any]) -> bool:
 
 
 def excerpt(command: str, pattern: re.Pattern[str] | None) -> str:
-    """Redacted, and without the match itself: what is printed must not repeat it."""
-    shown = redact_text(command)
+    """Redacted, and without the match itself: what is printed must not repeat it. A command
+    that holds the match shows at most AROUND_CHARS either side of it."""
+    shown = " ".join(redact_text(command).split())
     if pattern is not None:
-        shown = pattern.sub(MASK, shown)
-    shown = " ".join(shown.split())
+        found = pattern.search(shown)
+        if found is not None and found.end() > found.start():
+            start, end = held_span(shown, found.start(), found.end())
+            before = shown[max(0, start - AROUND_CHARS) : start]
+            after = shown[end : end + AROUND_CHARS]
+            return "…" + mask_matches(pattern, before + MASK + after) + "…"
+        shown = mask_matches(pattern, shown)
     return shown if len(shown) <= EXCERPT_CHARS else shown[: EXCERPT_CHARS - 1] + "…"
+
+
+def held_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the widest word holding [start, end): the rest of a word the match began
+    is as secret as the match."""
+    for word in sorted(words_holding(text, start, end), key=len, reverse=True):
+        at = text.rfind(word, max(0, end - len(word)), start + len(word))
+        if at != -1:
+            return at, at + len(word)
+    return start, end
+
+
+def mask_matches(pattern: re.Pattern[str], text: str) -> str:
+    """The text with each match, and the word holding it, replaced by MASK."""
+    parts, at = [], 0
+    for found in pattern.finditer(text):
+        if found.end() == found.start() or found.start() < at:
+            continue
+        start, end = held_span(text, found.start(), found.end())
+        start = max(start, at)
+        parts.append(text[at:start] + MASK)
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,13 @@ CLEAR = tuple(
     text(f"DELETE FROM {table.name} WHERE project_id = :project_id")
     for table in schema.tables_marked("pulled")
 )
+# Words forgotten anywhere on the team (remem/record/forgotten.py): this machine's hook masks
+# them too from the next pull on.
+TEAM_FORGOTTEN = text("SELECT bucket, salt, digest, forgotten_at FROM forgotten_texts")
+KEEP_FORGOTTEN = text(
+    "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at) "
+    "VALUES (:bucket, :salt, :digest, :forgotten_at) ON CONFLICT (digest) DO NOTHING"
+)
 MARK_PULLED = text("UPDATE team_links SET pulled_at = :now WHERE project_id = :project_id")
 
 
@@ -88,7 +95,16 @@ def pull(local: Engine, team: Engine, now: float) -> PullReport:
     with local.begin() as connection:
         for statement in UNLINKED:
             connection.execute(statement)
+    _pull_forgotten(local, team)
     return PullReport(len(links), pulled_procedures, pulled_lessons)
+
+
+def _pull_forgotten(local: Engine, team: Engine) -> None:
+    with team.connect().execution_options(**{READ_ONLY: True}) as connection:
+        rows = [dict(row._mapping) for row in connection.execute(TEAM_FORGOTTEN)]
+    if rows:
+        with local.begin() as connection:
+            connection.execute(KEEP_FORGOTTEN, rows)
 
 
 def _read_team(team: Engine, key: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -18,11 +18,12 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from remem.capture.store import raise_task
+from remem.capture.store import MASKED_EVENT_FIELDS, known_forgotten, raise_task
 from remem.config import Settings
 from remem.db.columns import EVENT_COLUMNS, names
 from remem.db.engine import READ_ONLY, executor
 from remem.faults import crash_point
+from remem.record.forgotten import Known
 from remem.record.identity import directory_under
 from remem.record.output import output_excerpt, output_text
 from remem.team.keys import is_shared, project_key
@@ -179,6 +180,8 @@ def _store(
     how many events were new there."""
     sessions: dict[tuple[str, str], int] = {}
     values = []
+    # What the team forgot goes on arrival too: a machine ships what it captured before.
+    known = known_forgotten(executor(connection))
     for row in rows:
         if row.kind == "session_start":
             continue
@@ -196,7 +199,7 @@ def _store(
                     "machine": machine,
                 },
             ).scalar_one()
-        values.append(_team_event(row, link, machine, team_project, sessions[key]))
+        values.append(_masked(known, _team_event(row, link, machine, team_project, sessions[key])))
     if not values:
         return 0
     inserted = _insert_new(connection, values)
@@ -235,6 +238,15 @@ def _insert_new(connection: Connection, values: list[dict[str, Any]]) -> list[tu
         for order, event in enumerate(values):
             copy.write_row([order, *(event[name] for name in EVENT_COLUMNS)])
     return [(int(i), int(s)) for i, s in connection.exec_driver_sql(_INSERT_NEW).all()]
+
+
+def _masked(known: Known, event: dict[str, Any]) -> dict[str, Any]:
+    if not known:
+        return event
+    for name in (*MASKED_EVENT_FIELDS, "files"):
+        if isinstance(event.get(name), str):
+            event[name] = known.mask(event[name])
+    return event
 
 
 def _team_event(

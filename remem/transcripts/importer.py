@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from remem.capture.hosts import FUTURE_SLACK_S, build_event
-from remem.capture.store import store_event
+from remem.capture.store import store_event, stored_already
 from remem.errors import NotFound, RememError
 from remem.record.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
 from remem.record.identity import locate
@@ -322,7 +322,7 @@ class _Writer:
         if self.dry_run:
             with self.engine.connect().execution_options(**{READ_ONLY: True}) as connection:
                 execute = _statements(connection)
-                known = sum(1 for event in self.pending if execute(KNOWN_KEY, _key(event)))
+                known = sum(1 for event in self.pending if stored_already(execute, event))
         else:
             with self.engine.begin() as connection:
                 execute = _statements(connection)
@@ -342,13 +342,6 @@ def _statements(connection: Connection) -> Execute:
     if connection.dialect.name != "sqlite":
         return executor(connection)
     return sqlite.executor(connection.connection.driver_connection)  # type: ignore[arg-type]
-
-
-KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"
-
-
-def _key(event: CapturedEvent) -> dict[str, Any]:
-    return {"key": event.idempotency_key}
 
 
 def import_transcripts(

@@ -26,13 +26,17 @@ HEADER = (
 )
 
 
+# One counter for every agent: a tool call's id names one run, in whatever session.
+TOOL_CALL_IDS = count(1)
+
+
 class Claude:
     """A Claude Code agent in one project; each call a real `remem-hook` process whose
     result is returned."""
 
     def __init__(self, home: Home, project: Path) -> None:
         self.home, self.project = home, project
-        self.ids = count(1)
+        self.ids = TOOL_CALL_IDS
 
     def send(self, fixture: str, session: str, **fields: Any) -> subprocess.CompletedProcess[bytes]:
         payload = load_fixture(f"claude-code/{fixture}.json")

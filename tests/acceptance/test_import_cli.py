@@ -219,7 +219,7 @@ def write_large_transcript(path: Path, megabytes: int) -> int:
     with open(path, "w", encoding="utf-8") as out:
         while out.tell() < megabytes * 1024 * 1024:
             calls += 1
-            use_id = f"toolu_large_{calls:07d}"
+            use_id = f"toolu_{path.stem}_{calls:07d}"
             stdout = "\n".join(f"line {i} {rng.getrandbits(64):x}" for i in range(1500))
             common = {"sessionId": path.stem, "cwd": "/home/dev/large", "gitBranch": "main"}
             use = {"type": "tool_use", "id": use_id, "name": "Bash"}

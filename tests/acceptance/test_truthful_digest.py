@@ -29,12 +29,16 @@ STORED_DEPLOY = "AWS_SECRET_ACCESS_KEY=[REDACTED] ./deploy.sh --token [REDACTED]
 MARKED = f"({NEEDS_CREDENTIALS})"
 
 
+# One counter for every agent: a tool call's id names one run, in whatever session.
+TOOL_CALL_IDS = count(1)
+
+
 class Agent:
     """A Claude Code agent working in one project: each call is a real `remem-hook` process."""
 
     def __init__(self, home: Home, project: Path) -> None:
         self.home, self.project = home, project
-        self.ids = count(1)
+        self.ids = TOOL_CALL_IDS
 
     def _send(self, fixture: str, session: str, **fields: Any) -> None:
         payload = load_fixture(f"claude-code/{fixture}.json")

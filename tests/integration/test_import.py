@@ -67,7 +67,7 @@ class Claude:
 
     def bash(self, command: str, stdout: str = "ok", failed: bool = False) -> str:
         self.calls += 1
-        use_id = f"toolu_{self.session[:8]}_{self.calls:04d}"
+        use_id = f"toolu_{self.session}_{self.calls:04d}"
         use = {"type": "tool_use", "id": use_id, "name": "Bash", "input": {"command": command}}
         self.record("assistant", message={"role": "assistant", "content": [use]})
         content = f"Exit code 1\n{stdout}" if failed else stdout
@@ -79,7 +79,7 @@ class Claude:
 
     def edit(self, path: str) -> str:
         self.calls += 1
-        use_id = f"toolu_{self.session[:8]}_{self.calls:04d}"
+        use_id = f"toolu_{self.session}_{self.calls:04d}"
         tool_input = {"file_path": path, "old_string": "a = 1", "new_string": "a = 2"}
         use = {"type": "tool_use", "id": use_id, "name": "Edit", "input": tool_input}
         self.record("assistant", message={"role": "assistant", "content": [use]})
