@@ -27,6 +27,7 @@ from remem.config import Settings, load_settings
 from remem.db.snapshot import reading
 from remem.errors import NotFound, RememError
 from remem.paths import DEFAULT_HOME, installed_executable
+from remem.record.quote import escape_unsafe, inert_values
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -155,9 +156,12 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
 
     def answer(ask: Callable[[Settings], dict[str, Any]]) -> dict[str, Any]:
         try:
-            result: dict[str, Any] = json_contract.contract(ask(load_settings(environ)))
+            # Recorded text, escaped: the SDK writes the answer's text without remem's quoting.
+            result: dict[str, Any] = inert_values(  # type: ignore[assignment]
+                json_contract.contract(ask(load_settings(environ)))
+            )
         except RememError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(escape_unsafe(str(exc))) from None
         return result
 
     Cwd = Annotated[

@@ -123,7 +123,7 @@ def test_a_procedure_of_a_subdirectory_changes_into_it_first(
     world.burst()
     (procedure_id,) = [i for i, c in world.procedures("id", "command") if c == "npm test"]
     path = Path(json.loads(_export(home, procedure_id, "runbook", "--json").stdout)["path"])
-    assert '```bash\ncd "web"\nnpm test\n```' in path.read_text()
+    assert "```bash\ncd web\nnpm test\n```" in path.read_text()
 
 
 def test_the_formats_are_the_ones_the_schema_allows() -> None:
