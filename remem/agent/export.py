@@ -170,12 +170,14 @@ def _recorded(procedure: Procedure, lessons: Sequence[Lesson]) -> list[tuple[str
 
 def scan_secrets(procedure: Procedure, lessons: Sequence[Lesson]) -> None:
     """Refused when remem's own redaction would mask anything the draft quotes (text stored
-    before a redaction rule existed, or pulled from elsewhere)."""
+    before a redaction rule existed, or pulled from elsewhere), or masked the directory."""
     for what, text in _recorded(procedure, lessons):
-        if redact_text(text) != text:
+        # A directory redacted in memory is no place a step can change into.
+        redacted = what == "directory" and needs_credentials(text)
+        if redacted or redact_text(text) != text:
             raise RememError(
                 f"Export refused: the recorded {what} of procedure {procedure.id} holds what "
-                "looks like a secret (remem's redaction would mask it); remove it with "
+                "looks like a secret (remem's redaction masks it); remove it with "
                 "`remem forget`, or archive the procedure."
             )
 
