@@ -88,18 +88,6 @@ def json_text(data: object) -> str:
     return "\n".join(map(escape_unsafe, json_contract.dumps(data).split("\n")))
 
 
-def inert_values(data: object) -> object:
-    """JSON data with each string's line breaks and control characters escaped: for an answer
-    whose text remem does not write itself (an MCP tool's, which its SDK serialises)."""
-    if isinstance(data, str):
-        return escape_unsafe(data)
-    if isinstance(data, dict):
-        return {key: inert_values(value) for key, value in data.items()}
-    if isinstance(data, list | tuple):
-        return [inert_values(item) for item in data]
-    return data
-
-
 def quote_excerpt(text: str | None) -> str:
     """A capped, escaped, double-quoted excerpt: whatever it says stays inside the quotes. No
     text (or only blanks) is said so, unquoted: `""` would read as an error that printed nothing
