@@ -11,7 +11,6 @@ Stdlib only: the hook imports it.
 from __future__ import annotations
 
 import json
-import re
 
 from remem import json_contract
 from remem.record.redact import MASK
@@ -51,29 +50,31 @@ def needs_credentials(command: str) -> bool:
     return REDACTION_MARK in command
 
 
-# What some reader takes for a line break (str.splitlines, an editor) or a terminal for a
-# command (C0 and C1 controls: ESC, CSI, OSC), what reorders or hides text (bidi controls,
-# zero-width marks), and lone surrogates: written as \uXXXX escapes, which JSON reads back.
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
-    "\ufeff\ufff9-\ufffb\ud800-\udfff]"
-)
-
-
-def _escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group(0)):04x}"
-
-
 def has_unsafe(text: str) -> bool:
-    """Whether the text holds a line break, a control character or a bidi control."""
-    return _UNSAFE.search(text) is not None
+    """Whether the text holds what some reader takes for a line break (str.splitlines, an
+    editor) or a terminal for a command (C0 and C1 controls: ESC, CSI, OSC), what reorders or
+    hides text (bidi controls, zero-width marks), or a lone surrogate: what str.isprintable
+    refuses, ASCII space aside."""
+    return not text.isprintable()
+
+
+def _escaped(char: str) -> str:
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code > 0xFFFF:  # as JSON writes it: a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
 def escape_unsafe(text: str) -> str:
-    """The text with each line break, control character and bidi control as a \\uXXXX escape:
-    for text JSON already quoted (it leaves C1 controls, U+2028 and bidi controls as they
-    are), and for recorded text shown inside remem's own quoting."""
-    return _UNSAFE.sub(_escape, text)
+    """The text with each unsafe character (has_unsafe) as a \\uXXXX escape: for text JSON
+    already quoted (it leaves C1 controls, U+2028 and bidi controls as they are), and for
+    recorded text shown inside remem's own wording."""
+    if text.isprintable():
+        return text
+    return "".join(map(_escaped, text))
 
 
 def quote_text(text: str) -> str:
