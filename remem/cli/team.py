@@ -126,5 +126,5 @@ def _print_team_procedure(p: TeamProcedure) -> None:
     if p.files:
         _say(f"Files edited before it passed: {name_files(p.files, p.files_more)}")
     _say(f"Workflow: {quote_text(p.workflow)}")
-    for line in p.body.split("\n"):  # written by another machine: each line escaped
-        _say(line)
+    # Written by another machine: its lines are its own, so the body is quoted whole.
+    _say(f"Body: {quote_text(p.body)}")
