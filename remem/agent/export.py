@@ -186,9 +186,12 @@ def scan_controls(procedure: Procedure) -> None:
     """Refused when the directory the steps change into, or the command they run, holds a
     control character (a line break in a directory name, an escape sequence): no step could
     name it as it was recorded and stay readable."""
-    for what, text in (("directory", procedure.directory), ("command", procedure.command)):
-        allowed = "" if what == "directory" else "\n\t"
-        if has_unsafe(text.translate({ord(ch): None for ch in allowed})):
+    command = procedure.command.replace("\n", "").replace("\t", "")  # its fence shows these
+    for what, text, checked in (
+        ("directory", procedure.directory, procedure.directory),
+        ("command", procedure.command, command),
+    ):
+        if has_unsafe(checked):
             raise RememError(
                 f"Export refused: the recorded {what} of procedure {procedure.id} holds a "
                 f"control character ({quote_text(text)[:120]}), which a draft cannot show "
@@ -285,8 +288,7 @@ def render_skill(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, 
     title = _title(procedure)
     description = (
         f"How to run {title} in {inert_path(os.path.basename(procedure.project))}: the command "
-        "coding "
-        f"agents verified {procedure.verified_runs} times there, with its known pitfalls. "
+        f"coding agents verified {procedure.verified_runs} times there, with its known pitfalls. "
         "Use it before running or guessing this workflow."
     )
     description = re.sub(r"[<>]", "", description)[:SKILL_DESCRIPTION_CHARS]
