@@ -23,6 +23,7 @@ from remem.json_contract import date
 from remem.record.quote import (
     NEEDS_CREDENTIALS,
     NO_EDIT,
+    escape_unsafe,
     inert_command,
     inert_path,
     name_files,
@@ -267,16 +268,16 @@ def page_slices(sizes: Sequence[int], room: int) -> list[tuple[int, int]]:
 
 
 def footer(page: int, pages: int, total: int, order: Callable[[int], str]) -> str | None:
-    """The last line of a page: an order when more exists, not a label."""
+    """The last line of a page: an order when more exists, not a label. The order repeats the
+    pattern and directory asked for: a line break in them is escaped, not obeyed."""
     if pages <= 1:
         return None
     if page == pages:
         return f"(page {page} of {pages}: the last page)"
+    again = escape_unsafe(order(page + 1))
     if pages > NARROW_AFTER_PAGES:
-        return (
-            f"Narrow the pattern: {total} hits fill {pages} pages (or read on: {order(page + 1)})"
-        )
-    return f"Run: {order(page + 1)}"
+        return f"Narrow the pattern: {total} hits fill {pages} pages (or read on: {again})"
+    return f"Run: {again}"
 
 
 def text_pages(

@@ -72,7 +72,9 @@ def recall_command(
         print_json(recall.answer(hits, page, root, pattern, more))
         return
     if not hits:
-        where = f"in {root}" if root else "in any project"
+        from remem.record.quote import inert_path
+
+        where = f"in {inert_path(root)}" if root else "in any project"
         click.echo(f"No procedure, lesson or command {where} matches {pattern!r}.")
         return
     pages_text = recall.text_pages(
