@@ -360,7 +360,9 @@ def hostile_names(home: Home, tmp_path: Path) -> tuple[Path, Path]:
     assert home.hook({**generic, "command": "mix test", "exit_code": 0}).returncode == 0
     transcript = tmp_path / "lint-session.jsonl"
     _transcript(transcript, project, "make lint")
-    home.remem("import", "claude-code", str(transcript))
+    imported = home.remem("import", "claude-code", str(transcript)).stdout
+    lines = _composed(imported, ("Imported ", "Skipped: ", "Promoted ", "  "))
+    assert any(line.startswith("  make lint  in ") for line in lines)
     home.remem("worker", "--burst")
     found = {p["command"]: p for p in home.procedures()}
     assert found["mix test"]["directory"] == directory.name
