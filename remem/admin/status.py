@@ -302,6 +302,6 @@ def status_text(as_json: bool) -> str:
     report = collect_status(load_settings())
     if not as_json:
         return render(report)
-    from remem import json_contract
+    from remem.record.quote import json_text
 
-    return json_contract.dumps(report)
+    return json_text(report)

@@ -376,9 +376,9 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     with read_snapshot(settings) as execute:
         context = read_context(execute, root, branch, directory, settings.inherit_from)
     if as_json:
-        from remem import json_contract
+        from remem.record.quote import json_text
 
-        return json_contract.dumps(context.as_json())
+        return json_text(context.as_json())
     pages = context.pages(settings.context_max_chars, settings.context_max_lines)
     if not pages:
         return ""

@@ -11,17 +11,22 @@ Three formats, one file each, under `remem-drafts/` in the project (or another d
   `## If it fails` and `## Provenance`.
 
 Guards: remem never writes where an agent reads instructions (`.claude/`, `.codex/`, `.cursor/`,
-a `skills` folder, `AGENTS.md`, `CLAUDE.md`, symlinks resolved): a person moves the draft. Only
-active procedures export. A draft that would carry a secret, or recorded text that reads like an
-order to the agent, is refused with the reason. The `exports` table keeps each draft's digest,
-so a draft a person edited is never overwritten without `--force`.
+a `skills` folder, other agents' rule folders such as `.clinerules/` or `.github/instructions/`,
+`AGENTS.md`, `CLAUDE.md`, symlinks resolved): a person moves the draft. Only active procedures
+export. A draft that would carry a secret, or recorded text (a directory, branch and project
+included) that reads like an order to the agent, is refused with the reason; so is a procedure
+whose directory holds a control character, which no step could name safely. The steps change
+into the directory with shell quoting: nothing in its name runs. The `exports` table keeps each
+draft's digest, so a draft a person edited is never overwritten without `--force`.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,13 +36,31 @@ from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
 from remem.json_contract import date
 from remem.paths import write_whole
-from remem.record.quote import NEEDS_CREDENTIALS, names_a_family, needs_credentials
+from remem.record.quote import (
+    NEEDS_CREDENTIALS,
+    escape_unsafe,
+    has_unsafe,
+    inert_command,
+    inert_path,
+    name_files,
+    names_a_family,
+    needs_credentials,
+    quote_text,
+)
 from remem.record.redact import redact_text
 
 DRAFTS_DIR = "remem-drafts"
 # Where agents read instructions from: a draft is moved there by a person, never written there.
-GUARDED_DIRECTORIES = frozenset({".claude", ".codex", ".cursor", "skills"})
-GUARDED_FILES = frozenset({"agents.md", "claude.md"})
+GUARDED_DIRECTORIES = frozenset(
+    {".claude", ".codex", ".cursor", "skills", ".clinerules", ".windsurf", ".kiro", ".roo",
+     ".continue"}
+)  # fmt: skip
+# A folder of instructions only inside another: `.github/instructions`.
+GUARDED_PAIRS = frozenset({(".github", "instructions")})
+GUARDED_FILES = frozenset(
+    {"agents.md", "claude.md", "gemini.md", "copilot-instructions.md", ".cursorrules",
+     ".windsurfrules", ".clinerules"}
+)  # fmt: skip
 SKILL_NAME_CHARS = 64
 SKILL_DESCRIPTION_CHARS = 1024
 PITFALLS_SHOWN = 5
@@ -117,6 +140,8 @@ def guard_path(path: str) -> str:
     resolved = os.path.realpath(path)
     parts = [part.casefold() for part in resolved.split(os.sep) if part]
     guarded = [part for part in parts[:-1] if part in GUARDED_DIRECTORIES]
+    pairs = itertools.pairwise(parts[:-1])
+    guarded += [f"{a}/{b}" for a, b in pairs if (a, b) in GUARDED_PAIRS]
     if guarded or parts[-1] in GUARDED_FILES:
         where = f"{guarded[0]}/" if guarded else os.path.basename(resolved)
         shown = f"{path} (resolved: {resolved})" if resolved != os.path.abspath(path) else path
@@ -129,7 +154,13 @@ def guard_path(path: str) -> str:
 
 def _recorded(procedure: Procedure, lessons: Sequence[Lesson]) -> list[tuple[str, str]]:
     """Each recorded text a draft quotes, with what it is: remem's own wording is not scanned."""
-    recorded = [("command", procedure.command)]
+    recorded = [
+        ("command", procedure.command),
+        ("directory", procedure.directory),
+        ("branch", procedure.branch or ""),
+        ("project", procedure.project),
+    ]
+    recorded += [("branch", branch) for branch in procedure.branches]
     recorded += [("variant", command) for command, _runs in procedure.variants]
     recorded += [("file name", name) for name in procedure.files]
     for lesson in lessons[:PITFALLS_SHOWN]:
@@ -139,13 +170,32 @@ def _recorded(procedure: Procedure, lessons: Sequence[Lesson]) -> list[tuple[str
 
 def scan_secrets(procedure: Procedure, lessons: Sequence[Lesson]) -> None:
     """Refused when remem's own redaction would mask anything the draft quotes (text stored
-    before a redaction rule existed, or pulled from elsewhere)."""
+    before a redaction rule existed, or pulled from elsewhere), or masked the directory."""
     for what, text in _recorded(procedure, lessons):
-        if redact_text(text) != text:
+        # A directory redacted in memory is no place a step can change into.
+        redacted = what == "directory" and needs_credentials(text)
+        if redacted or redact_text(text) != text:
             raise RememError(
                 f"Export refused: the recorded {what} of procedure {procedure.id} holds what "
-                "looks like a secret (remem's redaction would mask it); remove it with "
+                "looks like a secret (remem's redaction masks it); remove it with "
                 "`remem forget`, or archive the procedure."
+            )
+
+
+def scan_controls(procedure: Procedure) -> None:
+    """Refused when the directory the steps change into, or the command they run, holds a
+    control character (a line break in a directory name, an escape sequence): no step could
+    name it as it was recorded and stay readable."""
+    command = procedure.command.replace("\n", "").replace("\t", "")  # its fence shows these
+    for what, text, checked in (
+        ("directory", procedure.directory, procedure.directory),
+        ("command", procedure.command, command),
+    ):
+        if has_unsafe(checked):
+            raise RememError(
+                f"Export refused: the recorded {what} of procedure {procedure.id} holds a "
+                f"control character ({quote_text(text)[:120]}), which a draft cannot show "
+                "as it ran; rename it and run the workflow again, or archive the procedure."
             )
 
 
@@ -180,7 +230,8 @@ def _fence(command: str) -> str:
 
 def _steps(procedure: Procedure) -> str:
     directory = procedure.directory
-    cd = f"cd {json.dumps(directory)}\n" if directory != "." else ""
+    # Shell quoting: in double quotes bash would still expand `$(…)` in the directory's name.
+    cd = f"cd {shlex.quote(directory)}\n" if directory != "." else ""
     steps = _fence(cd + procedure.command)
     if needs_credentials(procedure.command):
         steps += f"\n\nThe command {NEEDS_CREDENTIALS}: put yours back before running it."
@@ -188,10 +239,12 @@ def _steps(procedure: Procedure) -> str:
 
 
 def _where(procedure: Procedure) -> str:
-    place = f"the directory `{procedure.directory}/` of " if procedure.directory != "." else ""
+    directory = inert_command(procedure.directory + "/")
+    place = f"the directory {directory} of " if procedure.directory != "." else ""
     branch = procedure.branch
-    on = f"branch `{branch}`" if branch else f"every branch ({len(procedure.branches)} verified)"
-    return f"{place}`{os.path.basename(procedure.project)}`, on {on}"
+    verified = f"every branch ({len(procedure.branches)} verified)"
+    on = f"branch {inert_command(branch)}" if branch else verified
+    return f"{place}{inert_command(os.path.basename(procedure.project))}, on {on}"
 
 
 def _evidence(procedure: Procedure) -> str:
@@ -213,17 +266,14 @@ def _pitfalls(lessons: Sequence[Lesson]) -> list[str]:
 
 def _variants(procedure: Procedure) -> list[str]:
     others = [(c, runs) for c, runs in procedure.variants if c != procedure.command]
-    return [
-        f"- {json.dumps(command, ensure_ascii=False)} ({runs} run(s))"
-        for command, runs in others[:VARIANTS_SHOWN]
-    ]
+    return [f"- {quote_text(command)} ({runs} run(s))" for command, runs in others[:VARIANTS_SHOWN]]
 
 
 def _title(procedure: Procedure) -> str:
     """Its workflow; a family run on one file only is titled by the command that ran."""
     one_file = names_a_family(procedure.workflow) and not names_a_family(procedure.command)
     workflow = " ".join((procedure.command if one_file else procedure.workflow).split())
-    return workflow if len(workflow) <= 80 else workflow[:79] + "…"
+    return escape_unsafe(workflow if len(workflow) <= 80 else workflow[:79] + "…")
 
 
 def _provenance(procedure: Procedure, fmt: str) -> str:
@@ -237,15 +287,15 @@ def render_skill(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, 
     name = draft_name(procedure)
     title = _title(procedure)
     description = (
-        f"How to run {title} in {os.path.basename(procedure.project)}: the command coding "
-        f"agents verified {procedure.verified_runs} times there, with its known pitfalls. "
+        f"How to run {title} in {inert_path(os.path.basename(procedure.project))}: the command "
+        f"coding agents verified {procedure.verified_runs} times there, with its known pitfalls. "
         "Use it before running or guessing this workflow."
     )
     description = re.sub(r"[<>]", "", description)[:SKILL_DESCRIPTION_CHARS]
     lines = [
         "---",
         f"name: {name}",
-        f"description: {json.dumps(description, ensure_ascii=False)}",
+        f"description: {quote_text(description)}",
         "---",
         "",
         f"# {title}",
@@ -299,7 +349,7 @@ def render_runbook(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str
         *_pitfalls(lessons),
     ]
     for lesson in lessons[:PITFALLS_SHOWN]:
-        edited = ", ".join(lesson.fix_files) or "no edit"
+        edited = name_files(lesson.fix_files) or "no edit"
         lines.append(f"- Lesson {lesson.id}: fixed after editing {edited}.")
     variants = _variants(procedure)
     if variants:
@@ -329,6 +379,7 @@ def prepare(execute: Execute, procedure_id: int, fmt: str, out_dir: str | None =
     if out_dir is None and not os.path.isdir(procedure.project):
         raise RememError(f"The project {procedure.project} is not on this machine: pass --out DIR.")
     path = guard_path(os.path.join(base, relative))
+    scan_controls(procedure)
     scan_secrets(procedure, lessons)
     scan_instructions(procedure, lessons)
     return Draft(procedure_id, fmt, path, content, procedure_sha256(procedure, lessons))

@@ -16,7 +16,7 @@ import json
 import os
 import shlex
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from remem import json_contract
 from remem.agent import read, recall
@@ -27,6 +27,7 @@ from remem.config import Settings, load_settings
 from remem.db.snapshot import reading
 from remem.errors import NotFound, RememError
 from remem.paths import DEFAULT_HOME, installed_executable
+from remem.record.quote import escape_unsafe, json_text
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -150,7 +151,7 @@ def lessons_answer(
 def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
     from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
     from pydantic import Field
 
     # The tools are plain functions: the SDK runs each call on a worker thread of its own, so a
@@ -162,8 +163,13 @@ def build_server(environ: Mapping[str, str] | None = None) -> "MCPServer":
         try:
             result: dict[str, Any] = json_contract.contract(ask(load_settings(environ)))
         except RememError as exc:
-            raise ToolError(str(exc)) from None
-        return result
+            raise ToolError(escape_unsafe(str(exc))) from None
+        # The answer's text written as `--json` writes it (remem.record.quote.json_text): the
+        # SDK's own would leave C1 controls, line separators and bidi controls in recorded
+        # text as they are. It passes a CallToolResult through, checking its structured content
+        # against the tools' annotation.
+        text = TextContent(type="text", text=json_text(result).rstrip("\n"))
+        return cast(dict[str, Any], CallToolResult(content=[text], structured_content=result))
 
     Cwd = Annotated[
         str | None, Field(description="A directory of the project (default: the server's).")

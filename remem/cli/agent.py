@@ -72,7 +72,9 @@ def recall_command(
         print_json(recall.answer(hits, page, root, pattern, more))
         return
     if not hits:
-        where = f"in {root}" if root else "in any project"
+        from remem.record.quote import inert_path
+
+        where = f"in {inert_path(root)}" if root else "in any project"
         click.echo(f"No procedure, lesson or command {where} matches {pattern!r}.")
         return
     pages_text = recall.text_pages(
@@ -115,9 +117,10 @@ def procedures_export(
 ) -> None:
     """Write an active procedure as a draft a person reviews and moves into the repository: a
     Claude Code skill (SKILL.md), an AGENTS.md section, or a runbook. remem never writes into
-    .claude/, .codex/, .cursor/, a skills folder, AGENTS.md or CLAUDE.md itself, refuses a draft
-    holding a secret or recorded text that reads like an order to the agent, and never
-    overwrites a draft edited since export without --force.
+    .claude/, .codex/, .cursor/, a skills folder, another agent's rule folder (.clinerules/,
+    .windsurf/, .github/instructions/…), AGENTS.md or CLAUDE.md itself, refuses a draft holding
+    a secret or recorded text that reads like an order to the agent, and never overwrites a
+    draft edited since export without --force.
 
     \b
     Example:
@@ -146,6 +149,8 @@ def procedures_export(
             }
         )
         return
+    from remem.record.quote import inert_path
+
     verb = "Wrote" if outcome == "written" else "Already up to date:"
-    click.echo(f"{verb} {draft.path} ({fmt} draft of procedure {procedure_id}).")
+    click.echo(f"{verb} {inert_path(draft.path)} ({fmt} draft of procedure {procedure_id}).")
     click.echo("Review it, then move it into place yourself; remem does not.")

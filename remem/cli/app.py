@@ -34,7 +34,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except RememError as exc:
-            click.echo(f"remem: {exc}", err=True)
+            from remem.record.quote import escape_unsafe  # an error may name recorded text
+
+            click.echo(f"remem: {escape_unsafe(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except Exception as exc:
             cause = _database_error(exc)
@@ -81,9 +83,9 @@ def current_settings() -> Settings:
 
 def print_json(data: Any) -> None:
     """Print data as the JSON contract has it (remem.json_contract, docs/json.md)."""
-    from remem import json_contract
+    from remem.record.quote import json_text
 
-    click.echo(json_contract.dumps(data), nl=False)
+    click.echo(json_text(data), nl=False)
 
 
 def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -176,10 +178,14 @@ def print_table(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from remem.record.quote import escape_unsafe
 
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        # Cells hold recorded text: plain text (no markup), its controls escaped.
+        table.add_row(*(Text(escape_unsafe(cell)) for cell in row))
     Console(width=max(120, shutil.get_terminal_size().columns)).print(table)

@@ -229,15 +229,16 @@ def doctor(as_json: bool) -> None:
     """
     from remem.admin.checks import FAIL
     from remem.admin.doctor import run_checks
+    from remem.record.quote import escape_unsafe  # a detail may name a draft, an error
 
     checks = run_checks()
     if as_json:
         print_json([check.as_json() for check in checks])
     else:
         for check in checks:
-            click.echo(f"{check.status:>4}  {check.name:<18} {check.detail}")
+            click.echo(escape_unsafe(f"{check.status:>4}  {check.name:<18} {check.detail}"))
             if check.fix and check.status != "ok":
-                click.echo(f"{'':>4}  {'':<18} fix: {check.fix}")
+                click.echo(escape_unsafe(f"{'':>4}  {'':<18} fix: {check.fix}"))
     if any(check.status == FAIL for check in checks):
         sys.exit(1)
 

@@ -233,8 +233,10 @@ def _print_summary(report: dict[str, Any]) -> None:
             f"than promotion.max_age ({days}). `remem procedures list --all` shows their runs "
             "and dates; the digest lists them as verified earlier."
         )
+    from remem.record.quote import escape_unsafe  # recorded commands, roots and branches
+
     for procedure in procedures[:SHOWN_PROCEDURES]:
         where = procedure["project"] + (f" ({procedure['branch']})" if procedure["branch"] else "")
-        click.echo(f"  {procedure['command']}  in {where}")
+        click.echo(escape_unsafe(f"  {procedure['command']}  in {where}"))
     if len(procedures) > SHOWN_PROCEDURES:
         click.echo(f"  … and {len(procedures) - SHOWN_PROCEDURES} more: `remem procedures list`.")

@@ -125,10 +125,12 @@ def _command_cell(command: str, needs_credentials: bool) -> str:
 
 
 def _where(scope: str, branch: str | None, directory: str, branches: int) -> str:
-    place = "" if directory == "." else f"{directory}/ "
+    from remem.record.quote import inert_path
+
+    place = "" if directory == "." else f"{inert_path(directory)}/ "
     if scope == "project":
         return f"{place}every branch ({branches} verified)"
-    return f"{place}{branch or '(no branch)'}"
+    return f"{place}{_branch(branch)}"
 
 
 @procedures.command("show")
@@ -163,50 +165,49 @@ def procedures_show(procedure_id: int, as_json: bool, evidence_page: int) -> Non
 def _print_procedure(detail: Detail) -> None:
     from remem.agent.digest import fix_text
     from remem.json_contract import rfc3339
-    from remem.record.quote import NO_OUTPUT, quote_excerpt
+    from remem.record.quote import NO_OUTPUT, inert_path, quote_excerpt, quote_text
 
     procedure, evidence, unverified = detail.procedure, detail.evidence, detail.unverified_runs
 
-    click.echo(
+    _say(
         f"Procedure {procedure.id} ({procedure.status}, confidence "
         f"{procedure.confidence:.2f}, topic {procedure.topic_key})"
     )
-    click.echo(procedure.body)
+    for line in procedure.body.split("\n"):  # its own lines: recorded text in it is quoted
+        _say(line)
     if detail.followed_then_failed_at is not None:
-        click.echo(
+        _say(
             f"Followed after the digest showed it, then failed on "
             f"{rfc3339(detail.followed_then_failed_at)}: ranked down in the digest until it "
             "passes again."
         )
-    click.echo(f"Workflow: {json.dumps(procedure.workflow, ensure_ascii=False)}")
+    _say(f"Workflow: {quote_text(procedure.workflow)}")
     if procedure.scope == "project":
-        click.echo(f"Verified on branches: {', '.join(procedure.branches)}")
-    click.echo("Variants:")
+        _say(f"Verified on branches: {', '.join(map(inert_path, procedure.branches))}")
+    _say("Variants:")
     for command, count in procedure.variants:
-        click.echo(f"  {count} run(s)  {json.dumps(command, ensure_ascii=False)}")
+        _say(f"  {count} run(s)  {quote_text(command)}")
     if evidence.pages > 1:
         more = (
             f"; --evidence-page {evidence.page + 1} for older"
             if evidence.page < evidence.pages
             else ""
         )
-        click.echo(
-            f"Evidence (page {evidence.page} of {evidence.pages}, {evidence.total} runs{more}):"
-        )
+        _say(f"Evidence (page {evidence.page} of {evidence.pages}, {evidence.total} runs{more}):")
     else:
-        click.echo("Evidence:")
+        _say("Evidence:")
     for run in evidence.runs:
-        branch = f"  branch {run.branch}" if procedure.scope == "project" else ""
-        click.echo(
+        branch = f"  branch {inert_path(run.branch or '')}" if procedure.scope == "project" else ""
+        _say(
             f"  event {run.event_id}  {rfc3339(run.at)}  {run.host}  session "
             f"{run.session_key}  {run.outcome}{branch}"
         )
     if unverified:
-        click.echo(f"Unverified runs (status hidden, no summary in the output): {unverified}")
+        _say(f"Unverified runs (status hidden, no summary in the output): {unverified}")
     for lesson in detail.lessons:
-        click.echo(f"Lesson (closed by event {lesson.resolved_by_event_id}):")
-        for line in lesson.body.splitlines():
-            click.echo(f"  {line}")
+        _say(f"Lesson (closed by event {lesson.resolved_by_event_id}):")
+        for line in lesson.body.split("\n"):
+            _say(f"  {line}")
         for attempt in lesson.attempts:
             repeat = f", repeats attempt {attempt.duplicate_of}" if attempt.duplicate_of else ""
             edited = (
@@ -216,25 +217,27 @@ def _print_procedure(detail: Detail) -> None:
             )
             code = "?" if attempt.exit_code is None else attempt.exit_code
             output = "" if attempt.has_output else f", {NO_OUTPUT}"
-            click.echo(
+            _say(
                 f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
                 f"{code}{output}, {edited}{repeat}"
             )
     for found in detail.substitutions:
-        click.echo(_substitution_line(found))
+        _say(_substitution_line(found))
     for error in detail.known_errors:
-        click.echo(
-            f"Known error on {error.branch or '(no branch)'}, seen {error.times_seen} "
+        _say(
+            f"Known error on {_branch(error.branch)}, seen {error.times_seen} "
             f"time(s): {quote_excerpt(error.error)}: {fix_text(error)}"
         )
     for sighting in detail.same_errors_elsewhere:
-        click.echo(
-            f"Same error under {json.dumps(sighting.workflow, ensure_ascii=False)} on "
-            f"{sighting.branch or '(no branch)'}: {fix_text(sighting)}"
+        _say(
+            f"Same error under {quote_text(sighting.workflow or '')} on "
+            f"{_branch(sighting.branch)}: {fix_text(sighting)}"
         )
 
 
 def _substitution_line(found: Substitution) -> str:
+    from remem.record.quote import quote_text
+
     sessions = "session" if found.sessions == 1 else "sessions"
     verified = (
         f", verified: procedure {found.instead_procedure_id}"
@@ -242,10 +245,24 @@ def _substitution_line(found: Substitution) -> str:
         else ""
     )
     return (
-        f"Instead of {json.dumps(found.workflow, ensure_ascii=False)} "
+        f"Instead of {quote_text(found.workflow)} "
         f"({found.failures} failed in {found.sessions} {sessions}), "
-        f"{json.dumps(found.instead, ensure_ascii=False)} passed{verified}"
+        f"{quote_text(found.instead)} passed{verified}"
     )
+
+
+def _say(line: str) -> None:
+    """One line of remem's, whatever recorded text it quotes: no control character of it
+    reaches the terminal, no line break of it starts a line."""
+    from remem.record.quote import escape_unsafe
+
+    click.echo(escape_unsafe(line))
+
+
+def _branch(branch: str | None) -> str:
+    from remem.record.quote import inert_path
+
+    return inert_path(branch) if branch else "(no branch)"
 
 
 @procedures.command("errors")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import TYPE_CHECKING
 
@@ -16,7 +15,7 @@ from remem.cli.app import (
     print_table,
     project_option,
 )
-from remem.cli.memory import _command_cell, _where, procedures
+from remem.cli.memory import _command_cell, _say, _where, procedures
 from remem.errors import NotFound, RememError
 from remem.json_contract import date, rfc3339
 
@@ -109,23 +108,23 @@ def _count(number: int, word: str) -> str:
 
 
 def _print_team_procedure(p: TeamProcedure) -> None:
-    from remem.record.quote import inert_command
+    from remem.record.quote import inert_command, inert_path, name_files, quote_text
 
-    click.echo(
+    _say(
         f"Team procedure {p.id} ({p.status}, confidence {p.confidence:.2f}; team procedure "
         f"{p.team_procedure_id}, pulled {_minute(p.pulled_at)} UTC)"
     )
-    click.echo(f"Command: {_command_cell(inert_command(p.command), p.needs_credentials)}")
-    click.echo(f"Project: {p.project}")
-    click.echo(f"Where: {_where(p.scope, p.branch, p.directory, len(p.branches))}")
-    click.echo(f"Branches: {', '.join(p.branches) or '(none)'}")
-    click.echo(
+    _say(f"Command: {_command_cell(inert_command(p.command), p.needs_credentials)}")
+    _say(f"Project: {inert_path(p.project)}")
+    _say(f"Where: {_where(p.scope, p.branch, p.directory, len(p.branches))}")
+    _say(f"Branches: {', '.join(map(inert_path, p.branches)) or '(none)'}")
+    _say(
         f"Verified by the team: {_count(p.verified_runs, 'run')} in "
         f"{_count(p.distinct_sessions, 'session')} on {_count(p.machines, 'machine')}, first on "
         f"{date(p.first_verified_at)}, last on {date(p.last_verified_at)}."
     )
     if p.files:
-        more = f" +{p.files_more} more" if p.files_more else ""
-        click.echo(f"Files edited before it passed: {', '.join(p.files)}{more}")
-    click.echo(f"Workflow: {json.dumps(p.workflow, ensure_ascii=False)}")
-    click.echo(p.body)
+        _say(f"Files edited before it passed: {name_files(p.files, p.files_more)}")
+    _say(f"Workflow: {quote_text(p.workflow)}")
+    # Written by another machine: its lines are its own, so the body is quoted whole.
+    _say(f"Body: {quote_text(p.body)}")

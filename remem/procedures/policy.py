@@ -172,9 +172,14 @@ class Where:
 
     def describe(self) -> str:
         place = self.project if self.directory == "." else f"{self.project}/{self.directory}"
+        place = inert_path(place)
         if self.project_wide:
             return f"{place} (on every branch)"
-        return f"{place} on branch {self.branch}" if self.branch else f"{place} (no branch)"
+        return (
+            f"{place} on branch {inert_path(self.branch)}"
+            if self.branch
+            else f"{place} (no branch)"
+        )
 
 
 def render_body(

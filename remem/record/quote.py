@@ -1,6 +1,9 @@
 """Recorded text as remem shows it: quoted, capped and inert, so that nothing recorded (an error
-line, a command, a file name) can speak as remem or as an instruction. Every output that shows
-recorded text (the digest, recall, tables, exported drafts) quotes it here.
+line, a command, a file name, a directory, a project root, a branch) can speak as remem or as an
+instruction. Every output that shows recorded text (the digest, advice, recall, MCP answers,
+tables, `--json`, exported drafts) quotes it here: no line break or control character of it can
+start a line of its own or reach a terminal as an escape sequence, and no backtick of it can
+close a code span.
 
 Stdlib only: the hook imports it.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from remem import json_contract
 from remem.record.redact import MASK
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -46,6 +50,45 @@ def needs_credentials(command: str) -> bool:
     return REDACTION_MARK in command
 
 
+def has_unsafe(text: str) -> bool:
+    """Whether the text holds what some reader takes for a line break (str.splitlines, an
+    editor) or a terminal for a command (C0 and C1 controls: ESC, CSI, OSC), what reorders or
+    hides text (bidi controls, zero-width marks), or a lone surrogate: what str.isprintable
+    refuses, ASCII space aside."""
+    return not text.isprintable()
+
+
+def _escaped(char: str) -> str:
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code > 0xFFFF:  # as JSON writes it: a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def escape_unsafe(text: str) -> str:
+    """The text with each unsafe character (has_unsafe) as a \\uXXXX escape: for text JSON
+    already quoted (it leaves C1 controls, U+2028 and bidi controls as they are), and for
+    recorded text shown inside remem's own wording."""
+    if text.isprintable():
+        return text
+    return "".join(map(_escaped, text))
+
+
+def quote_text(text: str) -> str:
+    """Recorded text as a JSON string that stays on its line and sends a terminal nothing."""
+    return escape_unsafe(json.dumps(text, ensure_ascii=False))
+
+
+def json_text(data: object) -> str:
+    """What a `--json` option prints (remem.json_contract), with nothing a terminal obeys: the
+    escapes JSON reads back as the same text."""
+    # A raw line break in JSON text is its own layout: JSON escapes those in strings.
+    return "\n".join(map(escape_unsafe, json_contract.dumps(data).split("\n")))
+
+
 def quote_excerpt(text: str | None) -> str:
     """A capped, escaped, double-quoted excerpt: whatever it says stays inside the quotes. No
     text (or only blanks) is said so, unquoted: `""` would read as an error that printed nothing
@@ -53,7 +96,7 @@ def quote_excerpt(text: str | None) -> str:
     if text is None or not text.strip():
         return f"({NO_OUTPUT})"
     capped = text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 1] + "…"
-    return json.dumps(capped, ensure_ascii=False)
+    return quote_text(capped)
 
 
 def pitfall_text(
@@ -84,18 +127,20 @@ _PATH_CHARS = frozenset("._/-+@=,~:")
 
 
 def inert_command(command: str) -> str:
-    """A command as inert text: a code span, or a JSON string when it holds a backtick or a line
-    break, which could close the span and let recorded text speak as free text."""
-    if "`" in command or "\n" in command or "\r" in command:
-        return json.dumps(command, ensure_ascii=False)
+    """A command as inert text: a code span, or a JSON string when it holds a backtick, a line
+    break or a control character, which could close the span and let recorded text speak as
+    free text."""
+    if "`" in command or has_unsafe(command):
+        return quote_text(command)
     return f"`{command}`"
 
 
 def inert_path(path: str) -> str:
-    """A file name as is when it is plainly a path, else quoted like an excerpt."""
+    """A file or directory name, a project root or a branch as is when it is plainly a path,
+    else quoted like an excerpt."""
     if path and all(ch.isalnum() or ch in _PATH_CHARS for ch in path):
         return path
-    return json.dumps(path, ensure_ascii=False)
+    return quote_text(path)
 
 
 def name_files(names: Sequence[str], more: int = 0) -> str:
