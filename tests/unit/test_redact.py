@@ -6,7 +6,8 @@ import pytest
 
 from remem.record.password_flags import PASSWORD_FLAGS
 from remem.record.redact import MASK, is_secret_key, redact_json, redact_text
-from tests.acceptance.secrets_corpus import CORPUS
+from remem.record.secret_families import FAMILIES
+from tests.acceptance.secrets_corpus import CORPUS, sample
 
 GITHUB_TOKEN = "ghp_4fK9sLm2Qx7Rt8Vw1Yz3Bc5Nd6Hj0PqAeUi"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
@@ -457,3 +458,40 @@ def test_a_secret_named_option_is_masked_with_a_space_as_with_an_equals_sign(
 
     assert secret not in spaced and secret not in joined
     assert MASK in spaced and MASK in joined
+
+
+@pytest.mark.parametrize(
+    ("family", "example"),
+    [(family, example) for family, _keywords, _pattern, example in FAMILIES],
+    ids=[family for family, *_row in FAMILIES],
+)
+def test_each_family_of_the_table_masks_its_example_and_nothing_else(
+    family: str, example: str
+) -> None:
+    text, secret = sample(family, example)
+    if text == secret:
+        text = f"echo {secret} | ./deploy.sh"
+
+    redacted = redact_text(text)
+
+    assert redacted == text.replace(secret, MASK)
+
+
+@pytest.mark.parametrize(
+    ("family", "keywords", "example"),
+    [(family, keywords, example) for family, keywords, _pattern, example in FAMILIES],
+    ids=[family for family, *_row in FAMILIES],
+)
+def test_each_family_needs_one_of_its_keywords(
+    family: str, keywords: tuple[str, ...], example: str
+) -> None:
+    # A keyword missing from the example would leave the family's pattern never run.
+    text, _secret = sample(family, example)
+
+    assert any(keyword.removeprefix("*") in text.lower() for keyword in keywords)
+    assert all(keyword == keyword.lower() for keyword in keywords)
+
+
+def test_the_table_covers_the_families_of_the_common_scanners() -> None:
+    assert len(FAMILIES) >= 150
+    assert len({family for family, *_row in FAMILIES}) == len(FAMILIES)
