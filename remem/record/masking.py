@@ -30,36 +30,39 @@ def masked(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
-# The families' keywords. Those made of a word and its separator (`dop_v1_` is found as `dop_`)
-# are found together, in one pass over the text read backwards, where a separator is rare enough
-# to start a match; the few others one by one. A text holding none runs no family's pattern.
-_SEPARATOR_THEN_WORD = r"[_.-][a-z0-9]{1,16}(?![a-z0-9])"
-_BY_WORD: dict[str, list[int]] = {}  # the keyword's word and separator, read backwards
-_BY_TEXT: dict[str, list[int]] = {}
+# The families' keywords. One made of a word and its separator (`dop_v1_` is found as `dop_`) is
+# one of the text's pieces: the runs of letters and digits, each with the separator that ends it,
+# found by bytes methods and a set intersection, each one loop in C; any other keyword is looked
+# for anywhere, one by one. A text holding no keyword runs no family's pattern.
+_PIECE_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789_.-"
+_SPACES = bytes(byte if byte in _PIECE_BYTES else 0x20 for byte in range(256))
+_BY_PIECE: dict[bytes, list[int]] = {}
 _ANYWHERE: set[int] = set()  # families with a keyword looked for anywhere
 
 
-def _index_families() -> None:
+def _index_families() -> tuple[frozenset[bytes], tuple[tuple[str, list[int]], ...]]:
+    anywhere: dict[str, list[int]] = {}
     for position, (_family, keywords, _pattern, _example) in enumerate(FAMILIES):
         for keyword in keywords:
             cut = min((keyword.find(sep) for sep in "_.-" if sep in keyword), default=-1)
             if cut > 0 and keyword[:cut].isascii() and keyword[:cut].isalnum():
-                _BY_WORD.setdefault(keyword[cut::-1], []).append(position)
+                _BY_PIECE.setdefault(keyword[: cut + 1].encode(), []).append(position)
             else:
-                _BY_TEXT.setdefault(keyword.removeprefix("*"), []).append(position)
+                anywhere.setdefault(keyword.removeprefix("*"), []).append(position)
                 _ANYWHERE.add(position)
+    return frozenset(_BY_PIECE), tuple(anywhere.items())
 
 
-_index_families()
+_PIECES, _ANYWHERE_KEYWORDS = _index_families()
 
 
 def _families_due(lowered: str) -> list[int]:
-    words = pattern(_SEPARATOR_THEN_WORD).findall(lowered[::-1])
-    due = {position for word in _BY_WORD.keys() & set(words) for position in _BY_WORD[word]}
-    due.update(
-        position for keyword, rows in _BY_TEXT.items() if keyword in lowered for position in rows
-    )
-    return sorted(due)
+    pieces = lowered.encode("utf-8", "surrogatepass")
+    for separator in (b"_", b"-", b"."):
+        pieces = pieces.replace(separator, separator + b" ")
+    found = [_BY_PIECE[piece] for piece in _PIECES.intersection(pieces.translate(_SPACES).split())]
+    found += [rows for keyword, rows in _ANYWHERE_KEYWORDS if keyword in lowered]
+    return sorted({position for rows in found for position in rows})
 
 
 def mask_families(text: str, lowered: str) -> str:

@@ -43,7 +43,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ("LangSmith", ("lsv2_",), r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}", "lsv2_pt_{h32}_{h10}"),
     # Google, Amazon, Microsoft, other clouds
     ("Google OAuth access token", ("ya29.",), r"ya29\.[\w-]{30,}", "ya29.{w120}"),
-    ("Google OAuth refresh token", ("1//",), r"\b1//0[\w-]{40,}", "1//0{w60}"),
     ("Google API key", ("aiza",), r"\bAIza[\w-]{35}", "AIza{w35}"),
     ("Google OAuth client secret", ("gocspx-",), r"GOCSPX-[\w-]{28}", "GOCSPX-{w28}"),
     (
@@ -52,7 +51,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
         "AKIA{u16}",
     ),
-    ("Alibaba Cloud access key", ("ltai",), r"\bLTAI[A-Za-z0-9]{20}\b", "LTAI{a20}"),
     (
         "Microsoft Entra client secret",
         ("q~",),
@@ -114,7 +112,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}",
         "v1.0-{h24}-{h146}",
     ),
-    ("ClickHouse Cloud", ("4b1d",), r"\b4b1d[A-Za-z0-9]{38}\b", "4b1d{a38}"),
     ("Octopus Deploy", ("api-",), r"API-[A-Z0-9]{26}\b", "API-{u26}"),
     ("Grafana Cloud", ("glc_",), r"glc_[A-Za-z0-9+/]{32,400}={0,3}", "glc_{a48}"),
     (
@@ -144,7 +141,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
         "AGE-SECRET-KEY-1{u58}",
     ),
-    ("OpenShift", ("sha256~",), r"\bsha256~[\w-]{43}", "sha256~{w43}"),
     # Source hosting and CI
     ("GitHub token", ("*ghp_",), r"ghp_[A-Za-z0-9]{20,}", "ghp_{a36}"),
     ("GitHub OAuth token", ("*gho_",), r"gho_[A-Za-z0-9]{20,}", "gho_{a36}"),
@@ -160,7 +156,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ("GitLab token", ("*glpat-",), r"glpat-[\w.-]{20,}", "glpat-{w20}"),
     ("GitLab pipeline trigger", ("glptt-",), r"glptt-[a-f0-9]{40}", "glptt-{h40}"),
     ("GitLab runner token", ("glrt-",), r"glrt-[\w.-]{20,}", "glrt-{w20}"),
-    ("GitLab runner registration", ("gr1348941",), r"\bGR1348941[\w-]{20}", "GR1348941{w20}"),
     ("GitLab deploy token", ("gldt-",), r"gldt-[\w-]{20,}", "gldt-{w20}"),
     ("GitLab feed token", ("glft-",), r"glft-[\w-]{20,}", "glft-{w20}"),
     ("GitLab incoming mail token", ("glimt-",), r"glimt-[\w-]{25,}", "glimt-{w25}"),
@@ -175,7 +170,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         r"(?<=_gitlab_session=)[0-9a-z]{32}",
         "_gitlab_session=«{l32}»",
     ),
-    ("Bitbucket app password", ("atbb",), r"\bATBB[\w=.-]{28,}", "ATBB{a32}"),
     ("Atlassian API token", ("atatt3",), r"\bATATT3[\w=-]{150,}", "ATATT3{w186}"),
     ("Buildkite", ("bkua_",), r"bkua_[a-f0-9]{40}", "bkua_{h40}"),
     ("CircleCI", ("ccipat_",), r"CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}", "CCIPAT_{a22}_{h40}"),
@@ -212,7 +206,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ("New Relic browser key", ("nrjs-",), r"NRJS-[a-f0-9]{19}", "NRJS-{h19}"),
     ("Defined Networking", ("dnkey-",), r"dnkey-[\w=-]{26}-[\w=-]{52}", "dnkey-{w26}-{w52}"),
     ("Typeform", ("tfp_",), r"tfp_[\w.=-]{59}", "tfp_{w59}"),
-    ("MaxMind", ("_mmk",), r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b", "{a6}_{a29}_mmk"),
     ("SettleMint", ("sm_",), r"sm_(?:aat|pat|sat)_[A-Za-z0-9]{16}", "sm_pat_{a16}"),
     (
         "Authress",
@@ -248,11 +241,8 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ("npm", ("npm_",), r"npm_[A-Za-z0-9]{30,}", "npm_{a36}"),
     ("PyPI", ("*pypi-",), r"pypi-AgE[\w-]{50,}", "pypi-AgEIcHlwaS5vcmc{w70}"),
     ("RubyGems", ("rubygems_",), r"rubygems_[a-f0-9]{48}", "rubygems_{h48}"),
-    ("NuGet", ("oy2",), r"\boy2[a-z0-9]{43}\b", "oy2{l43}"),
     ("Clojars", ("clojars_",), r"CLOJARS_[A-Za-z0-9]{60}", "CLOJARS_{a60}"),
     ("Docker Hub", ("*dckr_",), r"dckr_(?:pat|oat)_[\w-]{20,}", "dckr_pat_{w27}"),
-    ("JFrog API key", ("akcp",), r"\bAKCp[A-Za-z0-9]{69}\b", "AKCp{a69}"),
-    ("JFrog reference token", ("cmvmdgtu",), r"\bcmVmdGtu[A-Za-z0-9]{56,}", "cmVmdGtuOjAx{a52}"),
     # Chat, mail and messaging
     ("Slack configuration token", ("*xox",), r"xoxe[.-][\w.-]{10,}", "xoxe.xoxp-1-{u163}"),
     ("Slack bot token", ("*xox",), r"xoxb-[A-Za-z0-9-]{10,}", "xoxb-{d12}-{d13}-{a24}"),
@@ -319,8 +309,8 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ("Stripe webhook secret", ("*whsec_",), r"whsec_[A-Za-z0-9]{16,}", "whsec_{a32}"),
     (
         "Square",
-        ("sq0atp-", "sq0csp-", "eaa"),
-        r"\b(?:sq0atp-|sq0csp-|EAAA)[\w-]{22,60}",
+        ("sq0atp-", "sq0csp-"),
+        r"(?:sq0atp-|sq0csp-)[\w-]{22,60}",
         "sq0atp-{w22}",
     ),
     (
@@ -337,7 +327,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ),
     ("Duffel", ("duffel_",), r"duffel_(?:test|live)_[\w=-]{43}", "duffel_live_{w43}"),
     ("Shippo", ("shippo_",), r"shippo_(?:live|test)_[a-fA-F0-9]{40}", "shippo_live_{h40}"),
-    ("EasyPost", ("ezak", "eztk"), r"\bEZ[AT]K[A-Za-z0-9]{54}\b", "EZAK{a54}"),
     (
         "Plaid",
         ("access-",),
@@ -351,11 +340,8 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ("Shopify private app", ("shppa_",), r"shppa_[a-fA-F0-9]{32}", "shppa_{h32}"),
     ("Shopify shared secret", ("shpss_",), r"shpss_[a-fA-F0-9]{32}", "shpss_{h32}"),
     # Social and media
-    ("Facebook page token", ("eaa",), r"\bEAA[MC][A-Za-z0-9]{100,}", "EAAC{a120}"),
-    ("Instagram", ("igqv",), r"\bIGQV[\w-]{100,}", "IGQV{w160}"),
     ("Mapbox secret token", ("sk.",), r"sk\.eyJ[\w-]{50,}\.[\w-]{20,}", "sk.eyJ1{a60}.{w22}"),
     ("Dropbox short-lived token", ("sl.",), r"sl\.[\w=-]{130,}", "sl.{w135}"),
-    ("Yandex API key", ("aqvn",), r"\bAQVN[\w-]{35,38}", "AQVN{w36}"),
     ("Yandex access token", ("t1.",), r"t1\.[\w-]+=*\.[\w-]{86}=*", "t1.{w40}.{w86}"),
     (
         "Sidekiq",
@@ -384,5 +370,44 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         rf"expect[ \t]+(?:-\w+[ \t]+)*(?:\"{_PROMPT}\"|\S*(?:assw|phrase)\S*)"
         r"[\s{;]*send[ \t]+(?:--[ \t]+)?\"(?P<secret>[^\"\n]*?)(?:\\r|\\n)?\"",
         'expect -c \'spawn ssh deploy@web1; expect "*assword:"; send "«{a14}»\\r"; interact\'',
+    ),
+    # More prefixed formats: found as a piece of the text, they cost nothing until it holds one
+    ("OpenAI service account", ("sk-",), r"sk-svcacct-[\w-]{40,}", "sk-svcacct-{w74}"),
+    ("OpenAI admin key", ("sk-",), r"sk-admin-[\w-]{40,}", "sk-admin-{w74}"),
+    ("Anthropic admin key", ("sk-",), r"sk-ant-admin\d\d-[\w-]{20,}", "sk-ant-admin01-{w93}"),
+    ("Langfuse", ("sk-",), r"sk-lf-[a-f0-9-]{36}", f"sk-lf-{_UUID_SHAPE}"),
+    ("Stripe restricted key", ("rk_",), r"rk_(?:live|test|prod)_[A-Za-z0-9]{10,}", "rk_live_{a24}"),
+    ("Cartesia", ("sk_",), r"sk_car_[A-Za-z0-9]{20,}", "sk_car_{a24}"),
+    ("Tavily", ("tvly-",), r"tvly-(?:dev-)?[A-Za-z0-9]{32}", "tvly-dev-{a32}"),
+    ("Firecrawl", ("fc-",), r"fc-[a-f0-9]{32}\b", "fc-{h32}"),
+    ("E2B", ("e2b_",), r"e2b_[a-f0-9]{40}", "e2b_{h40}"),
+    ("Browserbase", ("bb_",), r"bb_live_[\w-]{27,}", "bb_live_{w27}"),
+    ("Deno Deploy", ("ddp_",), r"ddp_[A-Za-z0-9]{36}", "ddp_{a36}"),
+    ("dbt Cloud", ("dbtc_",), r"dbtc_[\w-]{40,}", "dbtc_{w48}"),
+    ("SonarQube", ("squ_", "sqp_", "sqa_"), r"sq[upa]_[a-f0-9]{40}", "squ_{h40}"),
+    ("Dependency-Track", ("odt_",), r"odt_[A-Za-z0-9]{32,}", "odt_{a32}"),
+    ("Axiom", ("xaat-", "xapt-"), rf"xa[ap]t-{_UUID}", f"xaat-{_UUID_SHAPE}"),
+    ("MailerSend", ("mlsn.",), r"mlsn\.[a-f0-9]{64}", "mlsn.{h64}"),
+    ("Paddle", ("pdl_",), r"pdl_(?:live|sdbx)_apikey_[\w-]{20,}", "pdl_live_apikey_{w40}"),
+    ("Razorpay", ("rzp_",), r"rzp_(?:live|test)_[A-Za-z0-9]{14}", "rzp_live_{a14}"),
+    ("Stytch", ("secret-",), r"secret-(?:live|test)-[\w=-]{36}", "secret-live-{w36}"),
+    ("Statsig", ("secret-",), r"secret-[A-Za-z0-9]{43}\b", "secret-{a43}"),
+    ("Onfido", ("api_",), r"api_(?:live|sandbox)(?:_[a-z]{2})?\.[\w-]{43}", "api_live.{w43}"),
+    ("Mollie", ("live_",), r"live_[A-Za-z0-9]{30}\b", "live_{a30}"),
+    ("Anyscale", ("esecret_",), r"esecret_[A-Za-z0-9]{26,}", "esecret_{a26}"),
+    (
+        "Infisical",
+        ("st.",),
+        r"st\.[a-f0-9-]{36}\.[a-f0-9]{32}\.[a-f0-9]{32}",
+        f"st.{_UUID_SHAPE}.{{h32}}.{{h32}}",
+    ),
+    ("Doppler personal token", ("dp.",), r"dp\.pt\.[A-Za-z0-9]{40,}", "dp.pt.{a43}"),
+    ("Doppler service account", ("dp.",), r"dp\.sa\.[A-Za-z0-9]{40,}", "dp.sa.{a43}"),
+    ("Doppler CLI token", ("dp.",), r"dp\.ct\.[A-Za-z0-9]{40,}", "dp.ct.{a43}"),
+    (
+        "Slack workflow webhook",
+        ("hooks.",),
+        r"https://hooks\.slack\.com/(?:workflows|triggers)/[\w/+-]+",
+        "https://hooks.slack.com/triggers/T{u8}/{d13}/{h32}",
     ),
 )
