@@ -4,6 +4,7 @@ import copy
 
 import pytest
 
+from remem.record import masking
 from remem.record.password_flags import PASSWORD_FLAGS
 from remem.record.redact import MASK, is_secret_key, redact_json, redact_text
 from remem.record.secret_families import FAMILIES
@@ -495,3 +496,44 @@ def test_each_family_needs_one_of_its_keywords(
 def test_the_table_covers_the_families_of_the_common_scanners() -> None:
     assert len(FAMILIES) >= 150
     assert len({family for family, *_row in FAMILIES}) == len(FAMILIES)
+
+
+# The formats a review found passing redaction untouched (issue 28), each by its prefix or shape.
+NAMED = (
+    *("SG.", "/bot", "ya29.", "glrt-", "gldt-", "dop_v1_", "ATATT3", "AGE-SECRET-KEY-1", "tskey-"),
+    *("gsk_", "xai-", "r8_", "glsa_", "sntrys_", "ntn_", "pscale_pw_", "rubygems_", "figd_"),
+    *("pat-na1-", "dp.st.", "shpat_", "xapp-", "lin_api_", "hvs.", "s.", "MT", "SK"),
+)
+
+
+@pytest.mark.parametrize("start", NAMED)
+def test_the_formats_that_passed_are_masked(start: str) -> None:
+    samples = [sample(family, example) for family, _keywords, _pattern, example in FAMILIES]
+    secrets = [(text, secret) for text, secret in samples if secret.startswith(start)]
+    secrets += [(text, secret) for text, secret in samples if start in text and start == "/bot"]
+
+    assert secrets != []
+    assert all(secret not in redact_text(text) for text, secret in secrets)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tests/test_cart.py::test_total_is_rounded PASSED [ 12%]\n" * 40,
+        "npm WARN deprecated react-dom@16.14.0: use v18.2.0 in src/app/main-view.tsx\n" * 40,
+        "Successfully installed pydantic_core-2.14.5 typing_extensions-4.9.0 scikit-learn\n" * 40,
+    ],
+    ids=["pytest", "npm", "pip"],
+)
+def test_ordinary_output_calls_for_no_family(text: str) -> None:
+    # The cost of a text with no keyword: one pass, and not one family's pattern run.
+    assert masking._families_due(text.lower()) == []
+    assert redact_text(text) == text
+
+
+def test_the_keywords_spelled_before_the_table_loads_are_the_tables() -> None:
+    by_piece, by_keyword, _anywhere = masking.family_index()
+
+    assert set(by_piece) == masking.PIECES
+    assert set(by_keyword) == set(masking.ANYWHERE)
+    assert len(masking.ANYWHERE) == len(set(masking.ANYWHERE))
