@@ -354,7 +354,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     (
         ".netrc",
         ("machine",),
-        r"(?:\bmachine[ \t\n]+\S+|\bdefault)(?:[ \t\n]+(?:login|account|port)[ \t\n]+\S+)*"
+        r"(?:machine[ \t\n]+\S+|default)(?:[ \t\n]+(?:login|account|port)[ \t\n]+\S+)*"
         r"[ \t\n]+password[ \t\n]+['\"]?(?P<secret>[^\s'\"\\]+)",
         "printf 'machine api.acme.test login ci password «{a16}»\\n' >> ~/.netrc",
     ),

@@ -537,3 +537,38 @@ def test_the_keywords_spelled_before_the_table_loads_are_the_tables() -> None:
     assert set(by_piece) == masking.PIECES
     assert set(by_keyword) == set(masking.ANYWHERE)
     assert len(masking.ANYWHERE) == len(set(masking.ANYWHERE))
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "cat > ~/.netrc <<EOF\nmachine api.acme.test\n  login ci\n  password N3trc-Pw\nEOF",
+            "N3trc-Pw",
+        ),
+        ("echo 'default login ci password N3trcDef4ult' >> ~/.netrc # machine", "N3trcDef4ult"),
+        ("cat >> ~/.pgpass <<'EOF'\ndb.acme.test:5432:*:app:PgP4ss-Line\nEOF", "PgP4ss-Line"),
+        (
+            "printf '%s\\n' 'db:6432:shop:app:PgPr1ntf' > ~/.pgpass && chmod 600 ~/.pgpass",
+            "PgPr1ntf",
+        ),
+        (
+            "expect <<'EOF'\nspawn psql -h db -U app\nexpect \"Password for user app:\"\n"
+            'send "Exp3ct-Pw\\r"\nEOF',
+            "Exp3ct-Pw",
+        ),
+        ('expect -re "(P|p)assphrase" { send -- "K3y-Phr4se\\r" }', "K3y-Phr4se"),
+        ("az login --service-principal -u ci -p=Az-Eq-S3cret --tenant acme.test", "Az-Eq-S3cret"),
+    ],
+    ids=[
+        "netrc-heredoc",
+        "netrc-default",
+        "pgpass-heredoc",
+        "pgpass-printf",
+        "expect-heredoc",
+        "expect-braces",
+        "az-login-equals",
+    ],
+)
+def test_client_password_files_and_scripts_are_masked(text: str, secret: str) -> None:
+    assert redact_text(text) == text.replace(secret, MASK)
