@@ -59,7 +59,7 @@ PIECES = frozenset({
 ANYWHERE = (
     "hf_", "aiza", "akia", "asia", "q~", "dapi", "eyj", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
     "github_pat_", "glpat-", "atatt3", "pypi-", "dckr_", "xox", "whsec_", "machine", "pgpass",
-    "expect",
+    'send "', "send -- ",
 )
 # fmt: on
 # (the families each piece calls for, those each other keyword calls for, the families with a

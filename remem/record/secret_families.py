@@ -366,7 +366,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ),
     (
         "expect script",
-        ("expect",),
+        ('send "', "send -- "),  # not "expect": hosts name a field noOutputExpected
         rf"expect[ \t]+(?:-\w+[ \t]+)*(?:\"{_PROMPT}\"|\S*(?:assw|phrase)\S*)"
         r"[\s{;]*send[ \t]+(?:--[ \t]+)?\"(?P<secret>[^\"\n]*?)(?:\\r|\\n)?\"",
         'expect -c \'spawn ssh deploy@web1; expect "*assword:"; send "«{a14}»\\r"; interact\'',

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -572,3 +573,14 @@ def test_the_keywords_spelled_before_the_table_loads_are_the_tables() -> None:
 )
 def test_client_password_files_and_scripts_are_masked(text: str, secret: str) -> None:
     assert redact_text(text) == text.replace(secret, MASK)
+
+
+def test_no_host_payload_calls_for_a_family_by_its_field_names() -> None:
+    # Every hook run pays for a family its payload's own fields call for (Claude Code names one
+    # noOutputExpected): the hosts' fixtures, which hold no secret, call for none.
+    fixtures = sorted(Path(__file__).parents[1].glob("fixtures/hooks/*/*.json*"))
+
+    assert len(fixtures) >= 10
+    assert {f.name: masking._families_due(f.read_text().lower()) for f in fixtures} == {
+        f.name: [] for f in fixtures
+    }
