@@ -2,8 +2,8 @@
 
 The hot path of every agent tool call. Stdlib only (no SQLAlchemy), no git subprocess, no
 migration, never creates a remem home. Exit 0 whenever the event was stored, spooled or dropped
-with its reason recorded; exit 1 with one stderr line only when nothing could be saved; never 2,
-which would block the agent.
+with its reason recorded; exit 1 with one stderr line only when nothing could be saved (but 0
+when a SessionStart digest was printed all the same); never 2, which would block the agent.
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
         saved = save(home, kind, body, settings)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
-        return 1
+        return _digest_regardless(settings, kind, body)
     except Exception as exc:  # a bug must cost the agent nothing: keep the record in the spool
         return _spool_after_bug(home, kind, body, exc)
     if kind == "event" and size > MAX_PAYLOAD_BYTES and saved != "dropped":
@@ -300,6 +300,17 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     if output:
         _emit(output)
     return 0
+
+
+def _digest_regardless(settings: Settings | None, kind: str, body: Any) -> int:
+    """A SessionStart that could not be saved (a full disk) still prints its digest, read from
+    what the database holds, and exits 0 so that the host reads it."""
+    if kind == "event" and body.kind == "session_start" and settings is not None:
+        output = _read_digest(settings, body)
+        if output:
+            _emit(output)
+            return 0
+    return 1
 
 
 def _advisable(kind: str, body: Any) -> bool:

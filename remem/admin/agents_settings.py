@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import glob
 import json
 import os
 import re
@@ -188,7 +189,15 @@ def render_json(document: dict[str, Any], original: str | None) -> str:
     if match:
         found = match.group(1)
         indent = "\t" if found.startswith("\t") else len(found)
-    return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
+    text = json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
+    return re.sub(r'"\\u0000([-+0-9.eE]+)\\u0000"', r"\1", text)
+
+
+def _number_as_written(literal: str) -> str:
+    """A JSON number with a fraction or exponent, kept as its text: a float would turn `1e400`
+    into `Infinity` (no JSON at all) and `0.10000000000000000555` into `0.1`. render_json writes
+    it back as it was."""
+    return f"\0{literal}\0"
 
 
 # --- pure: Codex's config.toml --------------------------------------------------------------
@@ -295,7 +304,7 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     if text is None or not text.strip():
         return text, {}
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_float=_number_as_written)
     except ValueError as exc:
         raise AgentFileInvalid(path, f"is not valid JSON ({exc})") from exc
     if not isinstance(document, dict):
@@ -329,15 +338,22 @@ def plan_install(agent: str, user_home: Path, wanted: dict[str, Any]) -> AgentCh
 
 
 def plan_uninstall(agent: str, user_home: Path, scaffold: dict[str, Any]) -> AgentChange:
-    """What taking remem's hooks out changes; a file left holding nothing but what an install
-    adds around the hooks (`scaffold`, e.g. Cursor's `version`) is removed. Codex's
+    """What taking remem's hooks out changes; a file an install created, left holding nothing but
+    what an install adds around the hooks (`scaffold`, e.g. Cursor's `version`), is removed. Codex's
     `codex_hooks` flag stays: other hooks may rely on it."""
-    change = _json_change(settings_file(agent, user_home), unmerge)
-    if change.changed and change.after is not None:
+    path = settings_file(agent, user_home)
+    change = _json_change(path, unmerge)
+    if change.changed and change.after is not None and not _backups_of(path):
         left = json.loads(change.after)
         if all(key in scaffold and scaffold[key] == value for key, value in left.items()):
             change = dataclasses.replace(change, after=None)
     return AgentChange(agent, (change,))
+
+
+def _backups_of(path: Path) -> list[Path]:
+    """The copies an install kept of the file before changing it: a file with one was there
+    before remem (if only as `{}`), and an uninstall leaves it."""
+    return sorted(path.parent.glob(f"{glob.escape(path.name)}{BACKUP_INFIX}*"))
 
 
 def apply(changes: Iterable[AgentChange], now: datetime | None = None) -> list[AgentChange]:

@@ -6,11 +6,13 @@ Writing a unit enables nothing: the user runs the printed command.
 from __future__ import annotations
 
 import os
+import plistlib
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import escape
+
+from remem.errors import RememError
 
 SYSTEMD_UNIT = "remem-worker.service"
 LAUNCHD_LABEL = "dev.remem.worker"
@@ -24,19 +26,49 @@ class ServiceFile:
     disable_command: str
 
 
+class UnwritablePath(RememError):
+    def __init__(self, text: str, where: str) -> None:
+        super().__init__(f"{text!r} cannot be written into {where}: move the remem home")
+
+
 def _worker_argv(*extra: str) -> list[str]:
     return [sys.executable, "-m", "remem", "worker", *extra]
 
 
+def systemd_word(text: str, command_line: bool = False) -> str:
+    """One word of a unit file, read back as `text`: as it is when plain, else quoted."""
+    if text and all(char.isalnum() or char in "_@+=:,./-" for char in text):
+        return text
+    return _systemd_quoted(text, command_line)
+
+
+def _systemd_quoted(text: str, command_line: bool = False) -> str:
+    """Double-quoted with C escapes, `%` doubled (systemd expands specifiers such as %h
+    everywhere), and `$` doubled on a command line, where systemd expands variables."""
+    escaped = []
+    for char in text:
+        if char in '\\"':
+            escaped.append("\\" + char)
+        elif char == "%":
+            escaped.append("%%")
+        elif char == "$" and command_line:
+            escaped.append("$$")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            escaped.append(f"\\x{ord(char):02x}")
+        else:
+            escaped.append(char)
+    return '"' + "".join(escaped) + '"'
+
+
 def systemd(home: str, user_home: Path) -> ServiceFile:
     path = user_home / ".config" / "systemd" / "user" / SYSTEMD_UNIT
-    exec_start = " ".join(shlex.quote(part) for part in _worker_argv())
+    exec_start = " ".join(systemd_word(part, command_line=True) for part in _worker_argv())
     content = f"""[Unit]
 Description=remem worker: procedural memory for coding agents
 
 [Service]
 Type=simple
-Environment="REMEM_HOME={home}"
+Environment={_systemd_quoted(f"REMEM_HOME={home}")}
 ExecStart={exec_start}
 Restart=on-failure
 RestartSec=5
@@ -56,36 +88,20 @@ WantedBy=default.target
 
 def launchd(home: str, user_home: Path) -> ServiceFile:
     path = user_home / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
-    arguments = "".join(f"\n    <string>{escape(part)}</string>" for part in _worker_argv())
-    log = escape(os.path.join(home, "logs", "launchd.log"))
-    content = f"""<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<plist version="1.0">
-<dict>
-  <key>Label</key>
-  <string>{LAUNCHD_LABEL}</string>
-  <key>ProgramArguments</key>
-  <array>{arguments}
-  </array>
-  <key>EnvironmentVariables</key>
-  <dict>
-    <key>REMEM_HOME</key>
-    <string>{escape(home)}</string>
-  </dict>
-  <key>RunAtLoad</key>
-  <true/>
-  <key>KeepAlive</key>
-  <dict>
-    <key>SuccessfulExit</key>
-    <false/>
-  </dict>
-  <key>StandardOutPath</key>
-  <string>{log}</string>
-  <key>StandardErrorPath</key>
-  <string>{log}</string>
-</dict>
-</plist>
-"""
+    log = os.path.join(home, "logs", "launchd.log")
+    agent = {
+        "Label": LAUNCHD_LABEL,
+        "ProgramArguments": _worker_argv(),
+        "EnvironmentVariables": {"REMEM_HOME": home},
+        "RunAtLoad": True,
+        "KeepAlive": {"SuccessfulExit": False},
+        "StandardOutPath": log,
+        "StandardErrorPath": log,
+    }
+    try:
+        content = plistlib.dumps(agent, sort_keys=False).decode("utf-8")
+    except ValueError as exc:  # a control character: XML cannot hold it
+        raise UnwritablePath(home, "a launchd property list") from exc
     quoted = shlex.quote(str(path))
     return ServiceFile(
         path, content, f"launchctl load -w {quoted}", f"launchctl unload -w {quoted}"
@@ -93,9 +109,14 @@ def launchd(home: str, user_home: Path) -> ServiceFile:
 
 
 def cron_line(home: str) -> str:
+    """A crontab line; cron ends a command at a line break and reads `%` as one, so a `%` is
+    escaped and a line break refused."""
+    if "\n" in home or "\r" in home:
+        raise UnwritablePath(home, "a crontab line")
     command = " ".join(shlex.quote(part) for part in _worker_argv("--burst"))
     log = shlex.quote(os.path.join(home, "logs", "cron.log"))
-    return f"*/10 * * * * REMEM_HOME={shlex.quote(home)} {command} >> {log} 2>&1"
+    line = f"*/10 * * * * REMEM_HOME={shlex.quote(home)} {command} >> {log} 2>&1"
+    return line.replace("%", "\\%")
 
 
 def default_kind() -> str:

@@ -33,7 +33,7 @@ def spool_backlog(spool_dir: str) -> dict[str, Any]:
             path = os.path.join(spool_dir, name)
             if name == spool.ACTIVE_FILE or name.startswith(spool.INGESTING_PREFIX):
                 with open(path, "rb") as handle:
-                    lines = handle.read().splitlines()
+                    lines = [line for line in handle.read().splitlines() if _holds_text(line)]
                 pending_lines += len(lines)
                 last_reason = _spool_reason(lines[-1]) if lines else last_reason
             elif name == spool.DEAD_LETTER_FILE:
@@ -47,6 +47,11 @@ def spool_backlog(spool_dir: str) -> dict[str, Any]:
         "overflow_dropped": int(overflow.get("dropped", 0)),
         "overflow_reason": overflow.get("reason"),
     }
+
+
+def _holds_text(line: bytes) -> bool:
+    # Blank lines, and the zeros a crash can leave at the end of a file, hold no event.
+    return bool(line.strip(b" \t\r\x00"))
 
 
 def _spool_reason(line: bytes) -> str | None:

@@ -41,6 +41,14 @@ PASSWORD_FLAGS: tuple[tuple[str, tuple[str, ...], str, str, str, str], ...] = (
         "Dckr-L0gin-Pw",
     ),
     (
+        "az login",
+        ("login",),
+        r"\baz\s+login\s",
+        rf"{AT}(?:-p|--password)(?:[ \t]+|=)(?!-)(?P<secret>{WORD})",
+        "az login --service-principal -u http://ci.acme.test -p Az-Sp-S3cret --tenant acme.test",
+        "Az-Sp-S3cret",
+    ),
+    (
         "registry credentials",
         ("creds",),
         r"\b(?:skopeo|podman|buildah)\s",

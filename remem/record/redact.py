@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import re
 
+from remem.record.masking import MASK as MASK
+from remem.record.masking import mask_families
+from remem.record.masking import masked as _masked
+from remem.record.masking import pattern as _pattern
 from remem.record.password_flags import PASSWORD_FLAGS, WORD
 
 TYPE_CHECKING = False  # `typing` is not imported on the hot path
@@ -19,7 +23,6 @@ if TYPE_CHECKING:
 
     Rule = Callable[[str, str], str]
 
-MASK = "[REDACTED]"
 
 # A name (a variable, an option, a JSON key) names a secret when one of its segments, split on
 # `_`, `-` and `.`, is one of these words (DB_PASS, MYSQL_PWD, REDIS_AUTH, x-api-key), or ends with
@@ -96,27 +99,6 @@ def _names_secret(key: str, option: bool) -> bool:
     return any(
         segment in _SECRET_SEGMENTS or segment.endswith(_SECRET_ENDINGS) for segment in segments
     )
-
-
-_compiled: dict[str, re.Pattern[str]] = {}
-
-
-def _pattern(text: str, flags: int = 0) -> re.Pattern[str]:
-    compiled = _compiled.get(text)
-    if compiled is None:
-        compiled = _compiled[text] = re.compile(text, flags)
-    return compiled
-
-
-def _masked(text: str, spans: list[tuple[int, int]]) -> str:
-    if not spans:
-        return text
-    parts, last = [], 0
-    for start, end in spans:
-        parts += [text[last:start], MASK]
-        last = end
-    parts.append(text[last:])
-    return "".join(parts)
 
 
 def _unquoted_span(match: re.Match[str], group: str) -> tuple[int, int]:
@@ -299,33 +281,7 @@ _RULES: list[tuple[tuple[str, ...], Rule]] = [
         _option_rule("", _SECRET_OPTION, _OPTION_GATE),
     ),
     (("config",), _option_rule(_SETTING_COMMAND, _SETTING)),
-    (
-        (
-            *("sk-", "sk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox"),
-            *("akia", "asia", "aiza", "eyj", "glpat-", "npm_", "hooks.slack.com", "whsec_"),
-            *("hf_", "pypi-", "dckr_pat_", "hvs."),
-        ),
-        # Distinctive prefixes match even glued to other text; short ones need a word boundary.
-        _sub(
-            r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
-            r"|\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
-            r"|whsec_[A-Za-z0-9]{16,}"
-            r"|gh[pousr]_[A-Za-z0-9]{20,}"
-            r"|github_pat_[A-Za-z0-9_]{20,}"
-            r"|glpat-[A-Za-z0-9_-]{20,}"
-            r"|\bnpm_[A-Za-z0-9]{30,}"
-            r"|xox[abposr]-[A-Za-z0-9-]{10,}"
-            r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-            r"|\bAIza[0-9A-Za-z_-]{35}"
-            r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"
-            r"|hf_[A-Za-z0-9]{30,}"
-            r"|pypi-AgE[A-Za-z0-9_-]{50,}"
-            r"|dckr_pat_[A-Za-z0-9_-]{20,}"
-            r"|\bhvs\.[A-Za-z0-9_-]{24,}"
-            r"|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+)",
-            MASK,
-        ),
-    ),
+    (("",), mask_families),
     (_NAME_STEMS, _mask_named_values),
 ]
 

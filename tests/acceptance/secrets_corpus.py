@@ -7,6 +7,12 @@ scanner that knows the real ones recognises them.
 
 from __future__ import annotations
 
+import random
+import re
+import string
+
+from remem.record.secret_families import FAMILIES
+
 AZURE_ACCOUNT_KEY = (
     "Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmF6cQ=="
 )
@@ -275,4 +281,42 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
         "skopeo copy --src-creds ci:Sk0peoCredPw docker://a.test/app docker://b.test/app",
         "Sk0peoCredPw",
     ),
+)
+
+
+# The alphabets of the examples' shapes (remem/record/secret_families.py).
+ALPHABETS = {
+    "a": string.ascii_letters + string.digits,
+    "l": string.ascii_lowercase + string.digits,
+    "u": string.ascii_uppercase + string.digits,
+    "L": string.ascii_lowercase,
+    "h": "0123456789abcdef",
+    "d": string.digits,
+    "w": string.ascii_letters + string.digits + "_-",
+    "b": string.ascii_letters + string.digits + "+/",
+}
+
+
+def sample(family: str, example: str) -> tuple[str, str]:
+    """(text, secret): a family's example with its shapes filled in, the same on every run and
+    built here, so that the repository holds no secret-shaped string."""
+    rng = random.Random(family)
+
+    def fill(match: re.Match[str]) -> str:
+        alphabet = ALPHABETS[match[1]]
+        return "".join(rng.choice(alphabet) for _ in range(int(match[2])))
+
+    text = re.sub(r"\{([a-zA-Z])(\d+)\}", fill, example)
+    if "«" not in text:
+        return text, text
+    before, rest = text.split("«", 1)
+    secret, after = rest.split("»", 1)
+    return before + secret + after, secret
+
+
+# Each family of the table, in a command of its own when its example is a bare secret.
+TABLE_CORPUS: tuple[tuple[str, str, str], ...] = tuple(
+    (family, text if text != secret else f"echo {secret} | ./deploy.sh", secret)
+    for family, _keywords, _pattern, example in FAMILIES
+    for text, secret in [sample(family, example)]
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import json
+import resource
+import signal
 import sqlite3
 import subprocess
 import time
@@ -17,7 +19,7 @@ from remem.agent import digest
 from remem.agent.context import read_entries
 from remem.agent.known import digest_known_errors
 from remem.config import Settings
-from tests.conftest import Home, load_fixture
+from tests.conftest import REMEM_HOOK, Home, load_fixture
 from tests.integration.conftest import World
 
 TEST = "python -m pytest -q tests/test_cart.py"
@@ -344,3 +346,36 @@ def test_configured_budget_holds_for_the_hook_and_the_cli_alike(
     assert sum(len(command_lines(page)) for page in pages) == 15
     hook = home.hook(_claude_start(shop))
     assert (hook.returncode, hook.stdout) == (0, pages[0].encode("utf-8"))
+
+
+def _disk_full() -> None:
+    # No file may grow, as on a full disk; the write gets EFBIG instead of a SIGXFSZ kill.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+def test_session_start_on_a_full_disk_still_prints_the_digest(
+    world: World, home: Home, shop: Path
+) -> None:
+    world.engine.dispose()
+    gc.collect()
+    expected = context(home, shop).stdout
+    # A reader keeps the -wal and -shm files in place, as a running worker does.
+    reader = sqlite3.connect(home.db)
+    try:
+        reader.execute("SELECT count(*) FROM projects").fetchall()
+        result = subprocess.run(
+            [REMEM_HOOK],
+            input=json.dumps(_claude_start(shop)).encode(),
+            env=home.env,
+            capture_output=True,
+            timeout=30,
+            preexec_fn=_disk_full,
+        )
+    finally:
+        reader.close()
+
+    assert result.stdout.decode("utf-8") == expected
+    assert result.returncode == 0
+    assert result.stderr.decode().startswith("remem-hook: could not store or spool the event")
+    assert _session_starts(home) == []

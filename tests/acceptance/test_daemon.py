@@ -363,3 +363,58 @@ def test_a_long_task_keeps_its_lease_so_a_burst_beside_it_does_not_take_it(home:
     log = (home.path / "logs" / "worker.log").read_text()
     completed = Counter(re.findall(r" complete completed task (\d+)", log))
     assert completed == Counter({"1": 1, "2": 1})
+
+
+def systemd_environment(unit: str) -> dict[str, str]:
+    """The Environment= assignments as systemd reads them: one double-quoted word each, its C
+    escapes undone, then its specifiers (only `%%` is expected: any other would expand)."""
+    found = {}
+    for line in unit.splitlines():
+        if not line.startswith("Environment="):
+            continue
+        word = line.removeprefix("Environment=")
+        assert re.fullmatch(r'"(?:[^"\\]|\\.)*"', word), line
+        text = word[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        assert re.fullmatch(r"(?:[^%]|%%)*", text), line
+        name, _, value = text.replace("%%", "%").partition("=")
+        found[name] = value
+    return found
+
+
+def cron_command(line: str) -> str:
+    """What cron hands the shell: the command field up to an unescaped `%`, `\\%` read as `%`."""
+    command = line.split(" ", 5)[5]
+    return re.split(r"(?<!\\)%", command)[0].replace("\\%", "%")
+
+
+def test_service_files_carry_a_home_path_of_any_characters(
+    template_home: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / """remem home 100% "quoted" 'single' $HOME \\back`tick`"""
+    shutil.copytree(template_home, path)
+    home = Home(path)
+    env = {**home.env, "HOME": str(tmp_path / "user")}
+    agents = tmp_path / "user" / "Library" / "LaunchAgents"
+
+    for kind in ("--systemd", "--launchd"):
+        subprocess.run(
+            [REMEM, "service", "install", kind], env=env, check=True, capture_output=True
+        )
+    unit = tmp_path / "user" / ".config" / "systemd" / "user" / "remem-worker.service"
+    cron = subprocess.run(
+        [REMEM, "service", "cron"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+    assert systemd_environment(unit.read_text()) == {"REMEM_HOME": str(path)}
+    if shutil.which("systemd-analyze"):
+        verify = subprocess.run(
+            ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True
+        )
+        assert str(unit) not in verify.stderr, verify.stderr
+    plist = plistlib.loads((agents / "dev.remem.worker.plist").read_bytes())
+    assert plist["EnvironmentVariables"] == {"REMEM_HOME": str(path)}
+    worker = f"{sys.executable} -m remem worker --burst"
+    (path / "logs").mkdir(exist_ok=True)
+    shell = cron_command(cron).replace(worker, "printenv REMEM_HOME")
+    assert subprocess.run(["sh", "-c", shell]).returncode == 0
+    assert (path / "logs" / "cron.log").read_text() == f"{path}\n"

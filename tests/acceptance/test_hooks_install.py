@@ -396,3 +396,27 @@ def test_the_installed_command_captures_an_event(machine: Machine, agent: str) -
     finally:
         connection.close()
     assert rows == [(agent, event, payload["tool_input"]["command"])]
+
+
+def test_install_keeps_numbers_as_they_were_written(machine: Machine) -> None:
+    # A float would turn 1e400 into Infinity (no JSON at all) and shorten the others.
+    numbers = '"huge": 1e400, "precise": 0.10000000000000000555, "places": 1.50'
+    machine.file("claude-code").write_text("{" + numbers + ', "count": 12345678901234567890}\n')
+
+    assert machine.remem("hooks", "install", "claude-code").returncode == 0
+    installed = machine.file("claude-code").read_text()
+    assert machine.remem("hooks", "uninstall", "claude-code").returncode == 0
+
+    for text in (installed, machine.file("claude-code").read_text()):
+        for literal in ("1e400", "0.10000000000000000555", "1.50", "12345678901234567890"):
+            assert f": {literal}" in text, text
+        assert "Infinity" not in text
+
+
+def test_uninstall_keeps_a_settings_file_that_held_only_braces(machine: Machine) -> None:
+    machine.file("claude-code").write_text("{}\n")
+
+    assert machine.remem("hooks", "install", "claude-code").returncode == 0
+    assert machine.remem("hooks", "uninstall", "claude-code").returncode == 0
+
+    assert json.loads(machine.file("claude-code").read_text()) == {}

@@ -229,3 +229,16 @@ def test_doctor_on_a_healthy_home_and_on_a_failed_task(home: Home, tmp_path: Pat
         subprocess.run([REMEM, "doctor", "--json"], env=env, capture_output=True, text=True).stdout
     )
     assert {c["name"]: c["status"] for c in moved}["hooks:claude-code"] == "fail"
+
+
+def test_an_empty_spool_is_reported_empty(home: Home) -> None:
+    # What a crash or an interrupted write can leave behind: blank lines, a tail of zeros.
+    home.spool.mkdir(parents=True, exist_ok=True)
+    (home.spool / "events.jsonl").write_bytes(b"\n\n \r\n" + b"\x00" * 64)
+    (home.spool / "ingesting-1.jsonl").write_bytes(b"")
+
+    status = json.loads(home.remem("status", "--json").stdout)
+    doctor = json.loads(home.remem("doctor", "--json", check=False).stdout)
+
+    assert status["spool"]["pending"] == 0
+    assert [(c["status"], c["detail"]) for c in doctor if c["name"] == "spool"] == [("ok", "empty")]

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
+from remem.record import masking
 from remem.record.password_flags import PASSWORD_FLAGS
 from remem.record.redact import MASK, is_secret_key, redact_json, redact_text
-from tests.acceptance.secrets_corpus import CORPUS
+from remem.record.secret_families import FAMILIES
+from tests.acceptance.secrets_corpus import CORPUS, sample
 
 GITHUB_TOKEN = "ghp_4fK9sLm2Qx7Rt8Vw1Yz3Bc5Nd6Hj0PqAeUi"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
@@ -457,3 +460,127 @@ def test_a_secret_named_option_is_masked_with_a_space_as_with_an_equals_sign(
 
     assert secret not in spaced and secret not in joined
     assert MASK in spaced and MASK in joined
+
+
+@pytest.mark.parametrize(
+    ("family", "example"),
+    [(family, example) for family, _keywords, _pattern, example in FAMILIES],
+    ids=[family for family, *_row in FAMILIES],
+)
+def test_each_family_of_the_table_masks_its_example_and_nothing_else(
+    family: str, example: str
+) -> None:
+    text, secret = sample(family, example)
+    if text == secret:
+        text = f"echo {secret} | ./deploy.sh"
+
+    redacted = redact_text(text)
+
+    assert redacted == text.replace(secret, MASK)
+
+
+@pytest.mark.parametrize(
+    ("family", "keywords", "example"),
+    [(family, keywords, example) for family, keywords, _pattern, example in FAMILIES],
+    ids=[family for family, *_row in FAMILIES],
+)
+def test_each_family_needs_one_of_its_keywords(
+    family: str, keywords: tuple[str, ...], example: str
+) -> None:
+    # A keyword missing from the example would leave the family's pattern never run.
+    text, _secret = sample(family, example)
+
+    assert any(keyword.removeprefix("*") in text.lower() for keyword in keywords)
+    assert all(keyword == keyword.lower() for keyword in keywords)
+
+
+def test_the_table_covers_the_families_of_the_common_scanners() -> None:
+    assert len(FAMILIES) >= 150
+    assert len({family for family, *_row in FAMILIES}) == len(FAMILIES)
+
+
+# The formats a review found passing redaction untouched (issue 28), each by its prefix or shape.
+NAMED = (
+    *("SG.", "/bot", "ya29.", "glrt-", "gldt-", "dop_v1_", "ATATT3", "AGE-SECRET-KEY-1", "tskey-"),
+    *("gsk_", "xai-", "r8_", "glsa_", "sntrys_", "ntn_", "pscale_pw_", "rubygems_", "figd_"),
+    *("pat-na1-", "dp.st.", "shpat_", "xapp-", "lin_api_", "hvs.", "s.", "MT", "SK"),
+)
+
+
+@pytest.mark.parametrize("start", NAMED)
+def test_the_formats_that_passed_are_masked(start: str) -> None:
+    samples = [sample(family, example) for family, _keywords, _pattern, example in FAMILIES]
+    secrets = [(text, secret) for text, secret in samples if secret.startswith(start)]
+    secrets += [(text, secret) for text, secret in samples if start in text and start == "/bot"]
+
+    assert secrets != []
+    assert all(secret not in redact_text(text) for text, secret in secrets)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tests/test_cart.py::test_total_is_rounded PASSED [ 12%]\n" * 40,
+        "npm WARN deprecated react-dom@16.14.0: use v18.2.0 in src/app/main-view.tsx\n" * 40,
+        "Successfully installed pydantic_core-2.14.5 typing_extensions-4.9.0 scikit-learn\n" * 40,
+    ],
+    ids=["pytest", "npm", "pip"],
+)
+def test_ordinary_output_calls_for_no_family(text: str) -> None:
+    # The cost of a text with no keyword: one pass, and not one family's pattern run.
+    assert masking._families_due(text.lower()) == []
+    assert redact_text(text) == text
+
+
+def test_the_keywords_spelled_before_the_table_loads_are_the_tables() -> None:
+    by_piece, by_keyword, _anywhere = masking.family_index()
+
+    assert set(by_piece) == masking.PIECES
+    assert set(by_keyword) == set(masking.ANYWHERE)
+    assert len(masking.ANYWHERE) == len(set(masking.ANYWHERE))
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "cat > ~/.netrc <<EOF\nmachine api.acme.test\n  login ci\n  password N3trc-Pw\nEOF",
+            "N3trc-Pw",
+        ),
+        ("echo 'default login ci password N3trcDef4ult' >> ~/.netrc # machine", "N3trcDef4ult"),
+        ("cat >> ~/.pgpass <<'EOF'\ndb.acme.test:5432:*:app:PgP4ss-Line\nEOF", "PgP4ss-Line"),
+        (
+            "printf '%s\\n' 'db:6432:shop:app:PgPr1ntf' > ~/.pgpass && chmod 600 ~/.pgpass",
+            "PgPr1ntf",
+        ),
+        (
+            "expect <<'EOF'\nspawn psql -h db -U app\nexpect \"Password for user app:\"\n"
+            'send "Exp3ct-Pw\\r"\nEOF',
+            "Exp3ct-Pw",
+        ),
+        ('expect -re "(P|p)assphrase" { send -- "K3y-Phr4se\\r" }', "K3y-Phr4se"),
+        ("az login --service-principal -u ci -p=Az-Eq-S3cret --tenant acme.test", "Az-Eq-S3cret"),
+    ],
+    ids=[
+        "netrc-heredoc",
+        "netrc-default",
+        "pgpass-heredoc",
+        "pgpass-printf",
+        "expect-heredoc",
+        "expect-braces",
+        "az-login-equals",
+    ],
+)
+def test_client_password_files_and_scripts_are_masked(text: str, secret: str) -> None:
+    assert redact_text(text) == text.replace(secret, MASK)
+
+
+def test_no_host_payload_calls_for_a_family_by_its_field_names() -> None:
+    # Every hook run pays for a family its payload's own fields call for (Claude Code names one
+    # noOutputExpected): the hosts' fixtures, which hold no secret, call for none.
+    fixtures = sorted(Path(__file__).parents[1].glob("fixtures/hooks/*/*.json*"))
+
+    assert len(fixtures) >= 10
+    assert {f.name: masking._families_due(f.read_text().lower()) for f in fixtures} == {
+        f.name: [] for f in fixtures
+    }

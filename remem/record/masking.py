@@ -1,0 +1,124 @@
+"""What redaction puts in place of a secret, and the table of secret families (secret_families.py)
+applied to a text. Stdlib only: the hook's hot path."""
+
+from __future__ import annotations
+
+import re
+
+MASK = "[REDACTED]"
+
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def pattern(text: str, flags: int = 0) -> re.Pattern[str]:
+    compiled = _compiled.get(text)
+    if compiled is None:
+        compiled = _compiled[text] = re.compile(text, flags)
+    return compiled
+
+
+def masked(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    parts, last = [], 0
+    for start, end in spans:
+        parts += [text[last:start], MASK]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+# The families' keywords. One made of a word and its separator (`dop_v1_` is found as `dop_`) is
+# one of the text's pieces: the runs of letters and digits, each with the separator that ends it,
+# found by bytes methods and a set intersection, each one loop in C; any other keyword is looked
+# for anywhere, one by one. A text holding no keyword runs no family's pattern, and does not even
+# load the table: the keywords are spelled here too (a test checks that they agree with it).
+_PIECE_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789_.-"
+_OTHER_BYTES = bytes(range(256)).translate(None, _PIECE_BYTES)
+_SPACES = bytes.maketrans(_OTHER_BYTES, b" " * len(_OTHER_BYTES))
+# fmt: off
+PIECES = frozenset({
+    b"access-", b"access_", b"age-", b"api-", b"api_", b"atlasv1.", b"authress_", b"b.", b"bb_",
+    b"bkua_", b"bot.", b"bot_", b"ccipat_", b"cfpat-", b"clojars_", b"contribsys.", b"contribsys_",
+    b"dbtc_", b"ddp_", b"discord-", b"discord.", b"discord_", b"discordapp.", b"dnkey-", b"doo_",
+    b"dop_", b"dor_", b"dp.", b"dt0c01.", b"duffel_", b"e2b_", b"esecret_", b"ext_", b"fc-",
+    b"figd_", b"fio-", b"flwseck-", b"flwseck_", b"fm1a_", b"fm1r_", b"fm2_", b"fo1_", b"gitlab_",
+    b"glagent-", b"glc_", b"glcbt-", b"gldt-", b"glffct-", b"glft-", b"glimt-", b"gloas-",
+    b"glptt-", b"glrt-", b"glsa_", b"glsoat-", b"gocspx-", b"gsk_", b"hcaik_", b"hooks.", b"hrku-",
+    b"hvb.", b"hvr.", b"hvs.", b"ico-", b"key-", b"lin_", b"live_", b"lsv2_", b"mailchimp.",
+    b"mailchimp_", b"mlsn.", b"mob-", b"napi_", b"nfp_", b"npm_", b"nrak-", b"nrii-", b"nrjs-",
+    b"ntn_", b"odt_", b"ops_", b"p8e-", b"pat-", b"pat.", b"pcsk_", b"pdl_", b"phx_", b"pmak-",
+    b"pnu_", b"pplx-", b"pscale_", b"pubkey-", b"pul-", b"r8_", b"rdme_", b"re_", b"rk_", b"rnd_",
+    b"rubygems_", b"rzp_", b"s-", b"s.", b"sat.", b"sb_", b"sbp_", b"sc_", b"scauth_", b"sdk-",
+    b"secret-", b"secret_", b"sg.", b"sgp_", b"shippo_", b"shpat_", b"shpca_", b"shppa_",
+    b"shpss_", b"sk-", b"sk.", b"sk_", b"sl.", b"sm_", b"sntrys_", b"sntryu_", b"sq0atp-",
+    b"sq0csp-", b"sqa_", b"sqp_", b"squ_", b"st.", b"t1.", b"telegram.", b"tfp_", b"tk-",
+    b"tskey-", b"tvly-", b"twilio.", b"twilio_", b"v1.", b"webhook.", b"xaat-", b"xai-", b"xapp-",
+    b"xapt-", b"xkeysib-", b"xsmtpsib-", b"ya29.",
+})
+ANYWHERE = (
+    "hf_", "aiza", "akia", "asia", "q~", "dapi", "eyj", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+    "github_pat_", "glpat-", "atatt3", "pypi-", "dckr_", "xox", "whsec_", "machine", "pgpass",
+    'send "', "send -- ",
+)
+# fmt: on
+# (the families each piece calls for, those each other keyword calls for, the families with a
+# keyword looked for anywhere), read from the table the first time a text calls for one.
+_index: tuple[dict[bytes, list[int]], dict[str, list[int]], frozenset[int]] | None = None
+
+
+def family_index() -> tuple[dict[bytes, list[int]], dict[str, list[int]], frozenset[int]]:
+    """Which families each keyword calls for, read from the table the first time it is needed."""
+    global _index
+    if _index is None:
+        from remem.record.secret_families import FAMILIES
+
+        by_piece: dict[bytes, list[int]] = {}
+        by_keyword: dict[str, list[int]] = {}
+        for position, (_family, keywords, _pattern, _example) in enumerate(FAMILIES):
+            for keyword in keywords:
+                rest = keyword.lstrip("abcdefghijklmnopqrstuvwxyz0123456789")
+                if rest != keyword and rest[:1] in ("_", ".", "-"):  # a word, then a separator
+                    piece = keyword[: len(keyword) - len(rest) + 1]
+                    by_piece.setdefault(piece.encode(), []).append(position)
+                else:
+                    by_keyword.setdefault(keyword.removeprefix("*"), []).append(position)
+        anywhere = frozenset(position for rows in by_keyword.values() for position in rows)
+        _index = (by_piece, by_keyword, anywhere)
+    return _index
+
+
+def _families_due(lowered: str) -> list[int]:
+    pieces = lowered.encode("utf-8", "surrogatepass")
+    for separator in (b"_", b"-", b"."):
+        pieces = pieces.replace(separator, separator + b" ")
+    found = PIECES.intersection(pieces.translate(_SPACES).split())
+    keywords = [keyword for keyword in ANYWHERE if keyword in lowered]
+    if not found and not keywords:
+        return []
+    by_piece, by_keyword, _anywhere = family_index()
+    rows = [by_piece[piece] for piece in found]
+    rows += [by_keyword[keyword] for keyword in keywords]
+    return sorted({position for positions in rows for position in positions})
+
+
+def mask_families(text: str, lowered: str) -> str:
+    """The text with every secret of the families its keywords call for masked; a family found
+    at a word start matches only there."""
+    due = _families_due(lowered)
+    if not due:
+        return text
+    from remem.record.secret_families import FAMILIES
+
+    anywhere = family_index()[2]
+    for position in due:
+        found = pattern(FAMILIES[position][2])
+        group = "secret" if "secret" in found.groupindex else 0
+        spans = [
+            match.span(group)
+            for match in found.finditer(text)
+            if position in anywhere
+            or not (match.start() and text[match.start() - 1 : match.end()][:2].isalnum())
+        ]
+        text = masked(text, [(start, end) for start, end in spans if start < end])
+    return text
