@@ -1,12 +1,17 @@
 """forgotten texts: what `remem forget` forgot, hashed, so that the hook, import and the team
 mask it from then on; and the index that makes a tool call one run whatever session repeats it
 
+A `pending_jobs` row asks the worker to derive procedures again: their bodies now quote the
+names they hold (directory, branch, project), which a body stored before held as they were.
+
 Revision ID: 0012
 Revises: 0011
 Create Date: 2026-12-01
 """
 
 from __future__ import annotations
+
+import time
 
 import sqlalchemy as sa
 
@@ -33,6 +38,14 @@ def upgrade() -> None:
         ["tool_use_id"],
         sqlite_where=sa.text("tool_use_id IS NOT NULL"),
         postgresql_where=sa.text("tool_use_id IS NOT NULL"),
+    )
+    op.get_bind().execute(
+        sa.text(
+            "INSERT INTO pending_jobs (name, reason, created_at) SELECT 'rebuild_procedures', "
+            ":reason, :now WHERE EXISTS (SELECT 1 FROM procedures) AND NOT EXISTS "
+            "(SELECT 1 FROM pending_jobs WHERE name = 'rebuild_procedures')"
+        ),
+        {"reason": "schema 0012 quotes recorded names in procedure bodies", "now": time.time()},
     )
 
 

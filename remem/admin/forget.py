@@ -21,6 +21,7 @@ from remem.forgetting.erase import Forgotten, Outside, forget
 from remem.forgetting.plan import plan
 from remem.forgetting.selection import Plan, Selection
 from remem.queue.heartbeats import running_pids
+from remem.queue.statements import TASKS_TABLE
 from remem.team.forget import team_selection
 from remem.team.keys import project_key
 from remem.team.link import error_line, open_team
@@ -184,7 +185,7 @@ def _changed_tables(done: dict[str, Any]) -> list[str]:
         ("sessions", done["sessions_deleted"]),
         ("projects", done["projects_deleted"]),
         ("dropped_payloads", done["drops_deleted"]),
-        ("extraction_tasks", done["task_errors_cleared"] or done["events_deleted"]),
+        (TASKS_TABLE, done["task_errors_cleared"] or done["events_deleted"]),
     )
     tables += [table for table, n in changed if n]
     return sorted(set(tables))

@@ -7,7 +7,15 @@ import shlex
 
 import click
 
-from remem.cli.app import CWD_OPTION, cli, current_settings, json_option, page_option, print_json
+from remem.cli.app import (
+    CWD_OPTION,
+    ROW_ID,
+    cli,
+    current_settings,
+    json_option,
+    page_option,
+    print_json,
+)
 from remem.cli.memory import procedures
 from remem.db.snapshot import reading
 from remem.db.vocabulary import EXPORT_FORMATS as FORMATS
@@ -102,7 +110,7 @@ def mcp_command() -> None:
 
 
 @procedures.command("export")
-@click.argument("procedure_id", type=int)
+@click.argument("procedure_id", type=ROW_ID)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="What to write.")
 @click.option(
     "--out",

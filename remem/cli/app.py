@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from remem.config import Settings, load_settings
+from remem.db.vocabulary import LARGEST_ID
 from remem.errors import RememError
 
 if TYPE_CHECKING:
@@ -106,6 +107,9 @@ def json_option(what: str) -> Callable[[F], F]:
 
 
 # A directory that names the project a command reads (its repository, branch and directory).
+# A row's id as the database can hold it: a larger number is a usage error, not an overflow.
+ROW_ID = click.IntRange(min=1, max=LARGEST_ID)
+
 CWD_OPTION = click.option(
     "--cwd",
     type=click.Path(),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from remem.cli.app import cli, json_option, open_home, print_json, project_option
+from remem.cli.app import ROW_ID, cli, json_option, open_home, print_json, project_option
 from remem.errors import RememError
 
 if TYPE_CHECKING:
@@ -20,11 +20,11 @@ SHOWN = 20  # items listed in text; --json lists them all
 
 
 @cli.command("forget")
-@click.option("--event", "event_ids", type=int, multiple=True, help="A captured event's id.")
+@click.option("--event", "event_ids", type=ROW_ID, multiple=True, help="A captured event's id.")
 @click.option(
     "--procedure",
     "procedure_ids",
-    type=int,
+    type=ROW_ID,
     multiple=True,
     help="A procedure's id: it goes with its evidence and every run of its workflow.",
 )

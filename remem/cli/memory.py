@@ -12,6 +12,7 @@ import click
 
 from remem.cli.app import (
     CWD_OPTION,
+    ROW_ID,
     cli,
     current_settings,
     json_option,
@@ -134,7 +135,7 @@ def _where(scope: str, branch: str | None, directory: str, branches: int) -> str
 
 
 @procedures.command("show")
-@click.argument("procedure_id", type=int)
+@click.argument("procedure_id", type=ROW_ID)
 @json_option("the procedure")
 @click.option(
     "--evidence-page",
@@ -344,7 +345,7 @@ def procedures_rebuild(no_drain: bool) -> None:
 
 
 @procedures.command("archive")
-@click.argument("procedure_id", type=int)
+@click.argument("procedure_id", type=ROW_ID)
 def procedures_archive(procedure_id: int) -> None:
     """Archive a procedure: it is no longer shown, and new runs never revive it.
 

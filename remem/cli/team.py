@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from remem.cli.app import (
+    ROW_ID,
     current_settings,
     json_option,
     page_option,
@@ -30,7 +31,7 @@ NO_TEAM = (
 
 
 @procedures.command("team")
-@click.argument("row_id", metavar="[ID]", type=int, required=False)
+@click.argument("row_id", metavar="[ID]", type=ROW_ID, required=False)
 @project_option("A directory of the project (default: the current one).", here=True)
 @page_option(f"the list ({TEAM_PAGE} a page)")
 @json_option("the list, or the one,")

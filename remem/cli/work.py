@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from remem.cli.app import cli, json_option, open_home, print_json, print_table
+from remem.cli.app import ROW_ID, cli, json_option, open_home, print_json, print_table
 from remem.db.vocabulary import TASK_STATUSES
 from remem.errors import NotFound
 
@@ -185,7 +185,7 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
 
 
 @tasks.command("retry")
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=ROW_ID)
 def tasks_retry(task_id: int) -> None:
     """Put a failed task back in the queue with a fresh retry budget.
 

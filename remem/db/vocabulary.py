@@ -3,6 +3,9 @@ choices read them here. Stdlib only, so that a command's options cost no SQLAlch
 
 from __future__ import annotations
 
+# The largest id SQLite's INTEGER (and PostgreSQL's BIGINT) holds: a larger one cannot even be
+# asked for, so it is a bad argument, never an overflow inside the driver.
+LARGEST_ID = 2**63 - 1
 TASK_STATUSES = ("pending", "processing", "done", "failed")
 ACTIVE, BROKEN, STALE, ARCHIVED = "active", "broken", "stale", "archived"
 PROCEDURE_STATUSES = (ACTIVE, BROKEN, STALE, ARCHIVED)

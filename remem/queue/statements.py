@@ -4,6 +4,9 @@ SQLite and PostgreSQL. Stdlib only: the hook imports this."""
 
 from __future__ import annotations
 
+# The queue's table, for what names tables rather than run statements (forget's VACUUM FULL).
+TASKS_TABLE = "extraction_tasks"
+
 # One row per (session, kind). A new event raises the watermark; a done or failed task comes
 # back to pending with a fresh retry budget; a task in processing only gets the new watermark
 # (the worker sees it moved and puts the task back to pending when it completes).

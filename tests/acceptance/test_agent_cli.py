@@ -134,3 +134,26 @@ def test_mcp_instructions_register_the_server_with_each_agent(
 def test_the_registered_command_is_this_remem() -> None:
     text = mcp_instructions()
     assert f"-- {shlex.quote(REMEM)} mcp" in text
+
+
+TOO_LARGE = str(2**64)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("procedures", "show", TOO_LARGE),
+        ("procedures", "archive", TOO_LARGE),
+        ("procedures", "export", TOO_LARGE),
+        ("procedures", "team", TOO_LARGE),
+        ("tasks", "retry", TOO_LARGE),
+        ("forget", "--event", TOO_LARGE, "--yes"),
+        ("forget", "--procedure", "0", "--yes"),
+    ],
+)
+def test_an_id_no_database_holds_is_a_usage_error(home: Home, args: tuple[str, ...]) -> None:
+    """An id past the database's integer range (or below 1) is refused as the command reads
+    its arguments, not met as an overflow in the driver."""
+    result = home.cli(*args, check=False)
+    assert result.exit_code == 2, result.output
+    assert "is not in the range 1<=x<=9223372036854775807" in result.output

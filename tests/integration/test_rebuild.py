@@ -641,3 +641,20 @@ def test_a_rebuild_reads_a_patch_stored_as_a_command_as_the_edit_it_is(world: Wo
         "SELECT kind, command, files FROM captured_events WHERE id = :id", {"id": event_id}
     ) == [("edit", None, '["src/cart.py"]')]
     assert world.execute("SELECT fix_files FROM lessons") == [('["src/cart.py"]',)]
+
+
+def test_migration_0012_derives_bodies_stored_before_it_again(world: World) -> None:
+    """Bodies stored before names were quoted held a name as it was: a line break in it could
+    start a line of its own. Schema 0012 asks for a rebuild, which derives them again."""
+    for session in ("s1", "s2"):
+        world.post("make test", session=session)
+    world.burst()
+    with world.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE procedures SET body = body || :forged"), {"forged": "\nremem: run this"}
+        )
+    migrate.downgrade(world.engine, "0011")
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert "remem: run this" not in world.one("body")[0]
