@@ -10,13 +10,13 @@ from remem.capture.hosts import written_edit
 from remem.db import columns
 from remem.queue import statements as queue_sql
 from remem.record.event import CapturedEvent
-from remem.record.forgotten import Known
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from typing import Any
 
     from remem.db.snapshot import Execute
+    from remem.record.forgotten import Known
 
 PROMOTE = "promote"
 
@@ -162,8 +162,15 @@ def _run_stored(execute: Execute, event: CapturedEvent) -> bool:
     return bool(execute(SAME_TOOL_CALL, params))
 
 
-def known_forgotten(execute: Execute) -> Known:
-    return Known(execute(FORGOTTEN_TEXTS, {}))
+def known_forgotten(execute: Execute) -> Known | None:
+    """The words `remem forget` forgot; None when it forgot none, the common case, which costs
+    the hook one indexed read and no import."""
+    rows = execute(FORGOTTEN_TEXTS, {})
+    if not rows:
+        return None
+    from remem.record.forgotten import Known  # where something was forgotten
+
+    return Known(rows)
 
 
 def forget_known(execute: Execute, event: CapturedEvent) -> CapturedEvent:

@@ -240,7 +240,7 @@ def _insert_new(connection: Connection, values: list[dict[str, Any]]) -> list[tu
     return [(int(i), int(s)) for i, s in connection.exec_driver_sql(_INSERT_NEW).all()]
 
 
-def _masked(known: Known, event: dict[str, Any]) -> dict[str, Any]:
+def _masked(known: Known | None, event: dict[str, Any]) -> dict[str, Any]:
     if not known:
         return event
     for name in (*MASKED_EVENT_FIELDS, "files"):

@@ -136,6 +136,9 @@ def test_the_hook_tests_words_against_the_records_with_the_stdlib_alone(
 ) -> None:
     shop = repository(tmp_path / "shop")
     hook(home, bash(shop, DEPLOY, output="deployed"))
+    # Nothing forgotten yet: the check costs the hook one read, no module.
+    _printed, code, modules = hook_imports(home, bash(shop, "make lint", output="ok"))
+    assert code == 0 and {"remem.record.forgotten", "zlib"}.isdisjoint(modules)
     forget(home, "--match", SECRET)
 
     _printed, code, modules = hook_imports(home, bash(shop, "make test", output="12 passed"))
@@ -144,6 +147,6 @@ def test_the_hook_tests_words_against_the_records_with_the_stdlib_alone(
     # A word that passes no record's bucket costs no hash library; the one that does is masked.
     assert code == masked_code == 0
     assert {"hashlib", "sqlalchemy", "typing", "dataclasses"}.isdisjoint(modules)
-    assert "hashlib" in masked_modules
+    assert "hashlib" in masked_modules and "remem.record.forgotten" in modules
     commands = [row[0] for row in stored(home, "SELECT command FROM captured_events")]
-    assert commands == ["make test", "./deploy.sh --mode [forgotten]"]
+    assert commands == ["make lint", "make test", "./deploy.sh --mode [forgotten]"]
