@@ -484,6 +484,13 @@ EARLIER = (
     "command analysis before its bounds (commit 4c86525), `analyse()` of `cat <<E > fN` "
     "heredocs one after another: 2,000 of them (39 KB) 0.54 s, 8,000 (159 KB) 5.3 s — four "
     "times the heredocs, ten times the time (each redirection copied every unit read before it)",
+    "burst before the checkpoint kept the worker's prepared statements (a checkpoint every "
+    "0.25 s on a connection SQLAlchemy set to AUTOCOMMIT, whose `PRAGMA read_uncommitted` on "
+    "its way back expired every statement; commit 4c86525, `make bench` of 20:03 on "
+    "2026-12-01): 10,673 events/s (10,554–10,801), 23.5× raw inserts",
+    "hook before the session ledger and the forgotten words (commit 4c86525, same `make "
+    "bench`): SessionStart digest 1.28× a bare interpreter, failure with no advice 1.27×, hook "
+    "on an empty database 1.16×",
 )
 
 
