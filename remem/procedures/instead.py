@@ -36,18 +36,21 @@ _EDITS_BETWEEN = text(
     "SELECT id FROM captured_events WHERE session_id = :session_id AND id > :after "
     "AND id < :before AND kind = 'edit'"
 )
-# A session's runs, found through its events (the index on session and id), not by a range of
-# event ids, which other sessions' runs share.
+# A session's runs between two of its events, found through its events (the index on session
+# and id), not by a range of event ids, which other sessions' runs share. The session's ledger
+# reads them too (remem/procedures/ledger_rows.py).
 _RUN = (
     "SELECT r.event_id, r.step, r.directory, r.workflow, r.workflow_hash, r.project_id, "
     "r.branch, r.command, {columns} FROM captured_events e JOIN {table} r "
     "ON r.event_id = e.id WHERE e.session_id = :session_id AND e.id > :after AND e.id < :before"
 )
-_FAILED, _PASSED = (
+_NO_ERROR = "NULL AS error, NULL AS error_excerpt, 0 AS cannot_run"
+FAILED_RUNS, PASSED_RUNS, UNVERIFIED_RUNS = (
     text(_RUN.format(table=table, columns=columns))
     for table, columns in (
         ("attempts", "r.failed_at AS at, r.salient_error AS error, r.error_excerpt, r.cannot_run"),
-        ("verifications", "r.verified_at AS at, NULL, NULL, 0"),
+        ("verifications", f"r.verified_at AS at, {_NO_ERROR}"),
+        ("unverified_runs", f"r.ran_at AS at, {_NO_ERROR}"),
     )
 )
 _STORED = text(
@@ -89,13 +92,13 @@ def _derive_stretch(connection: Driver, session_id: int, first: int, last: int) 
         before_edit = (start - 1) if before_edit is None else before_edit
         after_edit = (end + 1) if after_edit is None else after_edit
     params = {"session_id": session_id, "after": before_edit, "before": after_edit}
-    failed = {(row.event_id, row.step): row for row in connection.execute(_FAILED, params)}
+    failed = {(row.event_id, row.step): row for row in connection.execute(FAILED_RUNS, params)}
     if not failed:
         return Counter()  # a row is a failed run's: none, no row either
     stored = {
         (row.failed_event_id, row.failed_step): row for row in connection.execute(_STORED, params)
     }
-    passed = {(row.event_id, row.step): row for row in connection.execute(_PASSED, params)}
+    passed = {(row.event_id, row.step): row for row in connection.execute(PASSED_RUNS, params)}
     edits = connection.execute(_EDITS_BETWEEN, params).scalars()
     runs = [_session_run(row, False) for row in failed.values()]
     runs += [_session_run(row, True) for row in passed.values()]

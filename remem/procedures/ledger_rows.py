@@ -15,6 +15,8 @@ from sqlalchemy import text
 from remem.capture.fields import key_hash
 from remem.db.driver import Driver
 from remem.db.vocabulary import BEFORE, KNOWN_ERROR, PROCEDURE, SUBSTITUTION
+from remem.procedures.instead import FAILED_RUNS, PASSED_RUNS, UNVERIFIED_RUNS
+from remem.procedures.known import OPEN
 from remem.procedures.ledger import Call, Given, Judged, Run, Shown, judge
 from remem.procedures.lessons import error_key_of
 from remem.shell.recognisers import telling_line
@@ -31,16 +33,6 @@ _CALLS = text(
     "SELECT id, event_at, outcome FROM captured_events WHERE session_id = :session_id "
     "AND kind = 'command' ORDER BY id"
 )
-# The session's runs, found through its events (the index on session and id).
-_RUNS = (
-    "SELECT r.event_id, {at}, r.directory, r.workflow_hash, r.branch, {error} FROM "
-    "captured_events e JOIN {table} r ON r.event_id = e.id WHERE e.session_id = :session_id"
-)
-_PASSED = text(_RUNS.format(at="r.verified_at", error="NULL, NULL", table="verifications"))
-_FAILED = text(
-    _RUNS.format(at="r.failed_at", error="r.salient_error, r.error_excerpt", table="attempts")
-)
-_UNVERIFIED = text(_RUNS.format(at="r.ran_at", error="NULL, NULL", table="unverified_runs"))
 _DELETE = text("DELETE FROM session_ledger WHERE session_id = :session_id")
 _WORKFLOWS = text(
     "SELECT DISTINCT directory, workflow_hash FROM session_ledger "
@@ -84,10 +76,11 @@ def derive(connection: Driver, session_id: int, now: float) -> Counter[str]:
     given = [_given(row) for row in connection.execute(_GIVEN, params)]
     if not shown and not given:
         return Counter()
-    runs = [_run(row, True) for row in connection.execute(_PASSED, params)]
-    runs += [_run(row, False) for row in connection.execute(_FAILED, params)]
+    whole = {**params, "after": 0, "before": OPEN}
+    runs = [_run(row, True) for row in connection.execute(PASSED_RUNS, whole)]
+    runs += [_run(row, False) for row in connection.execute(FAILED_RUNS, whole)]
     workflows: dict[int, set[tuple[str, str]]] = {}
-    for row in (*runs, *map(_unverified, connection.execute(_UNVERIFIED, params))):
+    for row in (*runs, *map(_unverified, connection.execute(UNVERIFIED_RUNS, whole))):
         workflows.setdefault(row.event_id, set()).add((row.directory, row.workflow_hash))
     calls = [
         Call(event_id, at, outcome == "failure", frozenset(workflows.get(event_id, ())))
@@ -101,8 +94,8 @@ def derive(connection: Driver, session_id: int, now: float) -> Counter[str]:
         connection.execute(_INSERT, [_row(session_id, project_id, item) for item in judged])
     touched |= {(i.directory, i.workflow_hash) for i in judged if i.workflow_hash is not None}
     for directory, workflow_hash in sorted(touched):
-        _sum(connection, {"project_id": project_id, "directory": directory,
-                          "workflow_hash": workflow_hash}, now)  # fmt: skip
+        key = {"project_id": project_id, "directory": directory, "workflow_hash": workflow_hash}
+        _sum(connection, key, now)
     return Counter(ledger_rows=len(judged))
 
 
@@ -138,16 +131,15 @@ def _given(row: Any) -> Given:
 
 
 def _run(row: Any, passed: bool) -> Run:
-    event_id, at, directory, workflow_hash, branch, salient, excerpt = row
     error_hash = None
     if not passed:
-        key = error_key_of(salient or telling_line(excerpt), branch or None)
+        key = error_key_of(row.error or telling_line(row.error_excerpt), row.branch or None)
         error_hash = key_hash(key) if key else None
-    return Run(event_id, at, directory, workflow_hash, passed, error_hash)
+    return Run(row.event_id, row.at, row.directory, row.workflow_hash, passed, error_hash)
 
 
 def _unverified(row: Any) -> Run:
-    return Run(row[0], row[1], row[2], row[3], False)
+    return Run(row.event_id, row.at, row.directory, row.workflow_hash, False)
 
 
 def _row(session_id: int, project_id: int, item: Judged) -> dict[str, Any]:
