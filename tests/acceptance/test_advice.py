@@ -95,6 +95,14 @@ def learn_pytest_substitute(agent: Claude, sessions: int = 2) -> None:
     agent.home.remem("worker", "--burst")
 
 
+def pytest_not_found(project: Path, tool_use_id: str) -> dict[str, Any]:
+    """Claude Code's failure payload for `pytest`, not found, in a session of its own."""
+    payload = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
+    payload.update(session_id="now", cwd=str(project), tool_use_id=tool_use_id)
+    payload.update(tool_input={"command": "pytest"}, error=NOT_FOUND)
+    return payload
+
+
 def context_of(stdout: bytes) -> str:
     """The additional context of the hook's output, checked to be exactly Claude Code's shape."""
     output = json.loads(stdout)
@@ -232,11 +240,7 @@ def test_recorded_text_cannot_speak_as_remem(home: Home, tmp_path: Path) -> None
 def test_a_closed_stdout_still_stores_the_failure(home: Home, project: Path, stdout: str) -> None:
     agent = Claude(home, project)
     learn_pytest_substitute(agent)
-    payload = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
-    payload.update(
-        session_id="now", cwd=str(project), tool_use_id="toolu_closed",
-        tool_input={"command": "pytest"}, error=NOT_FOUND,
-    )  # fmt: skip
+    payload = pytest_not_found(project, "toolu_closed")
     code, err = hook_with_stdout_gone(home, json.dumps(payload).encode(), stdout)
     assert code == 0, err
     assert b"Traceback" not in err
@@ -310,11 +314,7 @@ def test_advice_costs_the_hook_no_heavy_import(home: Home, project: Path) -> Non
     """A failure answered with advice is read with the stdlib alone: no grammar, no typing."""
     agent = Claude(home, project)
     learn_pytest_substitute(agent)
-    payload = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
-    payload.update(
-        session_id="now", cwd=str(project), tool_use_id="toolu_imports",
-        tool_input={"command": "pytest"}, error=NOT_FOUND,
-    )  # fmt: skip
+    payload = pytest_not_found(project, "toolu_imports")
     (advice,), code, modules = hook_imports(home, payload)
     assert f"use `{VENV}`" in context_of(advice.encode())
     assert code == 0
