@@ -32,7 +32,10 @@ from remem.record.output import without_lone_surrogates
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, BinaryIO
+
+    Within = Callable[[sqlite3.Connection], None]
 
 # Above MAX_PAYLOAD_BYTES a payload is kept only once its output is cut back under it; above
 # MAX_READ_BYTES it is not even parsed, and is dropped as too large.
@@ -111,7 +114,11 @@ def _decode(raw: bytes) -> dict[str, Any]:
     return payload
 
 
-def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
+def _write(
+    url: str, lock_timeout_s: float, kind: str, body: Any, within: Within | None = None
+) -> None:
+    """Store one record in one write transaction, with `within(connection)` run in it last:
+    `within` must not raise."""
     path = paths.sqlite_path(url)
     if path is None:
         raise _Unavailable("database is not a SQLite file")
@@ -128,6 +135,8 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
             store_event(execute, body)
         else:
             store_drop(execute, body)
+        if within is not None:
+            within(connection)
         if os.environ.get("REMEM_TEST_CRASH_AT") == "hook_write":  # the crash tests' switch
             os.kill(os.getpid(), 9)
         connection.execute("COMMIT")
@@ -150,15 +159,22 @@ def _write(url: str, lock_timeout_s: float, kind: str, body: Any) -> None:
         connection.close()
 
 
-def save(home: str, kind: str, body: Any, settings: Settings | None = None) -> str:
-    """Store or spool one record; returns where it went. Raises OSError if neither worked."""
+def save(
+    home: str,
+    kind: str,
+    body: Any,
+    settings: Settings | None = None,
+    within: Within | None = None,
+) -> str:
+    """Store or spool one record; returns where it went. Raises OSError if neither worked.
+    `within(connection)` runs in the record's write transaction when it is stored."""
     try:
         settings = settings or load_settings(home=home)
     except Exception as exc:  # a broken config must not lose the event
         reason = f"settings unreadable: {exc}"
     else:
         try:
-            _write(settings.database_url, settings.lock_timeout_s, kind, body)
+            _write(settings.database_url, settings.lock_timeout_s, kind, body, within)
             return "stored"
         except _Unavailable as exc:
             reason = str(exc)
@@ -277,8 +293,14 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     except Exception:  # save() spools with the reason; the digest is skipped
         settings = None
     output = None
+    # A SessionStart reads its digest in the event's own write transaction, and records there
+    # what the printed page held: one commit for both.
+    digests: list[str | None] = []
+    within = None
+    if kind == "event" and body.kind == "session_start" and settings is not None:
+        within = _digest_within(settings, body, digests)
     try:
-        saved = save(home, kind, body, settings)
+        saved = save(home, kind, body, settings, within)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
         return _digest_regardless(settings, kind, body)
@@ -289,11 +311,10 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
 
         with suppress(Exception):  # the event is saved: the note of its cut is a courtesy
             save(home, "drop", _cut_note(body, raw, size, now), settings)
-    if kind == "event" and body.kind == "session_start" and settings is not None:
-        # Read after the write, on the connection it left open (one schema load, not two),
-        # and printed last: a stdout the agent closed, or one that cannot encode the digest,
-        # must not cost the event.
-        output = _read_digest(settings, body)
+    if within is not None and settings is not None:
+        # Printed last: a stdout the agent closed, or one that cannot encode the digest, must
+        # not cost the event. An event that was not stored here reads it on its own.
+        output = digests[0] if digests else _read_digest(settings, body)
     if saved == "stored" and settings is not None and _advisable(kind, body):
         # After the event is stored: advice is a courtesy, the event is not.
         output = _advise_failure(settings, body, now)
@@ -394,42 +415,67 @@ def _spool_after_bug(home: str, kind: str, body: Any, exc: Exception) -> int:
     return 0
 
 
-def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
-    """The SessionStart digest, read-only, in the host's output shape: on the connection the
-    event was written on when it is kept (opening another would load the schema again), else
-    on a read-only one. None when the database cannot be read within half a second, or holds
-    nothing for this project."""
-    from remem.agent.context import read_context  # SessionStart only
+def _digest_within(settings: Settings, event: CapturedEvent, digests: list[str | None]) -> Within:
+    """What the event's write transaction runs for a SessionStart: the digest read on its
+    connection, appended to `digests`, and what its printed page held recorded for the
+    session's ledger (remem.agent.usage). Neither may cost the event: a failure costs the
+    digest or the record, and the transaction goes on."""
 
+    def within(connection: sqlite3.Connection) -> None:
+        pages = _digest_pages(settings, event, connection)
+        digests.append(_shaped(event, pages[0][0]) if pages else None)
+        if pages and pages[0][1]:
+            from remem.agent.usage import SHOWN_INSERT, shown_params  # imported with the digest
+
+            params = shown_params(event.idempotency_key, pages[0][1], 1, event.captured_at)
+            try:
+                connection.execute(SHOWN_INSERT, params)
+            except sqlite3.Error:  # undone alone: the event's insert and the digest stay
+                return
+
+    return within
+
+
+def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
+    """The SessionStart digest of an event that was not stored here, on a read-only
+    connection. None when the database cannot be read within half a second, or holds nothing
+    for this project."""
     path = paths.sqlite_path(settings.database_url)
     if path is None:
         return None
     try:
-        if _kept is not None:  # the event's own connection: one snapshot, as a new one reads
-            connection = _kept
-            connection.execute("BEGIN")
-        else:
-            connection = sqlite_settings.connect_read_only(path, DIGEST_WAIT_S)
-        try:
-            context = read_context(
-                sqlite_settings.executor(connection),
-                event.project_root,
-                event.branch,
-                event.directory,
-                settings.inherit_from,
-            )
-        finally:
-            if connection is _kept:
-                connection.execute("ROLLBACK")
-            else:
-                connection.close()
-        pages = context.pages_held(settings.context_max_chars, settings.context_max_lines)
-    except Exception:  # the digest is a courtesy: no failure of it may cost the event
+        connection = sqlite_settings.connect_read_only(path, DIGEST_WAIT_S)
+    except sqlite3.Error:
         return None
-    if not pages:
-        return None
-    _record_shown(settings, path, event, pages[0][1])
-    text = pages[0][0]
+    try:
+        pages = _digest_pages(settings, event, connection)
+    finally:
+        connection.close()
+    return _shaped(event, pages[0][0]) if pages else None
+
+
+def _digest_pages(
+    settings: Settings, event: CapturedEvent, connection: sqlite3.Connection
+) -> list[tuple[str, list[Any]]]:
+    """The digest's pages, each with what it holds; none when nothing is known of the project
+    or the read fails: the digest is a courtesy."""
+    from remem.agent.context import read_context  # SessionStart only
+
+    try:
+        context = read_context(
+            sqlite_settings.executor(connection),
+            event.project_root,
+            event.branch,
+            event.directory,
+            settings.inherit_from,
+        )
+        return context.pages_held(settings.context_max_chars, settings.context_max_lines)
+    except Exception:
+        return []
+
+
+def _shaped(event: CapturedEvent, text: str) -> str:
+    """The digest in the host's output shape."""
     if event.host == "codex":
         return json.dumps(
             {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
@@ -437,32 +483,6 @@ def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
     if event.host == "cursor":
         return json.dumps({"additional_context": text})
     return text
-
-
-def _record_shown(settings: Settings, path: str, event: CapturedEvent, held: list[Any]) -> None:
-    """What the printed page held, for the session's ledger (remem.agent.usage): one short
-    write on the connection the event was written on, after the read's snapshot ended. A
-    failure costs the record, never the digest."""
-    from remem.agent.usage import SHOWN_INSERT, shown_params  # imported with the digest
-
-    if not held:
-        return
-    connection = None
-    try:
-        params = shown_params(event.idempotency_key, held, 1, event.captured_at)
-        connection = _kept or sqlite_settings.connect(path, settings.lock_timeout_s, hot_path=True)
-        connection.execute("BEGIN IMMEDIATE")  # a write waits for the lock, never fails on it
-        try:
-            connection.execute(SHOWN_INSERT, params)
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
-    except Exception:
-        return
-    finally:
-        if connection is not None and connection is not _kept:
-            connection.close()
 
 
 def _emit(output: str) -> None:

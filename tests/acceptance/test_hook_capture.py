@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import sqlite3
 import subprocess
@@ -197,6 +198,28 @@ def test_session_start_reads_its_digest_without_typing_or_dataclasses(
     assert {"typing", "dataclasses", "inspect", "sqlalchemy", "re2"}.isdisjoint(modules)
     # What only commands and failures need is not paid for at the start of a session.
     assert {"remem.record.writes", "remem.agent.advice"}.isdisjoint(modules)
+
+
+def test_the_hook_process_imports_without_the_cycle_collector_and_importers_keep_it() -> None:
+    """`remem-hook` is remem.hook_entry: the collector is off before its imports, which it
+    would otherwise spend a twentieth of a start-up collecting during. A process that imports
+    remem.hook and lives on (a test, a tool) keeps its collector."""
+    (entry,) = [
+        script
+        for script in importlib.metadata.entry_points(group="console_scripts")
+        if script.name == "remem-hook"
+    ]
+    assert entry.value == "remem.hook_entry:run"
+    assert Path(REMEM_HOOK).read_text().count("remem.hook_entry") == 1
+
+    def collector_after(module: str) -> str:
+        script = f"import gc, {module}; print(gc.isenabled())"
+        return subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert collector_after("remem.hook_entry") == "False"
+    assert collector_after("remem.hook") == "True"
 
 
 def test_hook_never_migrates_a_database_behind_its_schema(home: Home) -> None:

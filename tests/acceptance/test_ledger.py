@@ -242,6 +242,8 @@ def test_a_substitute_followed_then_failing_is_flagged_until_it_passes(
 def test_a_record_of_the_page_that_cannot_be_written_costs_the_digest_nothing(
     home: Home, project: Path
 ) -> None:
+    """The record is written in the SessionStart event's own transaction: its failure costs
+    neither the digest nor the event."""
     agent = Claude(home, project)
     learn(agent, {"make test": 2})
     connection = sqlite3.connect(home.db)
@@ -250,3 +252,12 @@ def test_a_record_of_the_page_that_cannot_be_written_costs_the_digest_nothing(
     finally:
         connection.close()
     assert "`make test`" in start(agent, "s1")
+    connection = sqlite3.connect(home.db)
+    try:
+        started = connection.execute(
+            "SELECT count(*) FROM captured_events e JOIN sessions s ON s.id = e.session_id "
+            "WHERE e.kind = 'session_start' AND s.session_key = 's1'"
+        ).fetchone()
+    finally:
+        connection.close()
+    assert started == (1,)

@@ -309,6 +309,32 @@ def test_a_project_wide_team_procedure_has_the_pitfalls_of_every_branch(
     assert '  pitfall: failed 2 times before passing; last error "E   on feature"' in page
 
 
+def test_a_procedure_shows_the_newest_three_pitfalls_of_its_branches(
+    world: World, shop: Path
+) -> None:
+    pull_procedure(world, shop, 17, scope="project", branches=["feature/x", "main"])
+    pull_procedure(world, shop, 18, LINT, branch="main")
+    for team_id, (branch, age) in enumerate(
+        [("main", 4), ("feature/x", 1), ("main", 3), ("feature/x", 2)], start=1
+    ):
+        pull_lesson(
+            world,
+            shop,
+            team_id,
+            branch=branch,
+            last_error=f"E   {age} days old",
+            resolved_at=world.now - age * DAY,
+        )
+    pull_lesson(world, shop, 5, LINT, last_error="E   lint's own", resolved_at=world.now)
+    pitfalls = [line for line in context(world, shop).splitlines() if "pitfall:" in line]
+    assert [line.split('"')[1] for line in pitfalls] == [
+        "E   1 days old",
+        "E   2 days old",
+        "E   3 days old",
+        "E   lint's own",
+    ]
+
+
 def test_known_errors_are_this_machines_first_then_those_only_the_team_met(
     world: World, shop: Path
 ) -> None:
