@@ -48,7 +48,7 @@ CSP = (
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" would send Origin: null
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
 ]
