@@ -298,6 +298,10 @@ class Site:
         from remem.forgetting.selection import Selection, compile_pattern
 
         compile_pattern(pattern)
+        if project is not None:  # a directory of it, as `remem forget --project` takes
+            from remem.record.identity import locate_given
+
+            project = locate_given(project)[0]
 
         def confirm(found: Any) -> None:
             if not hmac.compare_digest(_seal(found.as_json()), seal or ""):

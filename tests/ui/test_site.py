@@ -237,3 +237,23 @@ def test_recorded_markup_and_a_hostile_directory_name_stay_text(
     finally:
         served.stop()
     assert watched.problems == []
+
+
+def test_unarchive_decides_the_procedure_again_from_its_runs(home: Home, project: Path) -> None:
+    from tests.acceptance.test_truthful_digest import Agent
+
+    build_memory(home, project)
+    test = procedure_id(home, TEST)
+    home.remem("procedures", "archive", str(test))
+    Agent(home, project).ran(TEST, "s4")  # a run while archived revives nothing...
+    home.remem("worker", "--burst")
+    (archived,) = [p for p in home.procedures() if p["id"] == test]
+    assert (archived["status"], archived["verified_runs"]) == ("archived", 2)
+    assert TEST not in context(home, project).stdout
+    printed = home.remem("procedures", "unarchive", str(test)).stdout
+    assert printed == f"Procedure {test} is active again.\n"
+    (back,) = [p for p in home.procedures() if p["id"] == test]
+    assert (back["status"], back["verified_runs"]) == ("active", 3)  # ...but it counts
+    assert TEST in context(home, project).stdout
+    missing = home.remem("procedures", "unarchive", "999", check=False)
+    assert missing.returncode == 1 and "No procedure 999" in missing.stderr
