@@ -9,7 +9,7 @@ import http.client
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,17 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-browser_test = pytest.mark.skipif(
+_NO_CHROMIUM = pytest.mark.skipif(
     not CHROMIUM.exists() and not os.environ.get("CI"),
     reason=f"{CHROMIUM} is absent: `apt-get install chromium` to run the browser tests",
 )
+
+
+def browser_test(test: Callable[..., None]) -> Callable[..., None]:
+    """A test in Chromium: marked `browser`, skipped without it unless CI is set."""
+    marked: Callable[..., None] = pytest.mark.browser(_NO_CHROMIUM(test))
+    return marked
+
 
 BUILD = "make build"
 TEST = "python -m pytest -q"

@@ -257,3 +257,33 @@ def test_unarchive_decides_the_procedure_again_from_its_runs(home: Home, project
     assert TEST in context(home, project).stdout
     missing = home.remem("procedures", "unarchive", "999", check=False)
     assert missing.returncode == 1 and "No procedure 999" in missing.stderr
+
+
+def test_a_forget_is_refused_when_the_preview_no_longer_holds(
+    served: Served, home: Home, project: Path
+) -> None:
+    from tests.acceptance.test_truthful_digest import Agent
+
+    _status, page = served.request("GET", "/forget")
+    (token,) = re.findall(r'name="token" value="([^"]+)"', page)
+    status, preview = served.request("POST", "/forget", f"token={token}&pattern=pytest")
+    assert status == 200 and "Would forget (dry run)" in preview
+    (seal,) = re.findall(r'name="confirm" value="([^"]+)"', preview)
+    Agent(home, project).ran(f"{TEST} -x", "s5")  # a new match since the preview
+    body = f"token={token}&pattern=pytest&confirm={seal}"
+    status, answer = served.request("POST", "/forget", body)
+    assert status == 400 and "changed since the preview" in answer
+    assert TEST in [p["command"] for p in home.procedures()]
+
+
+def test_a_port_in_use_is_said_with_what_to_do(home: Home) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = home.remem("ui", "--port", str(port), check=False)
+    assert result.returncode == 1
+    assert f"Port {port} on 127.0.0.1 cannot be used" in result.stderr
+    assert "--port 0" in result.stderr
