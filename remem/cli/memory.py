@@ -378,7 +378,7 @@ def procedures_unarchive(procedure_id: int) -> None:
 
     with open_home() as (_settings, engine):
         status = unarchive(engine, procedure_id, time.time())
-    click.echo(f"Procedure {procedure_id} is {status} again.")
+    click.echo(f"Procedure {procedure_id} is {status}.")
 
 
 @cli.command()

@@ -14,7 +14,6 @@ import json
 import os
 import secrets
 import socket
-import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from importlib.resources import files
@@ -23,6 +22,7 @@ from urllib.parse import parse_qs, quote
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -241,8 +241,6 @@ class Site:
         verb = request.path_params["verb"]
         if verb not in ("archive", "unarchive"):
             return self.failed(NotFound(f"No action {verb}: archive or unarchive."))
-        from starlette.concurrency import run_in_threadpool
-
         try:
             await run_in_threadpool(self._archive, procedure_id, verb)
         except RememError as exc:
@@ -267,8 +265,6 @@ class Site:
         if form is None:
             return self.refused()
         pattern, project = form.get("pattern", ""), form.get("project", "")
-        from starlette.concurrency import run_in_threadpool
-
         try:
             if not pattern:
                 raise RememError("Give a pattern: a Python regular expression.")
@@ -361,4 +357,3 @@ def serve(settings: Settings, port: int, open_browser: bool = False) -> None:
         site.app(), log_level="warning", access_log=False, lifespan="off", server_header=False
     )
     uvicorn.Server(config).run(sockets=[listener])
-    sys.stdout.flush()

@@ -127,6 +127,11 @@ def procedure(execute: Execute, procedure_id: int, evidence_page: int) -> Proced
         )
         for run in detail.evidence.runs
     ]
+    # The failures between this page's passes (the newest page: since its first; the oldest:
+    # until its last), so that each page draws its own stretch of time.
+    evidence = detail.evidence
+    after = runs[0].at if runs and evidence.page < evidence.pages else float("-inf")
+    until = runs[-1].at if runs and evidence.page > 1 else float("inf")
     runs += [
         charts.Run(
             attempt.failed_at,
@@ -137,6 +142,7 @@ def procedure(execute: Execute, procedure_id: int, evidence_page: int) -> Proced
         )
         for lesson in detail.lessons
         for attempt in lesson.attempts
+        if after <= attempt.failed_at <= until
     ]
     use = usage.read_use(execute, found.project).get((found.directory, found.workflow_hash))
     return ProcedurePage(detail, charts.timeline(runs), read_exports(execute, procedure_id), use)

@@ -251,7 +251,7 @@ def test_unarchive_decides_the_procedure_again_from_its_runs(home: Home, project
     assert (archived["status"], archived["verified_runs"]) == ("archived", 2)
     assert TEST not in context(home, project).stdout
     printed = home.remem("procedures", "unarchive", str(test)).stdout
-    assert printed == f"Procedure {test} is active again.\n"
+    assert printed == f"Procedure {test} is active.\n"
     (back,) = [p for p in home.procedures() if p["id"] == test]
     assert (back["status"], back["verified_runs"]) == ("active", 3)  # ...but it counts
     assert TEST in context(home, project).stdout
