@@ -10,6 +10,7 @@ from remem.json_contract import rfc3339
 
 WIDTH = 640
 BAR_HEIGHT = 80
+MAX_BAR_WIDTH = 40
 LANE_HEIGHT = 28
 LABEL_WIDTH = 140  # the timeline's branch names, left of its lanes
 MARK_RADIUS = 5
@@ -38,14 +39,15 @@ def bars(values: Sequence[tuple[str, float, str]], width: int = WIDTH) -> Bars:
         return Bars(width, BAR_HEIGHT + 16, ())
     top = max(value for _caption, value, _label in values) or 1.0
     step = width / len(values)
+    bar_width = min(step * 0.7, MAX_BAR_WIDTH)
     shapes = []
     for index, (caption, value, label) in enumerate(values):
         height = BAR_HEIGHT * value / top
         shapes.append(
             Bar(
-                round(index * step + step * 0.15, 1),
+                round(index * step + (step - bar_width) / 2, 1),
                 round(BAR_HEIGHT - height, 1),
-                round(step * 0.7, 1),
+                round(bar_width, 1),
                 round(height, 1),
                 label,
                 caption,
