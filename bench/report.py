@@ -1,7 +1,7 @@
 """Run every benchmark and write their figures to BENCHMARKS.md at the repository root.
 
 Runs hook.py, cli.py, pipeline.py, scale.py, daemon_idle.py, concurrency.py, importer.py,
-team.py and analysis.py one after another with --json (their progress goes to stderr as it
+team.py, analysis.py and ui.py one after another with --json (their progress goes to stderr as it
 happens), then writes one table (and a section per benchmark with a heading of its own): median,
 min–max, target and verdict per figure. Then coverage.py, whose totals go to a "Memory coverage"
 section of their own (--coverage-only runs it alone and rewrites only that section). A benchmark
@@ -200,6 +200,28 @@ def analysis_cells(report: dict[str, Any]) -> list[Cells]:
     return rows
 
 
+def ui_cells(report: dict[str, Any]) -> list[Cells]:
+    start = report["start_s"]
+    rows: list[Cells] = [
+        (
+            f"{start:.2f}",
+            NONE,
+            f"< {report['start_target_s']:g}",
+            verdict(start < report["start_target_s"]),
+        )
+    ]
+    for figures in report["pages"].values():
+        rows.append(
+            (
+                f"{figures['median_ms']:.1f}",
+                f"{figures['min_ms']:.0f}–{figures['max_ms']:.0f}",
+                f"≤ {figures['target_ms']:g}",
+                verdict(figures["pass"]),
+            )
+        )
+    return rows
+
+
 def team_description(report: dict[str, Any]) -> str:
     dataset, machine = report["dataset"], report["machine"]
     return (
@@ -358,6 +380,22 @@ BENCHES = (
         analysis_cells,
         lambda r: f"analysis.py {count(r['runs'], 'run')} of each command",
         heading="Command analysis",
+    ),
+    Bench(
+        "ui.py",
+        ("--runs", "3"),
+        (
+            "remem ui, until it prints its address, s",
+            "projects page, 1M-event home, ms",
+            "branch page (its digest), 1M-event home, ms",
+            "procedure page, 1M-event home, ms",
+            "report page, 1M-event home, ms",
+            "search page, 1M-event home, ms",
+            "forget page, 1M-event home, ms",
+        ),
+        ui_cells,
+        lambda r: f"ui.py {count(r['runs'], 'request')} per page on {r['events']:,} events",
+        heading="The local site",
     ),
 )
 

@@ -61,6 +61,13 @@ def _positive_int(value: object) -> int:
     return number
 
 
+def _port(value: object) -> int:
+    number = _positive_int(value)
+    if number > 65535:
+        raise ValueError("must be a TCP port, 1 to 65535")
+    return number
+
+
 def _string(value: object) -> str:
     if not isinstance(value, str):
         raise ValueError("must be a string")
@@ -250,6 +257,12 @@ class Settings:
         parse_duration,
         "30s",
         "how often the daemon ships to and pulls from the team database",
+    )
+    ui_port = setting(
+        "ui.port",
+        _port,
+        7767,
+        "the port `remem ui` serves on, on 127.0.0.1 only (--port overrides)",
     )
 
     def __init__(self, home: str, config_file: str, values: Mapping[str, Any]) -> None:

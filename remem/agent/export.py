@@ -439,6 +439,15 @@ def _write_file(path: str, content: str) -> None:
 # --- what `remem doctor` reports -------------------------------------------------------------
 
 _EXPORTS = "SELECT path, procedure_id, procedure_sha256 FROM exports"
+_EXPORTS_OF = (
+    "SELECT format, path, exported_at FROM exports WHERE procedure_id = :id "
+    "ORDER BY exported_at DESC, path"
+)
+
+
+def read_exports(execute: Execute, procedure_id: int) -> list[tuple[str, str, float]]:
+    """(format, path, when) of each draft written from the procedure, newest first."""
+    return [(str(f), str(p), float(at)) for f, p, at in execute(_EXPORTS_OF, {"id": procedure_id})]
 
 
 def outdated_drafts(execute: Execute) -> list[tuple[str, int, str]]:

@@ -28,6 +28,16 @@ if TYPE_CHECKING:
 EVIDENCE_PAGE = 50
 
 
+# --- projects --------------------------------------------------------------------------------
+
+_PROJECTS = "SELECT root FROM projects ORDER BY root"
+
+
+def read_projects(execute: Execute) -> list[str]:
+    """Every project's root, in order."""
+    return [str(root) for (root,) in execute(_PROJECTS, {})]
+
+
 # --- procedures ------------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ from remem.cli import (  # noqa: F401
     memory,
     report,
     team,
+    ui,
     work,
 )
 from remem.cli.app import cli

@@ -118,7 +118,7 @@ def forget_command(
             selection,
             dry_run=dry_run,
             confirm=lambda found: _confirm(found, yes),
-            rederive=_rederive,
+            rederive=rederive,
             outside=Outside(os.path.expanduser("~"), rewrite_transcripts, backup),
             team_vacuum=team_vacuum,
         )
@@ -145,7 +145,8 @@ def _confirm(found: Plan, yes: bool) -> None:
     click.confirm("Forget all of this for good?", abort=True)
 
 
-def _rederive(engine: Engine, settings: Settings) -> dict[str, int]:
+def rederive(engine: Engine, settings: Settings) -> dict[str, int]:
+    """Re-derive what a forget cleared with the worker's burst (`remem ui` forgets too)."""
     from workers.runner import Worker
     from workers.work import run_burst
 

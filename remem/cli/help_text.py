@@ -32,5 +32,6 @@ TOP_HELP = (
     "  spool       The spool holds events the hook could not write to the...\n"
     "  status      Show the home, database, captured events, queue and spool...\n"
     "  tasks       List extraction tasks, newest first; failed ones show their...\n"
+    "  ui          Serve a local site of what the memory holds, on 127.0.0.1...\n"
     "  worker      Process captured events into procedures.\n"
 )

@@ -364,6 +364,23 @@ def procedures_archive(procedure_id: int) -> None:
     click.echo(f"Archived procedure {archived.id}: {archived.command}")
 
 
+@procedures.command("unarchive")
+@click.argument("procedure_id", type=ROW_ID)
+def procedures_unarchive(procedure_id: int) -> None:
+    """Take back an archive: the procedure is decided again from its runs (active, stale or
+    broken) and reaches the digest again when active.
+
+    \b
+    Example:
+      remem procedures unarchive 3
+    """
+    from remem.procedures.promote import unarchive
+
+    with open_home() as (_settings, engine):
+        status = unarchive(engine, procedure_id, time.time())
+    click.echo(f"Procedure {procedure_id} is {status}.")
+
+
 @cli.command()
 @CWD_OPTION
 @page_option("the digest")

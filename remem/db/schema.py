@@ -110,6 +110,13 @@ captured_events = Table(
         sqlite_where=text("tool_use_id IS NOT NULL"),
         postgresql_where=text("tool_use_id IS NOT NULL"),
     ),
+    # A session's failing calls, which the report counts per session (remem/admin/report.py).
+    Index(
+        "ix_captured_events_failing",
+        "session_id",
+        sqlite_where=text("kind = 'command' AND outcome = 'failure'"),
+        postgresql_where=text("kind = 'command' AND outcome = 'failure'"),
+    ),
     sqlite_autoincrement=True,
 )
 

@@ -286,6 +286,36 @@ def archive(engine: Engine, procedure_id: int, now: float) -> None:
         raise NotFound(f"No procedure {procedure_id}: see `remem procedures list --all`.")
 
 
+SELECT_GROUP_OF = text(
+    "SELECT q.project_id, q.scope, q.branch, q.directory, q.workflow, q.workflow_hash, p.root "
+    "FROM procedures q JOIN projects p ON p.id = q.project_id WHERE q.id = :id"
+)
+SELECT_STATUS = text("SELECT status FROM procedures WHERE id = :id")
+
+
+def unarchive(engine: Engine, procedure_id: int, now: float) -> str:
+    """Take back the user's archive: the procedure is decided again from its group's runs,
+    those that came while it was archived included (stale until its tally says otherwise).
+    Returns its status; one that was not archived is left as it is."""
+    with engine.begin() as sa_connection:
+        connection = Driver(sa_connection)
+        row = connection.execute(SELECT_GROUP_OF, {"id": procedure_id}).first()
+        if row is None:
+            raise NotFound(f"No procedure {procedure_id}: see `remem procedures list --all`.")
+        taken_back = connection.execute(
+            text(
+                "UPDATE procedures SET status = :stale, updated_at = :now "
+                "WHERE id = :id AND status = :archived"
+            ),
+            {"stale": policy.STALE, "archived": policy.ARCHIVED, "now": now, "id": procedure_id},
+        ).rowcount
+        group = Group(*row)
+        stored = tallies.load(connection, group, lock=True) if taken_back else None
+        if stored is not None:
+            evaluate(connection, group, stored.tally, now)
+        return str(connection.execute(SELECT_STATUS, {"id": procedure_id}).scalar_one())
+
+
 def mark_stale(
     engine: Engine, settings: Settings, now: float, batch_size: int = AGING_BATCH
 ) -> Counter[str]:

@@ -7,9 +7,20 @@ import os
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 from tests.conftest import REPO, load_fixture
+
+
+def files_of(package: Path, folders: tuple[str, ...]) -> set[str]:
+    """The files of a package's data folders, named as a wheel names them."""
+    return {
+        str(path.relative_to(REPO))
+        for folder in folders
+        for path in (package / folder).rglob("*")
+        if path.is_file()
+    }
 
 
 def _run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -35,6 +46,11 @@ def test_wheel_in_a_fresh_virtualenv_initialises_and_captures(tmp_path: Path) ->
         ]
     )
     (wheel,) = dist.glob("remem-*.whl")
+    # `remem ui` renders from the package's own templates and stylesheet.
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    site = files_of(REPO / "remem" / "ui", ("templates", "static"))
+    assert site and site <= names, sorted(site - names)
 
     fresh = tmp_path / "fresh"
     _run([sys.executable, "-m", "venv", "--without-pip", str(fresh)])

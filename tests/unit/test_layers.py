@@ -37,7 +37,7 @@ ROOMS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("agent", ("remem.agent",)),
     ("admin", ("remem.admin",)),
     ("workers", ("workers",)),
-    ("faces", ("remem.cli", "remem.hook", "remem.hook_entry", "remem.__main__")),
+    ("faces", ("remem.cli", "remem.ui", "remem.hook", "remem.hook_entry", "remem.__main__")),
 )
 
 

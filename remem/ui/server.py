@@ -1,0 +1,359 @@
+"""The site `remem ui` serves: Starlette routes over remem.ui.views, rendered by Jinja2 with
+autoescape on, behind a guard that answers only to this machine's own address.
+
+Reads open a read-only snapshot per request. The only writes are the user's: archive and
+unarchive a procedure, forget by pattern after a preview; each is a POST that carries the
+process's random token, so another site the browser has open cannot make one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from importlib.resources import files
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from remem.config import Settings, parse_duration
+from remem.db.snapshot import reading
+from remem.errors import NotFound, RememError
+from remem.json_contract import date, rfc3339
+from remem.record.quote import escape_unsafe, inert_path
+from remem.ui import views
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# No script runs anywhere on the site; styles come from its own stylesheet only.
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" would send Origin: null
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+DEFAULT_SINCE = "30d"
+
+
+class Guard:
+    """Answers only requests addressed to 127.0.0.1 or localhost on this port (a page of
+    another site that rebinds its name to 127.0.0.1 sends its own name), and puts the
+    security headers on every answer."""
+
+    def __init__(self, app: ASGIApp, port: int) -> None:
+        self.app = app
+        self.hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        hosts = [value for name, value in scope["headers"] if name == b"host"]
+        if len(hosts) != 1 or hosts[0].lower() not in self.hosts:
+            response = Response("Unknown host: open the address `remem ui` printed.", 421)
+            await self._secured(response, scope, receive, send)
+            return
+        await self._secured(self.app, scope, receive, send)
+
+    async def _secured(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await app(scope, receive, send_secured)
+
+
+def _environment() -> jinja2.Environment:
+    templates = files("remem.ui") / "templates"
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters.update(
+        recorded=lambda text: escape_unsafe(str(text)) if text is not None else "",
+        path=lambda text: inert_path(str(text)),
+        day=date,
+        time=lambda at: (rfc3339(at) or "").replace("T", " ").rstrip("Z"),
+        q=lambda text: quote(str(text), safe=""),
+    )
+    return environment
+
+
+class Site:
+    """The routes, holding the settings, the token and the templates."""
+
+    def __init__(self, settings: Settings, port: int, token: str | None = None) -> None:
+        self.settings = settings
+        self.port = port
+        self.token = token or secrets.token_urlsafe(32)
+        self.templates = _environment()
+        self.stylesheet = (files("remem.ui") / "static" / "remem.css").read_bytes()
+
+    def render(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        template = self.templates.get_template(name)
+        return HTMLResponse(template.render(token=self.token, **values), status)
+
+    def failed(self, exc: RememError) -> HTMLResponse:
+        status = 404 if isinstance(exc, NotFound) else 400
+        return self.render("error.html", status, title="Not shown", message=str(exc))
+
+    def app(self) -> ASGIApp:
+        routes = [
+            Route("/", self.projects),
+            Route("/branch", self.branch),
+            Route("/procedure/{procedure_id:int}", self.procedure),
+            Route("/procedure/{procedure_id:int}/{verb:str}", self.archive, methods=["POST"]),
+            Route("/report", self.report),
+            Route("/search", self.search),
+            Route("/forget", self.forget_form),
+            Route("/forget", self.forget, methods=["POST"]),
+            Route("/static/remem.css", self.css),
+        ]
+        return Guard(Starlette(routes=routes), self.port)
+
+    # --- pages -----------------------------------------------------------------------------
+
+    def _since(self, request: Request) -> tuple[str, float]:
+        since = request.query_params.get("since", DEFAULT_SINCE)
+        try:
+            return since, parse_duration(since)
+        except ValueError as exc:
+            raise RememError(f"since={since}: {exc}.") from None
+
+    def projects(self, request: Request) -> Response:
+        try:
+            since, since_s = self._since(request)
+            with reading(self.settings) as execute:
+                rows = views.projects(execute, since_s, time.time())
+        except RememError as exc:
+            return self.failed(exc)
+        return self.render("projects.html", title="Projects", rows=rows, since=since)
+
+    def branch(self, request: Request) -> Response:
+        root = request.query_params.get("project")
+        if not root:
+            return self.failed(RememError("Say which project: /branch?project=ROOT&branch=NAME."))
+        name = request.query_params.get("branch") or None
+        try:
+            with reading(self.settings) as execute:
+                page = views.branch(execute, self.settings, root, name)
+        except RememError as exc:
+            return self.failed(exc)
+        return self.render("branch.html", title=name or "no branch", page=page)
+
+    def procedure(self, request: Request) -> Response:
+        procedure_id = int(request.path_params["procedure_id"])
+        try:
+            evidence_page = int(request.query_params.get("page", "1"))
+            with reading(self.settings) as execute:
+                page = views.procedure(execute, procedure_id, evidence_page)
+        except ValueError:
+            return self.failed(RememError("page= counts from 1."))
+        except RememError as exc:
+            return self.failed(exc)
+        return self.render("procedure.html", title=f"Procedure {procedure_id}", page=page)
+
+    def report(self, request: Request) -> Response:
+        try:
+            since, since_s = self._since(request)
+            with reading(self.settings) as execute:
+                page = views.report(execute, since_s, time.time())
+        except RememError as exc:
+            return self.failed(exc)
+        return self.render("report.html", title="Report", page=page, since=since)
+
+    def search(self, request: Request) -> Response:
+        pattern = request.query_params.get("q", "")
+        root = request.query_params.get("project") or None
+        found, problem = None, None
+        if pattern:
+            try:
+                number = int(request.query_params.get("page", "1"))
+                with reading(self.settings) as execute:
+                    found = views.search(execute, pattern, root, number)
+            except ValueError:
+                problem = "page= counts from 1."
+            except RememError as exc:
+                problem = str(exc)
+        return self.render(
+            "search.html", title="Search", pattern=pattern, root=root, found=found, problem=problem
+        )
+
+    def css(self, _request: Request) -> Response:
+        return Response(self.stylesheet, media_type="text/css")
+
+    # --- actions ---------------------------------------------------------------------------
+
+    async def _form(self, request: Request) -> dict[str, str] | None:
+        """The POSTed form when it carries this process's token and comes from this site;
+        None otherwise."""
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in (
+            f"http://127.0.0.1:{self.port}",
+            f"http://localhost:{self.port}",
+        ):
+            return None
+        body = (await request.body()).decode("utf-8", "replace")
+        form = {name: values[-1] for name, values in parse_qs(body).items()}
+        given = form.get("token", "")
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return None
+        return form
+
+    def refused(self) -> HTMLResponse:
+        return self.render(
+            "error.html",
+            403,
+            title="Refused",
+            message="This action needs the page's token: open the page from the address "
+            "`remem ui` printed and use its button.",
+        )
+
+    async def archive(self, request: Request) -> Response:
+        form = await self._form(request)
+        if form is None:
+            return self.refused()
+        procedure_id = int(request.path_params["procedure_id"])
+        verb = request.path_params["verb"]
+        if verb not in ("archive", "unarchive"):
+            return self.failed(NotFound(f"No action {verb}: archive or unarchive."))
+        try:
+            await run_in_threadpool(self._archive, procedure_id, verb)
+        except RememError as exc:
+            return self.failed(exc)
+        return RedirectResponse(f"/procedure/{procedure_id}", 303)
+
+    def _archive(self, procedure_id: int, verb: str) -> None:
+        from remem.admin.home import open_engine
+        from remem.procedures.promote import archive, unarchive
+
+        engine = open_engine(self.settings)
+        try:
+            (archive if verb == "archive" else unarchive)(engine, procedure_id, time.time())
+        finally:
+            engine.dispose()
+
+    def forget_form(self, request: Request) -> Response:
+        return self.render("forget.html", title="Forget", pattern="", project="", plan=None)
+
+    async def forget(self, request: Request) -> Response:
+        form = await self._form(request)
+        if form is None:
+            return self.refused()
+        pattern, project = form.get("pattern", ""), form.get("project", "")
+        try:
+            if not pattern:
+                raise RememError("Give a pattern: a Python regular expression.")
+            report = await run_in_threadpool(
+                self._forget, pattern, project or None, form.get("confirm")
+            )
+        except RememError as exc:
+            return self.render(
+                "forget.html", 400, title="Forget", pattern=pattern, project=project,
+                plan=None, problem=str(exc),
+            )  # fmt: skip
+        summary = report.as_json()
+        if not report.applied:
+            return self.render(
+                "forget.html", title="Forget", pattern=pattern, project=project,
+                plan=summary, empty=report.plan.empty(), seal=_seal(report.plan.as_json()),
+            )  # fmt: skip
+        return self.render("forgotten.html", title="Forgotten", pattern=pattern, summary=summary)
+
+    def _forget(self, pattern: str, project: str | None, seal: str | None) -> Any:
+        """A dry run without `seal`; with it, the forget itself, refused when what the pattern
+        finds is no longer what the preview showed."""
+        from remem.admin.forget import forget_everywhere
+        from remem.admin.home import open_engine
+        from remem.cli.forget import rederive
+        from remem.forgetting.erase import Outside
+        from remem.forgetting.selection import Selection, compile_pattern
+
+        compile_pattern(pattern)
+        if project is not None:  # a directory of it, as `remem forget --project` takes
+            from remem.record.identity import locate_given
+
+            project = locate_given(project)[0]
+
+        def confirm(found: Any) -> None:
+            if not hmac.compare_digest(_seal(found.as_json()), seal or ""):
+                raise RememError("What the pattern finds changed since the preview: preview again.")
+
+        engine = open_engine(self.settings)
+        try:
+            return forget_everywhere(
+                engine,
+                self.settings,
+                Selection((), (), pattern, project),
+                dry_run=seal is None,
+                confirm=confirm,
+                rederive=rederive,
+                outside=Outside(os.path.expanduser("~")),
+            )
+        finally:
+            engine.dispose()
+
+
+def _seal(plan: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(plan, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def bind(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1 (port 0: a free one)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError as exc:
+        listener.close()
+        raise RememError(
+            f"Port {port} on 127.0.0.1 cannot be used ({exc.strerror}): pass --port N, or "
+            "--port 0 for any free port."
+        ) from None
+    listener.listen(128)
+    return listener
+
+
+def serve(settings: Settings, port: int, open_browser: bool = False) -> None:
+    """Serve the site until interrupted, after saying where."""
+    import uvicorn
+
+    with reading(settings):
+        pass  # a home that cannot be read is said now, not on the first page
+    listener = bind(port)
+    port = listener.getsockname()[1]
+    address = f"http://127.0.0.1:{port}/"
+    site = Site(settings, port)
+    print(f"remem ui: {address} (read-only but for its buttons; Ctrl-C stops it)", flush=True)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(address)
+    config = uvicorn.Config(
+        site.app(), log_level="warning", access_log=False, lifespan="off", server_header=False
+    )
+    uvicorn.Server(config).run(sockets=[listener])
