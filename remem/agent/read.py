@@ -140,7 +140,7 @@ class EvidenceRun(Record):
 
 
 class EvidencePage(Record):
-    """One page of a procedure's evidence, newest page first, each page in time order."""
+    """One page of a procedure's evidence, newest first."""
 
     runs: tuple[EvidenceRun, ...]
     page: int
@@ -173,7 +173,9 @@ def read_evidence(
     offset = (page - 1) * per_page
     params = {"id": procedure.id, "limit": min(per_page, total - offset), "offset": offset}
     rows = execute(_EVIDENCE_PAGE, params) if total else []
-    runs = sorted((EvidenceRun(*row) for row in rows), key=lambda run: (run.at, run.event_id))
+    runs = sorted(
+        (EvidenceRun(*row) for row in rows), key=lambda run: (run.at, run.event_id), reverse=True
+    )
     return EvidencePage(tuple(runs), page, pages, total)
 
 
