@@ -208,7 +208,7 @@ class Attempt(Record):
     failed_at: float
 
     def detail(self) -> Any:
-        from remem.procedures.lessons import AttemptDetail
+        from remem.procedures.lesson_text import AttemptDetail
 
         return AttemptDetail(
             self.attempt_number,
@@ -322,7 +322,7 @@ def _lesson(row: Sequence[Any], attempts: tuple[Attempt, ...]) -> Lesson:
     fix_files = tuple(json_list(fix_files))
     repeats = tuple((int(n), int(of)) for n, of in json_list(repeats))
     if attempts and len(attempts) == failed:
-        from remem.procedures.lessons import distill
+        from remem.procedures.lesson_text import distill
 
         # Told again from its whole journal: in the current wording, whenever stored.
         body = distill([a.detail() for a in attempts], fix_files, resolved_at).body
