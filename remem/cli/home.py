@@ -94,12 +94,12 @@ def _import_command(sessions: dict[str, Found], max_age_s: float) -> str | None:
     reaches the oldest when the default window (twice promotion.max_age) would leave it out."""
     import time
 
-    from remem.transcripts.importer import since_covering
+    from remem.transcripts.importer import default_since_s, since_covering
 
     if not any(f.sessions for f in sessions.values()):
         return None
     oldest, now = _oldest(sessions), time.time()
-    if oldest is None or oldest >= now - 2 * max_age_s:
+    if oldest is None or oldest >= now - default_since_s(max_age_s):
         return "remem import all"
     return f"remem import all --since {since_covering(oldest, now)}"
 

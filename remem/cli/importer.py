@@ -123,7 +123,9 @@ def _import(
 
     with open_home() as (settings, engine):
         try:
-            since_s = parse_duration(since) if since else 2 * settings.max_age_s
+            since_s = (
+                parse_duration(since) if since else importer.default_since_s(settings.max_age_s)
+            )
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--since") from None
         now = time.time()

@@ -112,6 +112,12 @@ def began_at(path: str) -> float | None:
     return None if stats.refused else modified_at
 
 
+def default_since_s(max_age_s: float) -> float:
+    """How far back an import reads when `--since` is not given: twice promotion.max_age, so
+    that what it learns can be verified again within the window."""
+    return 2 * max_age_s
+
+
 def since_covering(oldest_at: float, now: float) -> str:
     """A `--since` that reaches back to `oldest_at` with a day to spare, rounded up to ten
     days: `400d`."""
