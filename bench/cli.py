@@ -1,8 +1,9 @@
 """How long `remem` takes to answer the commands people and agents run most, next to a bare
 Python start-up.
 
-Times `remem --help`, `remem context` (a project with procedures and lessons) and `remem status`
-(the same home) against `python -c "import sqlite3, json"`, taking turns within each round so
+Times `remem --help`, `remem context` (a project with procedures and lessons), `remem status`,
+`remem procedures list` and `remem procedures show` (of a procedure with a lesson; the same
+home) against `python -c "import sqlite3, json"`, taking turns within each round so
 that machine noise lands on every case. Every command must exit 0 and print something. Then
 times `remem mcp` from its start to its answer to an agent's `initialize`. The home lives in a
 temporary directory, removed at the end.
@@ -45,7 +46,13 @@ INITIALIZE = {
     },
 }
 # The ceilings, as ratios of the bare start-up's median.
-TARGETS = {"help": 2.0, "context": 2.0, "status": 3.0}
+TARGETS = {
+    "help": 2.0,
+    "context": 2.0,
+    "status": 3.0,
+    "procedures list": 2.0,
+    "procedures show": 2.0,
+}
 CASES = ("baseline", *TARGETS)
 
 
@@ -56,6 +63,9 @@ def commands(project: Path) -> dict[str, list[str]]:
         "help": [remem, "--help"],
         "context": [remem, "context", "--cwd", str(project)],
         "status": [remem, "status"],
+        "procedures list": [remem, "procedures", "list"],
+        # The first procedure filled failed once before passing: it has a lesson to show.
+        "procedures show": [remem, "procedures", "show", "1"],
     }
 
 

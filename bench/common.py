@@ -65,17 +65,18 @@ def print_start_up_table(report: dict[str, Any]) -> None:
         f"{report['runs']} runs after {report['warmup_runs']} warm-up runs each"
     )
     print()
-    print(f"{'':<12}{'median':>9}{'min':>9}{'max':>9}  (ms)")
+    names = max(12, *(len(case) + 1 for case in cases))
+    print(f"{'':<{names}}{'median':>9}{'min':>9}{'max':>9}  (ms)")
     for case, figures in cases.items():
         print(
-            f"{case:<12}{figures['median_ms']:>9.1f}{figures['min_ms']:>9.1f}"
+            f"{case:<{names}}{figures['median_ms']:>9.1f}{figures['min_ms']:>9.1f}"
             f"{figures['max_ms']:>9.1f}"
         )
     print()
     for case, figures in ratios.items():
         verdict = "PASS" if figures["pass"] else "MISS"
         print(
-            f"{case + ' / baseline':<25}{figures['ratio']:.2f}×  "
+            f"{case + ' / baseline':<{names + 13}}{figures['ratio']:.2f}×  "
             f"target ≤ {figures['target']:.2f}×  {verdict}"
         )
 

@@ -38,6 +38,16 @@ def parse_duration(value: object) -> float:
     raise ValueError('must be a duration such as "2s", "5m" or "14d"')
 
 
+def duration_text(seconds: float) -> str:
+    """Seconds as a setting writes them, in the largest unit that holds them whole: 1209600 ->
+    '14d', 5400 -> '90m'."""
+    for unit in ("d", "h", "m", "s"):
+        count = seconds / _UNIT_S[unit]
+        if count >= 1 and count == int(count):
+            return f"{int(count)}{unit}"
+    return f"{seconds:g}s"
+
+
 # Claude Code replaces injected context above 10,000 characters by a preview.
 MAX_PAGE_CHARS = 9000
 

@@ -121,6 +121,8 @@ def collect_status(settings: Settings, now: float | None = None) -> dict[str, An
         "tasks": tasks,
         "oldest_pending_age_s": None if oldest_pending is None else round(now - oldest_pending, 1),
         "procedures": counts.procedures,
+        "stale_last_verified_at": counts.stale.last_verified_at,
+        "max_age_s": settings.max_age_s,
         "worker": worker,
         "spool": spool_backlog(settings.spool_dir),
         "database_access": _database_access(settings),
@@ -141,7 +143,7 @@ def render(report: dict[str, Any]) -> str:
         ("codex outcomes never resolved", report["unresolved_codex_events"]),
         ("tasks", ", ".join(f"{count} {name}" for name, count in tasks.items())),
         ("oldest pending", "-" if lag is None else f"{lag:.0f}s"),
-        ("procedures", ", ".join(f"{n} {name}" for name, n in report["procedures"].items())),
+        ("procedures", _procedures_line(report)),
         ("worker", _worker_line(report["worker"])),
         ("spool", _spool_line(report["spool"])),
     ]
@@ -156,6 +158,19 @@ def render(report: dict[str, Any]) -> str:
         )
     lines += _team_lines(report["team"])
     return "".join(f"{label:>17}  {value}\n" for label, value in lines)
+
+
+def _procedures_line(report: dict[str, Any]) -> str:
+    """Procedures by status; the stale ones last, said as `remem procedures list` and `remem
+    import` say them."""
+    from remem.agent.counts import Stale
+
+    counts = report["procedures"]
+    line = ", ".join(f"{count} {name}" for name, count in counts.items() if name != "stale")
+    stale = Stale(counts["stale"], report["stale_last_verified_at"])
+    if not stale.count:
+        return f"{line}, 0 stale"
+    return f"{line}; {stale.count} stale: {stale.said(report['max_age_s'])}"
 
 
 def _drops_line(count: int, cut: int) -> str:

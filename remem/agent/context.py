@@ -291,10 +291,11 @@ def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
     if shown.scope != "project":
         where, params["branch"] = "AND l.branch = :branch", shown.branch
     query = _PITFALLS.format(table=_LESSON_TABLES[shown.source], branch=where)
-    return [
+    said = [
         pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
         for count, last_error, repeats, fix_files in execute(query, params)
     ]
+    return list(dict.fromkeys(said))  # streaks that teach alike (two in a row, two branches): once
 
 
 class Context(Record):

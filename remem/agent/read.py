@@ -150,7 +150,7 @@ class EvidenceRun(Record):
 
 
 class EvidencePage(Record):
-    """One page of a procedure's evidence, newest page first, each page in time order."""
+    """One page of a procedure's evidence, newest first."""
 
     runs: tuple[EvidenceRun, ...]
     page: int
@@ -183,7 +183,9 @@ def read_evidence(
     offset = (page - 1) * per_page
     params = {"id": procedure.id, "limit": min(per_page, total - offset), "offset": offset}
     rows = execute(_EVIDENCE_PAGE, params) if total else []
-    runs = sorted((EvidenceRun(*row) for row in rows), key=lambda run: (run.at, run.event_id))
+    runs = sorted(
+        (EvidenceRun(*row) for row in rows), key=lambda run: (run.at, run.event_id), reverse=True
+    )
     return EvidencePage(tuple(runs), page, pages, total)
 
 
@@ -216,7 +218,7 @@ class Attempt(Record):
     failed_at: float
 
     def detail(self) -> Any:
-        from remem.procedures.lessons import AttemptDetail
+        from remem.procedures.lesson_text import AttemptDetail
 
         return AttemptDetail(
             self.attempt_number,
@@ -330,7 +332,7 @@ def _lesson(row: Sequence[Any], attempts: tuple[Attempt, ...]) -> Lesson:
     fix_files = tuple(json_list(fix_files))
     repeats = tuple((int(n), int(of)) for n, of in json_list(repeats))
     if attempts and len(attempts) == failed:
-        from remem.procedures.lessons import distill
+        from remem.procedures.lesson_text import distill
 
         # Told again from its whole journal: in the current wording, whenever stored.
         body = distill([a.detail() for a in attempts], fix_files, resolved_at).body

@@ -6,7 +6,6 @@ This module holds the group and what every command shares; the commands live bes
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
@@ -172,24 +171,14 @@ def print_table(
     empty: str | None = None,
     json: Any = None,
 ) -> None:
-    """A rich table; with no rows, the `empty` line instead, saying why and what comes next;
-    given `json` (what --json asked for), that instead."""
+    """A table (remem.record.table); with no rows, the `empty` line instead, saying why and what
+    comes next; given `json` (what --json asked for), that instead."""
     if json is not None:
         print_json(json)
         return
     if not rows and empty is not None:
         click.echo(empty)
         return
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
+    from remem.record.table import terminal_table
 
-    from remem.record.quote import escape_unsafe
-
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        # Cells hold recorded text: plain text (no markup), its controls escaped.
-        table.add_row(*(Text(escape_unsafe(cell)) for cell in row))
-    Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
+    click.echo(terminal_table(title, columns, rows), nl=False)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from remem.cli.app import cli, current_settings, json_option, open_home, print_json
+
+if TYPE_CHECKING:
+    from remem.transcripts.importer import Found
 
 
 @cli.command()
@@ -53,8 +56,10 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
             default=True,
         )
     changes = install(found, user_home, result.home) if with_hooks else []
-    from remem.transcripts.importer import count_sessions
+    from remem.transcripts.importer import find_sessions
 
+    sessions = find_sessions(str(user_home))
+    command = _import_command(sessions, current_settings().max_age_s)
     if as_json:
         print_json(
             {
@@ -64,7 +69,9 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
                 "revision": result.revision,
                 "hook": installed_executable("remem-hook"),
                 "hooks": [change.as_json() for change in changes],
-                "sessions_to_import": count_sessions(str(user_home)),
+                "sessions_to_import": {host: f.sessions for host, f in sessions.items()},
+                "oldest_session_at": _oldest(sessions),
+                "import_command": command,
             }
         )
         return
@@ -73,24 +80,44 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
 
     click.echo("")
     click.echo(mcp_instructions(result.home))
-    offer = _import_offer(count_sessions(str(user_home)))
-    if offer:
+    if command is not None:
         click.echo("")
-        click.echo(offer)
+        click.echo(_import_offer(sessions, command))
 
 
-def _import_offer(sessions: dict[str, int]) -> str:
-    """The closing line: the sessions the agents already wrote, and the command that learns
-    from them."""
+def _oldest(sessions: dict[str, Found]) -> float | None:
+    return min((f.oldest_at for f in sessions.values() if f.oldest_at is not None), default=None)
+
+
+def _import_command(sessions: dict[str, Found], max_age_s: float) -> str | None:
+    """The import that reads every session found: `remem import all`, with a `--since` that
+    reaches the oldest when the default window (twice promotion.max_age) would leave it out."""
+    import time
+
+    from remem.transcripts.importer import default_since_s, since_covering
+
+    if not any(f.sessions for f in sessions.values()):
+        return None
+    oldest, now = _oldest(sessions), time.time()
+    if oldest is None or oldest >= now - default_since_s(max_age_s):
+        return "remem import all"
+    return f"remem import all --since {since_covering(oldest, now)}"
+
+
+def _import_offer(sessions: dict[str, Found], command: str) -> str:
+    """The closing line: the sessions the agents already wrote, since when, and the command
+    that learns from them."""
+    from remem.json_contract import date
+
     names = {"claude-code": "Claude Code", "codex": "Codex"}
     found = [
-        f"{count:,} {names.get(host, host)} session{'' if count == 1 else 's'}"
-        for host, count in sessions.items()
-        if count
+        f"{f.sessions:,} {names.get(host, host)} session{'' if f.sessions == 1 else 's'}"
+        for host, f in sessions.items()
+        if f.sessions
     ]
-    if not found:
-        return ""
-    return f"Found {' and '.join(found)}: run `remem import all` to learn from them."
+    oldest = _oldest(sessions)
+    since = f", the oldest from {date(oldest)}" if oldest is not None else ""
+    return f"Found {' and '.join(found)}{since}: run `{command}` to learn from them."
 
 
 @cli.command()

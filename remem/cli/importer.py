@@ -123,7 +123,9 @@ def _import(
 
     with open_home() as (settings, engine):
         try:
-            since_s = parse_duration(since) if since else 2 * settings.max_age_s
+            since_s = (
+                parse_duration(since) if since else importer.default_since_s(settings.max_age_s)
+            )
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--since") from None
         now = time.time()
@@ -131,13 +133,40 @@ def _import(
         sources = [s for host in hosts for s in importer.discover(host, paths, user_home)]
         options = importer.ImportOptions(now - since_s, project, dry_run)
         summary = _run_import(engine, sources, options, now)
-        report: dict[str, Any] = {**summary.as_json(), "since_s": since_s}
+        report: dict[str, Any] = {
+            **summary.as_json(),
+            "since_s": since_s,
+            "since_default": since is None,
+            "older_calls_command": _older_calls_command(hosts, paths, project, summary, now),
+        }
         if not dry_run and not no_promote:
             report.update(_promote(engine, settings))
     if as_json:
         print_json(report)
     else:
         _print_summary(report)
+
+
+def _older_calls_command(
+    hosts: tuple[str, ...],
+    paths: tuple[str, ...],
+    project: str | None,
+    summary: ImportSummary,
+    now: float,
+) -> str | None:
+    """The same import with a `--since` that reaches the oldest call it left out as too old;
+    None when it left none out."""
+    import shlex
+
+    from remem.transcripts.importer import since_covering
+
+    if summary.oldest_too_old_at is None:
+        return None
+    words = ["remem", "import", hosts[0] if len(hosts) == 1 else "all", *paths]
+    if project is not None:
+        words += ["--project", project]
+    words += ["--since", since_covering(summary.oldest_too_old_at, now)]
+    return shlex.join(words)
 
 
 def _run_import(
@@ -170,9 +199,10 @@ def _run_import(
 def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
     """One burst, as `remem worker --burst` runs it, the procedures it made active, and how
     many it learnt stale: their sessions are older than `promotion.max_age`."""
+    from remem.agent.counts import read_stale
     from remem.agent.read import Procedure, read_procedures
     from remem.db.snapshot import engine_reader
-    from remem.db.vocabulary import ACTIVE, STALE
+    from remem.db.vocabulary import ACTIVE
     from workers.logs import configure
     from workers.runner import Worker
     from workers.work import run_burst
@@ -185,6 +215,8 @@ def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
     before = {p.id for p in every()}
     stats = run_burst(Worker(engine, settings))
     learnt = [p for p in every() if p.id not in before]
+    with engine_reader(engine) as execute:
+        stale = read_stale(execute, ids=[p.id for p in learnt])
     return {
         "promoted": int(stats.get("promoted", 0)),
         "tasks_failed": int(stats.get("tasks_failed", 0)),
@@ -193,13 +225,15 @@ def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
             for p in learnt
             if p.status == ACTIVE
         ],
-        "stale": sum(p.status == STALE for p in learnt),
+        "stale": stale.count,
+        "stale_last_verified_at": stale.last_verified_at,
         "max_age_s": settings.max_age_s,
     }
 
 
 def _print_summary(report: dict[str, Any]) -> None:
     from remem.record.lines import MAX_LINE_BYTES
+    from remem.record.quote import escape_unsafe  # recorded commands, roots and branches
 
     verb = "Would import" if report["dry_run"] else "Imported"
     click.echo(
@@ -207,6 +241,7 @@ def _print_summary(report: dict[str, Any]) -> None:
         f"{report['commands']} command(s), {report['edits']} edit(s); "
         f"{report['events_new']} new event(s), {report['events_known']} already known."
     )
+    click.echo(_window(report))
     skipped = {
         "malformed line(s)": report["skipped_lines"],
         f"line(s) over {MAX_LINE_BYTES // 2**20} MiB": report["lines_too_long"],
@@ -220,6 +255,8 @@ def _print_summary(report: dict[str, Any]) -> None:
     shown = [f"{n} {what}" for what, n in skipped.items() if n]
     if shown:
         click.echo(f"Skipped: {', '.join(shown)}.")
+    if report["older_calls_command"]:
+        click.echo(escape_unsafe(f"To read those older ones too: {report['older_calls_command']}"))
     if "procedures" not in report:
         if not report["dry_run"]:
             click.echo("No burst ran: run `remem worker --burst` to promote them.")
@@ -227,16 +264,29 @@ def _print_summary(report: dict[str, Any]) -> None:
     procedures = report["procedures"]
     click.echo(f"Promoted {len(procedures)} procedure(s).")
     if report["stale"]:
-        days = f"{report['max_age_s'] / 86_400:g}d"
-        click.echo(
-            f"{report['stale']} more procedure(s) learnt are stale: their sessions are older "
-            f"than promotion.max_age ({days}). `remem procedures list --all` shows their runs "
-            "and dates; the digest lists them as verified earlier."
-        )
-    from remem.record.quote import escape_unsafe  # recorded commands, roots and branches
+        from remem.agent.counts import Stale
 
+        stale = Stale(report["stale"], report["stale_last_verified_at"])
+        click.echo(
+            f"Learnt {stale.count} procedure(s), stale: {stale.said(report['max_age_s'])}. "
+            "`remem procedures list` shows them with their runs and dates; the digest lists "
+            "them as verified earlier where nothing was verified lately."
+        )
     for procedure in procedures[:SHOWN_PROCEDURES]:
         where = procedure["project"] + (f" ({procedure['branch']})" if procedure["branch"] else "")
         click.echo(escape_unsafe(f"  {procedure['command']}  in {where}"))
     if len(procedures) > SHOWN_PROCEDURES:
         click.echo(f"  … and {len(procedures) - SHOWN_PROCEDURES} more: `remem procedures list`.")
+
+
+def _window(report: dict[str, Any]) -> str:
+    """`Read calls from the last 28 days (--since; by default twice promotion.max_age).`"""
+    from remem.config import duration_text
+
+    since_s = report["since_s"]
+    days = since_s / 86_400
+    window = f"{days:g} day{'' if days == 1 else 's'}" if days == int(days) else None
+    said = window or duration_text(since_s)
+    how = "; by default twice promotion.max_age" if report["since_default"] else ""
+    verb = "Would read" if report["dry_run"] else "Read"
+    return f"{verb} calls from the last {said} (--since{how})."

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING
 
 import click
 
@@ -18,18 +17,12 @@ from remem.cli.app import (
     json_option,
     open_home,
     page_option,
-    print_json,
     print_table,
     project_option,
 )
-from remem.config import Settings
 from remem.db.snapshot import read_snapshot
 from remem.db.vocabulary import PROCEDURE_STATUSES
 from remem.errors import RememError
-
-if TYPE_CHECKING:
-    from remem.agent.read import Detail
-    from remem.agent.substitutions import Substitution
 
 
 @cli.group()
@@ -40,26 +33,6 @@ def procedures() -> None:
     Example:
       remem procedures list --project ~/src/shop --branch main
     """
-
-
-def _no_procedures(
-    settings: Settings,
-    statuses: tuple[str, ...] | None,
-    root: str | None,
-    branch: str | None,
-    stale: int = 0,
-) -> str:
-    runs = settings.min_verified_runs
-    if statuses == ("active",) and stale:
-        return (
-            f"No active procedures: {stale} stale, verified earlier but not within "
-            "promotion.max_age: see `remem procedures list --all`."
-        )
-    if statuses == ("active",) and root is None and branch is None:
-        times = "twice" if runs == 2 else f"{runs} times"
-        return f"No procedures yet: they appear after a command passes {times}."
-    shown = "procedures" if statuses is None else " or ".join(statuses) + " procedures"
-    return f"No {shown} here: see `remem procedures list --all`."
 
 
 @procedures.command("list")
@@ -87,51 +60,9 @@ def procedures_list(
     Example:
       remem procedures list --all --json
     """
-    from remem.agent.read import read_procedures
-    from remem.json_contract import date
+    from remem.agent.listing import procedures_list_text
 
-    statuses = None if show_all else ((status_filter,) if status_filter else ("active",))
-    settings = current_settings()
-    stale = 0
-    with read_snapshot(settings) as execute:
-        found = read_procedures(execute, root, branch, statuses)
-        if not found and statuses == ("active",):
-            stale = len(read_procedures(execute, root, branch, ("stale",)))
-    print_table(
-        "Procedures",
-        ["id", "command", "project", "where", "status", "conf.", "runs", "sessions", "last"],
-        [
-            [
-                str(p.id),
-                _command_cell(p.command, p.needs_credentials),
-                p.project,
-                _where(p.scope, p.branch, p.directory, len(p.branches)),
-                p.status,
-                f"{p.confidence:.2f}",
-                str(p.verified_runs),
-                str(p.distinct_sessions),
-                date(p.last_verified_at),
-            ]
-            for p in found
-        ],
-        empty=_no_procedures(settings, statuses, root, branch, stale),
-        json=[p.as_json() for p in found] if as_json else None,
-    )
-
-
-def _command_cell(command: str, needs_credentials: bool) -> str:
-    from remem.record.quote import NEEDS_CREDENTIALS
-
-    return f"{command}  ({NEEDS_CREDENTIALS})" if needs_credentials else command
-
-
-def _where(scope: str, branch: str | None, directory: str, branches: int) -> str:
-    from remem.record.quote import inert_path
-
-    place = "" if directory == "." else f"{inert_path(directory)}/ "
-    if scope == "project":
-        return f"{place}every branch ({branches} verified)"
-    return f"{place}{_branch(branch)}"
+    click.echo(procedures_list_text(root, branch, status_filter, show_all, as_json), nl=False)
 
 
 @procedures.command("show")
@@ -153,103 +84,9 @@ def procedures_show(procedure_id: int, as_json: bool, evidence_page: int) -> Non
       remem procedures show 3 --json
       remem procedures show 3 --evidence-page 2
     """
-    from remem.agent.read import read_detail
+    from remem.agent.listing import procedure_text
 
-    with read_snapshot(current_settings()) as execute:
-        detail = read_detail(execute, procedure_id, evidence_page)
-    if as_json:
-        print_json(detail.as_json())
-        return
-    _print_procedure(detail)
-
-
-def _print_procedure(detail: Detail) -> None:
-    from remem.agent.digest import fix_text
-    from remem.json_contract import rfc3339
-    from remem.record.quote import NO_OUTPUT, inert_path, quote_excerpt, quote_text
-
-    procedure, evidence, unverified = detail.procedure, detail.evidence, detail.unverified_runs
-
-    _say(
-        f"Procedure {procedure.id} ({procedure.status}, confidence "
-        f"{procedure.confidence:.2f}, topic {procedure.topic_key})"
-    )
-    for line in procedure.body.split("\n"):  # its own lines: recorded text in it is quoted
-        _say(line)
-    if detail.followed_then_failed_at is not None:
-        _say(
-            f"Followed after the digest showed it, then failed on "
-            f"{rfc3339(detail.followed_then_failed_at)}: ranked down in the digest until it "
-            "passes again."
-        )
-    _say(f"Workflow: {quote_text(procedure.workflow)}")
-    if procedure.scope == "project":
-        _say(f"Verified on branches: {', '.join(map(inert_path, procedure.branches))}")
-    _say("Variants:")
-    for command, count in procedure.variants:
-        _say(f"  {count} run(s)  {quote_text(command)}")
-    if evidence.pages > 1:
-        more = (
-            f"; --evidence-page {evidence.page + 1} for older"
-            if evidence.page < evidence.pages
-            else ""
-        )
-        _say(f"Evidence (page {evidence.page} of {evidence.pages}, {evidence.total} runs{more}):")
-    else:
-        _say("Evidence:")
-    for run in evidence.runs:
-        branch = f"  branch {inert_path(run.branch or '')}" if procedure.scope == "project" else ""
-        _say(
-            f"  event {run.event_id}  {rfc3339(run.at)}  {run.host}  session "
-            f"{run.session_key}  {run.outcome}{branch}"
-        )
-    if unverified:
-        _say(f"Unverified runs (status hidden, no summary in the output): {unverified}")
-    for lesson in detail.lessons:
-        _say(f"Lesson (closed by event {lesson.resolved_by_event_id}):")
-        for line in lesson.body.split("\n"):
-            _say(f"  {line}")
-        for attempt in lesson.attempts:
-            repeat = f", repeats attempt {attempt.duplicate_of}" if attempt.duplicate_of else ""
-            edited = (
-                f"after editing {', '.join(attempt.files)}"
-                if attempt.files
-                else "no edit before it"
-            )
-            code = "?" if attempt.exit_code is None else attempt.exit_code
-            output = "" if attempt.has_output else f", {NO_OUTPUT}"
-            _say(
-                f"  attempt {attempt.attempt_number}: event {attempt.event_id}, exit "
-                f"{code}{output}, {edited}{repeat}"
-            )
-    for found in detail.substitutions:
-        _say(_substitution_line(found))
-    for error in detail.known_errors:
-        _say(
-            f"Known error on {_branch(error.branch)}, seen {error.times_seen} "
-            f"time(s): {quote_excerpt(error.error)}: {fix_text(error)}"
-        )
-    for sighting in detail.same_errors_elsewhere:
-        _say(
-            f"Same error under {quote_text(sighting.workflow or '')} on "
-            f"{_branch(sighting.branch)}: {fix_text(sighting)}"
-        )
-
-
-def _substitution_line(found: Substitution) -> str:
-    from remem.record.quote import quote_text
-
-    sessions = "session" if found.sessions == 1 else "sessions"
-    verified = (
-        f", verified: procedure {found.instead_procedure_id}"
-        if found.instead_procedure_id is not None
-        else ""
-    )
-    return (
-        f"Instead of {quote_text(found.workflow)} "
-        f"({found.failures} failed in {found.sessions} {sessions}), "
-        f"{quote_text(found.instead)} passed{verified}"
-    )
+    click.echo(procedure_text(procedure_id, evidence_page, as_json), nl=False)
 
 
 def _say(line: str) -> None:
@@ -258,12 +95,6 @@ def _say(line: str) -> None:
     from remem.record.quote import escape_unsafe
 
     click.echo(escape_unsafe(line))
-
-
-def _branch(branch: str | None) -> str:
-    from remem.record.quote import inert_path
-
-    return inert_path(branch) if branch else "(no branch)"
 
 
 @procedures.command("errors")
@@ -280,6 +111,7 @@ def procedures_errors(root: str | None, as_json: bool) -> None:
     """
     from remem.agent.digest import fix_text
     from remem.agent.known import read_known_errors
+    from remem.agent.listing import substitution_line
     from remem.agent.substitutions import read_substitutions
     from remem.json_contract import date
     from remem.record.quote import NO_OUTPUT
@@ -305,7 +137,7 @@ def procedures_errors(root: str | None, as_json: bool) -> None:
         json=[item.as_json() for item in [*found, *substitutions]] if as_json else None,
     )
     for substitution in [] if as_json else substitutions:
-        click.echo(_substitution_line(substitution))
+        click.echo(substitution_line(substitution))
 
 
 @procedures.command("rebuild")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from remem.agent.listing import command_cell, where
 from remem.cli.app import (
     ROW_ID,
     current_settings,
@@ -16,7 +17,7 @@ from remem.cli.app import (
     print_table,
     project_option,
 )
-from remem.cli.memory import _command_cell, _say, _where, procedures
+from remem.cli.memory import _say, procedures
 from remem.errors import NotFound, RememError
 from remem.json_contract import date, rfc3339
 
@@ -81,8 +82,8 @@ def procedures_team(row_id: int | None, root: str, page: int, as_json: bool) -> 
         [
             [
                 str(p.id),
-                _command_cell(p.command, p.needs_credentials),
-                _where(p.scope, p.branch, p.directory, len(p.branches)),
+                command_cell(p.command, p.needs_credentials),
+                where(p.scope, p.branch, p.directory, len(p.branches)),
                 str(p.verified_runs),
                 str(p.machines),
                 f"{p.confidence:.2f}",
@@ -115,9 +116,9 @@ def _print_team_procedure(p: TeamProcedure) -> None:
         f"Team procedure {p.id} ({p.status}, confidence {p.confidence:.2f}; team procedure "
         f"{p.team_procedure_id}, pulled {_minute(p.pulled_at)} UTC)"
     )
-    _say(f"Command: {_command_cell(inert_command(p.command), p.needs_credentials)}")
+    _say(f"Command: {command_cell(inert_command(p.command), p.needs_credentials)}")
     _say(f"Project: {inert_path(p.project)}")
-    _say(f"Where: {_where(p.scope, p.branch, p.directory, len(p.branches))}")
+    _say(f"Where: {where(p.scope, p.branch, p.directory, len(p.branches))}")
     _say(f"Branches: {', '.join(map(inert_path, p.branches)) or '(none)'}")
     _say(
         f"Verified by the team: {_count(p.verified_runs, 'run')} in "

@@ -24,7 +24,7 @@ from remem.record.identity import locate
 from remem.record.lines import file_kind
 from remem.transcripts.claude import read_claude
 from remem.transcripts.codex import read_codex
-from remem.transcripts.common import ReadStats, TranscriptCall
+from remem.transcripts.common import ReadStats, TranscriptCall, parse_time, read_records
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -65,19 +65,64 @@ def agent_folder(host: str, user_home: str, environ: Mapping[str, str] | None = 
     return os.path.join(env.get("CODEX_HOME") or f"{user_home}/.codex", "sessions")
 
 
-def count_sessions(user_home: str, environ: Mapping[str, str] | None = None) -> dict[str, int]:
-    """Sessions each agent kept on disk, by host; lists files and reads none."""
-    claude = agent_folder("claude-code", user_home, environ)
-    codex = agent_folder("codex", user_home, environ)
-    return {
-        "claude-code": sum(1 for folder in _subfolders(claude) for _ in _jsonl(folder)),
-        "codex": sum(
-            1
-            for folder, _dirs, names in os.walk(codex)
-            for name in names
-            if name.startswith("rollout-") and name.endswith(".jsonl")
-        ),
-    }
+@dataclass(frozen=True)
+class Found:
+    """The sessions an agent kept on disk, and when the oldest of them began."""
+
+    sessions: int = 0
+    oldest_at: float | None = None
+
+
+def find_sessions(user_home: str, environ: Mapping[str, str] | None = None) -> dict[str, Found]:
+    """Sessions each agent kept on disk, by host, as `remem import all` reads them: Claude
+    Code's transcripts in its project folders, and every Codex rollout below its sessions
+    folder (dated folders or not, whatever their names); each with its first record's time."""
+    claude = [
+        path
+        for folder in _subfolders(agent_folder("claude-code", user_home, environ))
+        for path in _jsonl(folder)
+    ]
+    codex = [source.path for source in _below("codex", agent_folder("codex", user_home, environ))]
+    found = {}
+    for host, paths in (("claude-code", claude), ("codex", codex)):
+        times = [at for at in map(began_at, paths) if at is not None]
+        found[host] = Found(len(paths), min(times, default=None))
+    return found
+
+
+# A session's first records say when it began; a file that says nothing in these is dated by
+# its modification time.
+FIRST_RECORDS = 20
+
+
+def began_at(path: str) -> float | None:
+    """When a transcript began: its first record's time, or its modification time when none
+    of its first records has one (or that is later); None when it cannot be read."""
+    try:
+        modified_at = os.stat(path).st_mtime
+    except OSError:
+        return None
+    stats = ReadStats()
+    for number, record in enumerate(read_records(path, stats)):
+        at = parse_time(record.get("timestamp"))
+        if at is not None:
+            return min(at, modified_at)
+        if number + 1 == FIRST_RECORDS:
+            break
+    return None if stats.refused else modified_at
+
+
+def default_since_s(max_age_s: float) -> float:
+    """How far back an import reads when `--since` is not given: twice promotion.max_age, so
+    that what it learns can be verified again within the window."""
+    return 2 * max_age_s
+
+
+def since_covering(oldest_at: float, now: float) -> str:
+    """A `--since` that reaches back to `oldest_at` with a day to spare, rounded up to ten
+    days: `400d`."""
+    days = math.ceil((now - oldest_at) / 86_400) + 1
+    return f"{-(-days // 10) * 10}d"
 
 
 def _subfolders(path: str) -> Iterator[str]:
@@ -164,10 +209,15 @@ class ImportSummary:
     unknown_records: int = 0
     unpaired_calls: int = 0
     calls_too_old: int = 0
+    oldest_too_old_at: float | None = None  # when the oldest call left out as too old ran
     calls_outside_project: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
     events_new: int = 0
     events_known: int = 0
+
+    def too_old(self, at: float | None) -> None:
+        if at is not None and (self.oldest_too_old_at is None or at < self.oldest_too_old_at):
+            self.oldest_too_old_at = at
 
     def add_read(self, stats: ReadStats) -> None:
         if stats.refused is not None:
@@ -362,6 +412,7 @@ def import_transcripts(
     for number, source in enumerate(sources, 1):
         if options.since_at is not None and source.modified_at < options.since_at:
             summary.files_too_old += 1
+            summary.too_old(began_at(source.path))
         else:
             stats = ReadStats()
             for call in READERS[source.host](source.path, stats):
@@ -393,6 +444,7 @@ def _admit(
     at = source.modified_at if call.at is None else call.at
     if options.since_at is not None and at < options.since_at:
         summary.calls_too_old += 1
+        summary.too_old(at)
         return None
     try:
         event = build_call_event(call, now, identity, source.modified_at)

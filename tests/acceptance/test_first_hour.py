@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,11 @@ def test_the_front_door_answers_as_click_does_without_loading_it(
         ["context", "--cwd", str(project)],
         ["context", f"--cwd={project}", "--json"],
         ["--help"],
+        ["procedures", "list"],
+        ["procedures", "list", "--all", f"--project={project}", "--branch", "main"],
+        ["procedures", "list", "--status", "active", "--json"],
+        ["procedures", "show", "1"],
+        ["procedures", "show", "--evidence-page", "1", "1", "--json"],
     ):
         fast = subprocess.run(
             [REMEM, *args],
@@ -152,7 +158,13 @@ def test_the_front_door_answers_as_click_does_without_loading_it(
         "loaded = [m for m in ('click', 'sqlalchemy', 'rich', 'alembic') if m in sys.modules]; "
         "sys.stderr.write(repr(loaded))"
     )
-    for args in (["context", "--cwd", str(project)], ["status"], ["--help"]):
+    for args in (
+        ["context", "--cwd", str(project)],
+        ["status"],
+        ["--help"],
+        ["procedures", "list", "--all"],
+        ["procedures", "show", "1", "--json"],
+    ):
         result = subprocess.run(
             [sys.executable, "-c", probe, *args],
             env={**home.env, "COLUMNS": "100"},
@@ -177,6 +189,12 @@ def test_anything_the_front_door_does_not_know_goes_to_click(home: Home, tmp_pat
     for args in (["recall", "pytest", "--page", "0"], ["tasks", "--limit", "0"]):
         refused = home.remem(*args, check=False)
         assert refused.returncode == 2 and "range x>=1" in refused.stderr, args
+    zero_id = home.remem("procedures", "show", "0", check=False)
+    assert zero_id.returncode == 2 and "PROCEDURE_ID" in zero_id.stderr
+    missing_id = home.remem("procedures", "show", "7", check=False)
+    assert missing_id.returncode == 1 and "No procedure 7" in missing_id.stderr
+    stale = home.remem("procedures", "list", "--status", "stale-ish", check=False)
+    assert stale.returncode == 2 and "--status" in stale.stderr
     unknown = home.remem("status", "--verbose", check=False)
     assert unknown.returncode == 2 and "No such option '--verbose'" in unknown.stderr
     beyond = home.remem("context", "--cwd", str(tmp_path), "--page", "2", check=False)
@@ -305,14 +323,17 @@ def test_init_offers_to_import_the_sessions_the_agents_already_wrote(tmp_path: P
         [REMEM, "init", "--no-hooks"], env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
+    today = time.strftime("%Y-%m-%d", time.gmtime())  # files without times: their own
     assert result.stdout.rstrip().endswith(
-        "Found 2 Claude Code sessions and 1 Codex session: run `remem import all` to learn "
-        "from them."
+        f"Found 2 Claude Code sessions and 1 Codex session, the oldest from {today}: run "
+        "`remem import all` to learn from them."
     )
     report = json.loads(
         subprocess.check_output([REMEM, "init", "--no-hooks", "--json"], env=env, text=True)
     )
     assert report["sessions_to_import"] == {"claude-code": 2, "codex": 1}
+    assert report["import_command"] == "remem import all"
+    assert report["oldest_session_at"].startswith(today)
     empty = _env(tmp_path / "home2", tmp_path / "nobody")
     quiet = subprocess.run([REMEM, "init"], env=empty, capture_output=True, text=True, timeout=120)
     assert "remem import" not in quiet.stdout

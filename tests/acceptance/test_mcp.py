@@ -136,8 +136,8 @@ def test_each_tool_answers_from_the_database(home: Home, tmp_path: Path) -> None
         TEST,
         "active",
     )
-    # The newest page of evidence, in time order: as `remem procedures show` pages it.
-    assert [run["event_id"] for run in procedure["evidence"]] == [3, 4]
+    # The newest page of evidence, newest first: as `remem procedures show` pages it.
+    assert [run["event_id"] for run in procedure["evidence"]] == [4, 3]
     (lesson,) = procedure["lessons"]
     assert (lesson["first_error"], lesson["fix_files"]) == (ERROR, ["migrations/0002_carts.py"])
 

@@ -69,6 +69,7 @@ def test_an_import_that_learns_stale_procedures_says_so(home: Home, tmp_path: Pa
     stale = len(json.loads(home.remem("procedures", "list", "--all", "--json").stdout))
     assert stale >= 2
     assert (
-        f"Promoted 0 procedure(s).\n{stale} more procedure(s) learnt are stale: their sessions "
-        "are older than promotion.max_age (14d)."
+        f"Promoted 0 procedure(s).\nLearnt {stale} procedure(s), stale: last verified "
+        f"{SESSION_DAY}, older than promotion.max_age = 14d."
     ) in shown
+    assert "Read calls from the last 3650 days (--since)." in shown

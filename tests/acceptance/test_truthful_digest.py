@@ -271,3 +271,21 @@ def test_an_attempt_made_after_an_edit_names_the_edit_once(home: Home, project: 
     shown = home.remem("procedures", "show", str(procedure["id"])).stdout
     (attempt,) = [line for line in shown.splitlines() if line.strip().startswith("attempt 1:")]
     assert attempt.endswith(", after editing src/app.js"), attempt
+
+
+def test_a_pitfall_two_streaks_teach_alike_is_printed_once(home: Home, project: Path) -> None:
+    agent = Agent(home, project)
+    error = "Exit code 1\nE   TypeError: unsupported operand\n1 failed in 0.12s"
+    for session in ("s1", "s2"):  # the same failure, then a pass, in two sessions
+        agent.failed(TEST, session, error)
+        agent.ran(TEST, session)
+    home.remem("worker", "--burst")
+    (procedure,) = json.loads(home.remem("procedures", "list", "--json").stdout)
+    shown = json.loads(home.remem("procedures", "show", str(procedure["id"]), "--json").stdout)
+    assert len(shown["lessons"]) == 2
+    assert shown["lessons"][0]["pitfall"] == shown["lessons"][1]["pitfall"]
+
+    pitfalls = [line for line in block_of(context(home, project).stdout, TEST) if "pitfall" in line]
+    assert pitfalls == [f"  pitfall: {shown['lessons'][0]['pitfall']}"]
+    (entry,) = json.loads(context(home, project, "--json").stdout)["procedures"]
+    assert entry["pitfalls"] == [shown["lessons"][0]["pitfall"]]

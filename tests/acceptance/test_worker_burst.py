@@ -155,7 +155,8 @@ def test_procedures_list_and_show_as_json(home: Home) -> None:
     )
     first = listed[0]
     shown = json.loads(home.remem("procedures", "show", str(first["id"]), "--json").stdout)
-    assert [run["event_id"] for run in shown["evidence"]] == first["evidence_event_ids"]
+    # Newest first; the list's ids are the same runs in id order.
+    assert [run["event_id"] for run in shown["evidence"]] == first["evidence_event_ids"][::-1]
     assert (shown["unverified_runs"], shown["same_errors_elsewhere"]) == (0, [])
     filtered = json.loads(
         home.remem(

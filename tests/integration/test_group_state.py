@@ -213,7 +213,7 @@ def test_maintenance_ages_tallies_in_batches_to_what_a_rebuild_derives(
     assert derived(world) == before
 
 
-def test_show_pages_the_evidence_newest_page_first(world: World, tmp_path: Path) -> None:
+def test_show_pages_the_evidence_newest_first(world: World, tmp_path: Path) -> None:
     root = make_repository(tmp_path / "shop")
     for n in range(60):
         world.now = NOW + n * 60
@@ -232,11 +232,19 @@ def test_show_pages_the_evidence_newest_page_first(world: World, tmp_path: Path)
     assert len(first["evidence"]) == 50 and len(second["evidence"]) == 10
     newest = [run["event_id"] for run in first["evidence"]]
     oldest = [run["event_id"] for run in second["evidence"]]
-    assert newest[-20:] == json.loads(listed)
+    # Newest first on every page, as the README and the MCP `procedure` tool say.
+    assert newest == sorted(newest, reverse=True) and oldest == sorted(oldest, reverse=True)
+    times = [run["at"] for run in first["evidence"] + second["evidence"]]
+    assert times == sorted(times, reverse=True)
+    assert sorted(newest[:20]) == json.loads(listed)
     assert max(oldest) < min(newest) and len(set(oldest + newest)) == 60
 
     shown = world.home.remem("procedures", "show", str(procedure_id)).stdout
-    assert "Evidence (page 1 of 2, 60 runs; --evidence-page 2 for older):" in shown
+    assert "Evidence (newest first; page 1 of 2, 60 runs; --evidence-page 2 for older):" in shown
+    lines = shown.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("Evidence ")))
+    shown_ids = [int(line.split()[1]) for line in lines[start + 1 : start + 51]]
+    assert shown_ids == newest
     refused = world.home.remem("procedures", "show", str(procedure_id), "--evidence-page", "3",
                                check=False)  # fmt: skip
     assert refused.returncode != 0 and "1 to 2" in refused.stderr

@@ -17,12 +17,15 @@ from remem import hook
 from remem.config import load_settings
 from remem.db.engine import make_engine
 from remem.transcripts import read_claude, read_codex
+from remem.transcripts.common import parse_time
 from remem.transcripts.importer import (
+    Found,
     ImportOptions,
     ImportSummary,
-    count_sessions,
     discover,
+    find_sessions,
     import_transcripts,
+    since_covering,
 )
 from tests.conftest import REPO, Home
 from tests.integration.conftest import World
@@ -388,22 +391,44 @@ def test_a_dry_run_counts_and_stores_nothing(home: Home, engine: Engine) -> None
     assert home.scalar("SELECT count(*) FROM captured_events") == stored.events_new
 
 
-def test_sessions_are_counted_from_the_agents_folders_without_reading_them(
+def test_sessions_are_counted_as_import_reads_them_and_dated_by_their_first_record(
     tmp_path: Path,
 ) -> None:
     projects = tmp_path / ".claude" / "projects"
+    began = {"1.jsonl": "2026-03-02T10:00:00Z", "2.jsonl": "2026-01-05T08:30:00Z"}
     for folder, name in (("-a", "1.jsonl"), ("-a", "2.jsonl"), ("-b", "3.jsonl")):
         (projects / folder).mkdir(parents=True, exist_ok=True)
-        (projects / folder / name).write_bytes(b"\x00not even json")  # never opened
+        record = {"type": "summary"}, {"type": "user", "timestamp": began.get(name)}
+        (projects / folder / name).write_text("".join(json.dumps(r) + "\n" for r in record))
+    (projects / "-b" / "3.jsonl").write_bytes(b"\x00not even json")  # dated by its mtime
+    os.utime(projects / "-b" / "3.jsonl", (1_800_000_000, 1_800_000_000))
     (projects / "-a" / "1" / "subagents").mkdir(parents=True)
     (projects / "-a" / "1" / "subagents" / "agent-x.jsonl").write_text("")
-    rollouts = tmp_path / ".codex" / "sessions" / "2026" / "11" / "20"
+    # Codex rollouts of every vintage: in dated folders or not, named rollout-* or not.
+    sessions = tmp_path / ".codex" / "sessions"
+    rollouts = sessions / "2026" / "11" / "20"
     rollouts.mkdir(parents=True)
-    (rollouts / "rollout-2026-11-20T10-00-00-abc.jsonl").write_text("")
+    (rollouts / "rollout-2026-11-20T10-00-00-abc.jsonl").write_text(
+        json.dumps({"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta"}) + "\n"
+    )
     (rollouts / "notes.txt").write_text("")
+    (sessions / "rollout-2025-05-01-old.jsonl").write_text(
+        json.dumps({"id": "x", "timestamp": "2025-05-01T09:00:00Z"}) + "\n"  # bare header
+    )
+    (sessions / "copied.jsonl").write_text("")
 
-    assert count_sessions(str(tmp_path), {}) == {"claude-code": 3, "codex": 1}
-    assert count_sessions(str(tmp_path / "nobody"), {}) == {"claude-code": 0, "codex": 0}
+    found = find_sessions(str(tmp_path), {})
+    assert {host: f.sessions for host, f in found.items()} == {"claude-code": 3, "codex": 3}
+    assert found["claude-code"].oldest_at == parse_time("2026-01-05T08:30:00Z")
+    assert found["codex"].oldest_at == parse_time("2025-05-01T09:00:00Z")
+    codex_read = discover("codex", [], str(tmp_path), {})
+    assert len(codex_read) == found["codex"].sessions  # init counts what import reads
+    nobody = find_sessions(str(tmp_path / "nobody"), {})
+    assert nobody == {"claude-code": Found(0, None), "codex": Found(0, None)}
+    now = parse_time("2026-12-01T00:00:00Z")
+    assert now is not None
+    assert since_covering(now - 395.5 * 86_400, now) == "400d"
+    assert since_covering(now - 3 * 86_400, now) == "10d"
     found = discover("claude-code", [], str(tmp_path), {})
     assert len(found) == 4  # subagents' transcripts are imported too: their hooks fire
     shutil.rmtree(projects)

@@ -9,9 +9,10 @@ from pathlib import Path
 from sqlalchemy import inspect
 
 from remem.db import migrate
+from remem.json_contract import date
 from remem.procedures import rebuild
 from remem.procedures.promote import mark_stale
-from tests.integration.conftest import DAY, World, make_repository
+from tests.integration.conftest import DAY, NOW, World, make_repository
 
 PYTEST_RED = "tests/test_cart.py::test_total FAILED\n==== 1 failed, 3 passed in 0.21s ===="
 NOT_INSTALLED = "/usr/bin/python3: No module named pytest"
@@ -62,6 +63,34 @@ def test_a_stale_procedure_keeps_its_real_runs_and_sessions(world: World, tmp_pa
     assert (status, runs, sessions) == ("stale", 3, 2)
     assert world.one("first_verified_at", "last_verified_at") == (first, last)
     assert "No recent successful run: verified by 3 successful runs in 2 sessions" in body
+
+
+def test_list_shows_stale_procedures_in_their_own_section_beside_the_active_ones(
+    world: World, tmp_path: Path
+) -> None:
+    root = make_repository(tmp_path / "shop")
+    _verified(world, root)  # aged out below
+    world.burst()
+    world.now += 15 * DAY
+    for session in ("s3", "s4"):
+        world.now += 60
+        world.post("make lint", project=root, session=session)
+    world.burst()
+    mark_stale(world.engine, world.settings, world.now)  # the burst may have aged it already
+
+    listed = world.home.remem("procedures", "list").stdout
+    active, _, stale = listed.partition("Stale procedures (1), last verified ")
+    assert active.startswith("Procedures\n") and "make lint" in active and TEST not in active
+    assert stale.startswith(f"{date(NOW + 120)}, older than promotion.max_age = 14d\n")
+    (row,) = [line for line in stale.splitlines() if TEST in line]
+    cells = [cell.strip() for cell in row.strip("│").split("│")]
+    assert cells[4:] == ["stale", "0.70", "2", "2", date(NOW + 120)]
+    assert "2 stale" not in world.home.remem("status").stdout
+    assert f"1 stale: last verified {date(NOW + 120)}" in world.home.remem("status").stdout
+    # Asked for by status, or all of them: one table, as before.
+    assert "Stale procedures" not in world.home.remem("procedures", "list", "--all").stdout
+    only = world.home.remem("procedures", "list", "--status", "stale").stdout
+    assert "Stale procedures" not in only and TEST in only and "make lint" not in only
 
 
 def test_migration_0009_rederives_red_procedures_as_active(world: World, tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from remem.procedures.lessons import (
     distill,
     name_files,
     number,
-    quote,
     streaks,
 )
+from remem.record.quote import quote_excerpt as quote
 from remem.shell.recognisers import telling_line
 
 DAY = 86400.0
