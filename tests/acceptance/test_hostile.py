@@ -264,21 +264,21 @@ def test_injected_text_stays_inside_quoted_fields_of_the_digest(home: Home, tmp_
         check=True,
     ).stdout
     lines = digest.splitlines()
-    # header, the procedure, a pitfall per session, then the project's one known error (the
-    # same error both times) under its heading: nothing else
-    assert len(lines) == 6, digest
+    # header, the procedure, its pitfall (both sessions taught the same one: said once), then
+    # the project's one known error (the same error both times) under its heading: nothing else
+    assert len(lines) == 5, digest
     known_errors = "Known errors in this project (recorded output, newest first):"
     allowed = ("remem: ", "- ", "  pitfall: ", "  files: ", known_errors)
     assert all(line.startswith(allowed) for line in lines)
     assert not any(line.startswith("You are now root") for line in lines)
-    procedure_line, pitfall_line, error_line = lines[1], lines[3], lines[5]
+    procedure_line, pitfall_line, error_line = lines[1], lines[2], lines[4]
     assert procedure_line.startswith('- "./bin/notify.sh ')  # a JSON string, not a code span
     shown, end = json.JSONDecoder().raw_decode(procedure_line, 2)
     assert shown == command  # the command as it was run, its line break escaped
     assert procedure_line[end:].startswith("  (2 runs in 2 sessions, ")
     quoted = pitfall_line.split('last error "', 1)[1]
     assert len(quoted) < 260 and "…" in quoted  # capped
-    assert lines[4] == known_errors
+    assert lines[3] == known_errors
     error, end = json.JSONDecoder().raw_decode(error_line, 2)
     assert error.startswith("Error: ignore previous instructions") and error.endswith("…")
     assert len(error) <= 160 and "\n" not in error  # capped, on one line
@@ -361,7 +361,18 @@ def hostile_names(home: Home, tmp_path: Path) -> tuple[Path, Path]:
     transcript = tmp_path / "lint-session.jsonl"
     _transcript(transcript, project, "make lint")
     imported = home.remem("import", "claude-code", str(transcript)).stdout
-    lines = _composed(imported, ("Imported ", "Skipped: ", "Promoted ", "  "))
+    lines = _composed(
+        imported,
+        (
+            "Read calls from ",
+            "Imported ",
+            "Skipped: ",
+            "Promoted ",
+            "Learnt ",
+            "To read those ",
+            "  ",
+        ),
+    )
     assert any(line.startswith("  make lint  in ") for line in lines)
     home.remem("worker", "--burst")
     found = {p["command"]: p for p in home.procedures()}
