@@ -8,6 +8,7 @@ import os
 import pty
 import select
 import shlex
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -360,6 +361,23 @@ def test_doctor_reports_installed_and_missing_hooks(machine: Machine) -> None:
     moved = _doctor(machine)["hooks:claude-code"]
     assert moved["status"] == "fail" and "/gone/bin/remem-hook" in moved["detail"]
     assert "remem hooks install claude-code" in moved["fix"]
+
+
+def test_doctor_gives_no_advice_for_an_agent_the_machine_does_not_have(
+    machine: Machine,
+) -> None:
+    shutil.rmtree(machine.user / ".cursor")
+    before = _doctor(machine)
+    cursor = before["hooks:cursor"]
+    assert (cursor["status"], cursor["fix"]) == ("ok", "")
+    assert cursor["detail"] == f"not in use here: no {machine.user / '.cursor'}"
+    assert before["hooks"]["status"] == "fail"  # still nothing captured: the others have none
+    assert "install cursor" not in machine.remem("doctor").stdout
+    assert machine.remem("hooks", "install", "all").returncode == 0
+    after = _doctor(machine)
+    assert "hooks" not in after
+    assert [after[f"hooks:{agent}"]["status"] for agent in ("claude-code", "codex")] == ["ok"] * 2
+    assert after["hooks:cursor"]["fix"] == ""
 
 
 def _installed_command(machine: Machine, agent: str, event: str) -> str:
