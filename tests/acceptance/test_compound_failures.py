@@ -112,7 +112,7 @@ def test_codex_nothing_to_commit_is_the_commit_s_and_the_push_never_ran(
 ) -> None:
     project = make_repository(tmp_path / "shop")
     codex = Codex(home, project, tmp_path / "rollout-c1.jsonl", "codex-c1")
-    ship = 'git add -A && git commit -m "Cart: totals" && git push'
+    ship = commit("-A") + " && git push"
     codex.ran(ship, 1, "On branch main\nnothing to commit, working tree clean\n")
     codex.ran("git push")  # what it meant to do, and it passed
     codex.ran("git push")
@@ -129,7 +129,7 @@ def test_codex_nothing_to_commit_is_the_commit_s_and_the_push_never_ran(
     assert [(p["verified_runs"], p["status"]) for p in push] == [(2, "active")]
     text = shown(home, project)
     assert "On branch main" not in text
-    assert "Cart: totals" not in text
+    assert not any(line in text for line in MESSAGE_LINES)
 
 
 def test_codex_rejected_push_and_merge_conflict_each_go_to_their_step(
