@@ -83,8 +83,10 @@ _JS_ERROR = r"^\s*[A-Z]\w*Error(?: \[\w+\])?: \S.*"
 
 
 def _git(*subcommands: str) -> re.Pattern[str]:
-    """git running one of the subcommands, past the options before it (`git -C sub push`)."""
-    options = r"(?:-[Cc]\s+\S+\s+|--?[\w-]+(?:=\S*)?\s+)*"
+    """git running one of the subcommands, past the options before it (`git -C sub push`).
+    Possessive: `-C` is an option and a value alike, and a run of them tried every way would
+    take exponential time."""
+    options = r"(?:-[Cc]\s+\S+\s+|--?[\w-]+(?:=\S*)?\s+)*+"
     return _compile(rf"\bgit\s+{options}(?:{'|'.join(subcommands)})(?![\w-])")
 
 

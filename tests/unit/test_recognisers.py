@@ -329,6 +329,20 @@ def test_git_failures_name_the_step_and_never_the_branch_line() -> None:
     assert check_of("python -m pytest -q") is ROWS["pytest"]
 
 
+def test_git_options_before_the_subcommand_are_read_in_linear_time() -> None:
+    """`-C` is an option and a value alike: a long run of them, tried every way, would take
+    exponential time, and the hook reads a failed command's family with these patterns."""
+    assert family_of("git -C shop -c core.pager=cat --no-pager push") is ROWS["git-push"]
+    script = (
+        "from remem.shell.recognisers import family_of\n"
+        "print(family_of('git ' + '-C ' * 5000 + 'status'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout == "None\n", done.stderr
+
+
 def test_a_commit_refused_by_its_hook_is_read_by_the_hook_s_tool() -> None:
     refused = (
         "Exit code 1\nmix format...............................................Failed\n"
