@@ -32,7 +32,7 @@ def upgrade() -> None:
             "AND outcome = 'failure') AND NOT EXISTS "
             "(SELECT 1 FROM pending_jobs WHERE name = 'rebuild_procedures')"
         ),
-        {"reason": "schema 0014 files a compound command's failure under its step", "now": time.time()},
+        {"reason": "schema 0014 files a compound failure under its step", "now": time.time()},
     )
 
 
