@@ -90,6 +90,10 @@ def _git(*subcommands: str) -> re.Pattern[str]:
     return _compile(rf"\bgit\s+{options}(?:{'|'.join(subcommands)})(?![\w-])")
 
 
+_GIT_ADD_REFUSED = (
+    r"^The following paths are ignored by one of your \.gitignore files:",
+    r"^fatal: pathspec '.*' did not match any files",
+)
 _NOTHING_TO_COMMIT = (
     r"^nothing to commit\b",
     r"^nothing added to commit\b",
@@ -621,8 +625,8 @@ Found 2 errors in the same file, starting at: spaces.ts:4""",  # noqa: E501
         family="git-add",
         command=_git("add"),
         success=None,
-        failure=_summary(r"^The following paths are ignored by one of your \.gitignore files:"),
-        salient=_per_line(r"^The following paths are ignored by one of your \.gitignore files:"),
+        failure=_summary(*_GIT_ADD_REFUSED),
+        salient=_per_line(*(line + ".*" for line in _GIT_ADD_REFUSED)),
         example_success="",
         example_failure="""\
 The following paths are ignored by one of your .gitignore files:

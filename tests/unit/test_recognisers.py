@@ -323,6 +323,11 @@ def test_git_failures_name_the_step_and_never_the_branch_line() -> None:
     rebase = "error: could not apply 5d889b0... Cart: totals\nhint: Resolve all conflicts"
     assert judge("git rebase main", rebase) == "failure"
     assert judge("git commit --amend", ROWS["git-merge"].example_failure) is None
+    typo = "fatal: pathspec 'src/cartt.py' did not match any files"
+    assert (judge("git add src/cartt.py", typo), salient_line("git add x", typo)) == (
+        "failure",
+        typo,
+    )
     # git is no check: a narrower or wider run of it is not the same check run again.
     assert family_of("git push -u origin main") is ROWS["git-push"]
     assert check_of("git push -u origin main") is None

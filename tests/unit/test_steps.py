@@ -184,6 +184,14 @@ CASES = [
         [],  # `git add` is read-only: no run, and the commit never ran
     ),
     (
+        "git add src/cartt.py && git commit -m 'Cart: totals'",
+        False,
+        "Exit code 128\nfatal: pathspec 'src/cartt.py' did not match any files",
+        ROOT,
+        ".",
+        [],
+    ),
+    (
         "git add -A && git commit -m 'Cart: totals' && git push",
         False,
         "Exit code 1\nOn branch main\nnothing to commit, working tree clean",
