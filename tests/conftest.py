@@ -191,8 +191,8 @@ class Home:
 
     def command_hits(self, pattern: str = ".") -> list[dict[str, Any]]:
         """The captured commands `remem recall` finds in every project: identical runs in one
-        project are one hit (the newest event's id, outcome and exit code; how many ran, how
-        many passed)."""
+        project are one hit (the id, outcome and exit code of the newest run, or of the newest
+        whose error matched when the command did not; how many ran, how many passed)."""
         hits, page, pages = [], 1, 1
         while page <= pages:
             found = self.json("recall", pattern, "--all-projects", "--page", str(page))

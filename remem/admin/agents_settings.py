@@ -276,6 +276,7 @@ class FileChange:
 class AgentChange:
     agent: str
     files: tuple[FileChange, ...]
+    kept: str | None = None  # what an uninstall left on purpose, and why
 
     @property
     def changed(self) -> bool:
@@ -286,6 +287,7 @@ class AgentChange:
             "agent": self.agent,
             "changed": self.changed,
             "files": [change.as_json() for change in self.files],
+            "kept": self.kept,
         }
 
 
@@ -339,15 +341,42 @@ def plan_install(agent: str, user_home: Path, wanted: dict[str, Any]) -> AgentCh
 
 def plan_uninstall(agent: str, user_home: Path, scaffold: dict[str, Any]) -> AgentChange:
     """What taking remem's hooks out changes; a file an install created, left holding nothing but
-    what an install adds around the hooks (`scaffold`, e.g. Cursor's `version`), is removed. Codex's
-    `codex_hooks` flag stays: other hooks may rely on it."""
+    what an install adds around the hooks (`scaffold`, e.g. Cursor's `version`), is removed. For
+    Codex, the `codex_hooks` flag an install added goes too, when nothing else may need it."""
     path = settings_file(agent, user_home)
     change = _json_change(path, unmerge)
     if change.changed and change.after is not None and not _backups_of(path):
         left = json.loads(change.after)
         if all(key in scaffold and scaffold[key] == value for key, value in left.items()):
             change = dataclasses.replace(change, after=None)
-    return AgentChange(agent, (change,))
+    if agent != "codex":
+        return AgentChange(agent, (change,))
+    flag, kept = _codex_flag_change(user_home, change)
+    return AgentChange(agent, (change, flag), kept)
+
+
+def _codex_flag_change(user_home: Path, hooks: FileChange) -> tuple[FileChange, str | None]:
+    """config.toml as it was before remem turned Codex's hooks on, byte for byte (absent when
+    the install created it), when the file is exactly what that install made of it (its backup,
+    or no file) and no other hook is left to need the flag; else the file as it is, and why."""
+    path = codex_config(user_home)
+    now = _read(path)
+    if now is None or not codex_hooks_enabled(now):
+        return FileChange(path, now, now), None
+    kept = f"`[features] {CODEX_FLAG} = true` left in {path}"
+    backups = _backups_of(path)
+    original = _read(backups[-1]) if backups else None
+    try:
+        ours = not codex_hooks_enabled(original or "") and now == enable_codex_hooks(original or "")
+    except ValueError:
+        ours = False
+    if not ours:
+        why = "remem did not add it, or the file changed since remem did"
+        return FileChange(path, now, now), f"{kept}: {why}"
+    left = {} if hooks.after is None else json.loads(hooks.after or "{}")
+    if left.get("hooks") if isinstance(left, dict) else None:
+        return FileChange(path, now, now), f"{kept}: other hooks in {hooks.path} need it"
+    return FileChange(path, now, original), None
 
 
 def _backups_of(path: Path) -> list[Path]:

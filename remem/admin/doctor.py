@@ -256,10 +256,16 @@ def _spool(settings: Settings) -> Check:
 
 
 def _hooks(user_home: Path, remem_home: str | None = None) -> Iterator[Check]:
-    """Per agent: are remem's hooks in its settings file, calling a remem-hook that exists (and
-    for Codex, are hooks turned on)? One failure when no agent captures anything."""
+    """Per agent this machine has: are remem's hooks in its settings file, calling a remem-hook
+    that exists (and for Codex, are hooks turned on)? One failure when no agent captures
+    anything."""
     installed = 0
     for agent in AGENTS:
+        folder = agents_settings.agent_folder(agent, user_home)
+        if not folder.is_dir():
+            # No advice to connect an agent this machine does not have.
+            yield Check(f"hooks:{agent}", OK, f"not in use here: no {folder}")
+            continue
         check = _agent_hooks(agent, user_home, remem_home)
         installed += check.status == OK
         yield check

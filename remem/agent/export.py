@@ -1,7 +1,9 @@
 """`remem procedures export`: a proven procedure as a draft document a person reviews and moves
 into the repository, for a team that does not run remem.
 
-Three formats, one file each, under `remem-drafts/` in the project (or another directory):
+Three formats, one file each, under `remem-drafts/` in the project (or another directory),
+named after the workflow and where it holds (`make-test-in-frontend`); the folder holds a
+`.gitignore` of `*`, so drafts awaiting review never show in `git status`:
 
 - claude-skill: `<name>/SKILL.md`, a Claude Code skill: YAML front matter with `name` (lowercase
   letters, digits and hyphens, at most 64) and `description` (at most 1,024 characters, no angle
@@ -30,7 +32,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from remem.agent.read import Lesson, Procedure, read_lessons, read_procedure
+from remem.agent.read import Lesson, Procedure, read_lessons, read_procedure, read_procedures
 from remem.capture.fields import sha256_hex
 from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
@@ -50,6 +52,9 @@ from remem.record.quote import (
 from remem.record.redact import redact_text
 
 DRAFTS_DIR = "remem-drafts"
+DRAFTS_GITIGNORE = (
+    "# Drafts by `remem procedures export`: review one, then move it into place.\n*\n"
+)
 # Where agents read instructions from: a draft is moved there by a person, never written there.
 GUARDED_DIRECTORIES = frozenset(
     {".claude", ".codex", ".cursor", "skills", ".clinerules", ".windsurf", ".kiro", ".roo",
@@ -114,6 +119,8 @@ class Draft:
     path: str  # absolute, symlinks resolved: where the file is written
     content: str
     procedure_sha256: str
+    # remem's own drafts folder in the project, which git is told to ignore (None: --out)
+    drafts_dir: str | None = None
 
     @property
     def draft_sha256(self) -> str:
@@ -215,10 +222,36 @@ def scan_instructions(procedure: Procedure, lessons: Sequence[Lesson]) -> None:
 # --- rendering -------------------------------------------------------------------------------
 
 
-def draft_name(procedure: Procedure) -> str:
-    """A skill's name: the topic key as lowercase letters, digits and hyphens."""
-    name = re.sub(r"[^a-z0-9]+", "-", procedure.topic_key.lower()).strip("-")
-    return name[:SKILL_NAME_CHARS].rstrip("-") or f"procedure-{procedure.id}"
+def draft_name(procedure: Procedure, others: Sequence[Procedure] = ()) -> str:
+    """A skill's name, in lowercase letters, digits and hyphens: its workflow, in its directory
+    (`make-test-in-frontend`). Among the project's procedures, the first to have a name keeps
+    it; a later one with the same name takes its branch (`make-test-on-feat-a`), else its id."""
+    used: set[str] = set()
+    for each in sorted({p.id: p for p in (*others, procedure)}.values(), key=lambda p: p.id):
+        name = _unused(each, used)
+        if each.id == procedure.id:
+            return name
+        used.add(name)
+    raise AssertionError("the procedure is among those named")  # pragma: no cover
+
+
+def _unused(procedure: Procedure, used: set[str]) -> str:
+    words = [procedure.workflow]
+    if procedure.directory != ".":
+        words += ["in", procedure.directory]
+    base = _slug(" ".join(words)) or f"procedure-{procedure.id}"
+    candidates = [base]
+    if procedure.branch:
+        candidates.append(_slug(f"{base} on {procedure.branch}"))
+    name = next((c for c in candidates if c not in used), base)
+    while name in used:
+        suffix = f"-{procedure.id}"
+        name = name[: SKILL_NAME_CHARS - len(suffix)].rstrip("-") + suffix
+    return name
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:SKILL_NAME_CHARS].rstrip("-")
 
 
 def _fence(command: str) -> str:
@@ -283,8 +316,7 @@ def _provenance(procedure: Procedure, fmt: str) -> str:
     )
 
 
-def render_skill(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, str]:
-    name = draft_name(procedure)
+def render_skill(procedure: Procedure, lessons: Sequence[Lesson], name: str) -> tuple[str, str]:
     title = _title(procedure)
     description = (
         f"How to run {title} in {inert_path(os.path.basename(procedure.project))}: the command "
@@ -315,7 +347,7 @@ def render_skill(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, 
     return os.path.join(name, "SKILL.md"), "\n".join(lines) + "\n"
 
 
-def render_agents_md(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, str]:
+def render_agents_md(procedure: Procedure, lessons: Sequence[Lesson], name: str) -> tuple[str, str]:
     lines = [
         f"## {_title(procedure)}",
         "",
@@ -327,10 +359,10 @@ def render_agents_md(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[s
         "",
         f"<!-- {_provenance(procedure, 'agents-md')} Paste this section into AGENTS.md. -->",
     ]
-    return f"agents-md-{draft_name(procedure)}.md", "\n".join(lines) + "\n"
+    return f"agents-md-{name}.md", "\n".join(lines) + "\n"
 
 
-def render_runbook(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str, str]:
+def render_runbook(procedure: Procedure, lessons: Sequence[Lesson], name: str) -> tuple[str, str]:
     lines = [
         f"# Runbook: {_title(procedure)}",
         "",
@@ -355,7 +387,7 @@ def render_runbook(procedure: Procedure, lessons: Sequence[Lesson]) -> tuple[str
     if variants:
         lines += ["", "Other forms that also ran:", "", *variants]
     lines += ["", "## Provenance", "", _provenance(procedure, "runbook")]
-    return f"runbook-{draft_name(procedure)}.md", "\n".join(lines) + "\n"
+    return f"runbook-{name}.md", "\n".join(lines) + "\n"
 
 
 RENDERERS = {"claude-skill": render_skill, "agents-md": render_agents_md, "runbook": render_runbook}
@@ -373,7 +405,8 @@ def prepare(execute: Execute, procedure_id: int, fmt: str, out_dir: str | None =
             f"procedures export (see `remem procedures show {procedure_id}`)."
         )
     lessons = read_lessons(execute, procedure_id=procedure_id)
-    relative, content = RENDERERS[fmt](procedure, lessons)
+    others = read_procedures(execute, procedure.project, statuses=None)
+    relative, content = RENDERERS[fmt](procedure, lessons, draft_name(procedure, others))
     base = out_dir if out_dir is not None else os.path.join(procedure.project, DRAFTS_DIR)
     base = os.path.abspath(os.path.expanduser(base))
     if out_dir is None and not os.path.isdir(procedure.project):
@@ -382,7 +415,8 @@ def prepare(execute: Execute, procedure_id: int, fmt: str, out_dir: str | None =
     scan_controls(procedure)
     scan_secrets(procedure, lessons)
     scan_instructions(procedure, lessons)
-    return Draft(procedure_id, fmt, path, content, procedure_sha256(procedure, lessons))
+    ignored = base if out_dir is None else None
+    return Draft(procedure_id, fmt, path, content, procedure_sha256(procedure, lessons), ignored)
 
 
 _RECORDED = "SELECT draft_sha256 FROM exports WHERE path = :path"
@@ -417,6 +451,8 @@ def write(execute: Execute, draft: Draft, now: float, force: bool = False) -> st
         unchanged = False
     if not unchanged:
         _write_file(draft.path, draft.content)
+    if draft.drafts_dir is not None:
+        _ignore_folder(draft.drafts_dir)
     execute(
         _RECORD,
         {
@@ -434,6 +470,15 @@ def write(execute: Execute, draft: Draft, now: float, force: bool = False) -> st
 def _write_file(path: str, content: str) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_whole(path, content.encode("utf-8"), 0o644)
+
+
+def _ignore_folder(folder: str) -> None:
+    """A `.gitignore` of `*` in the drafts folder, as caches do: `git status` never lists
+    drafts waiting for review, nothing in the repository's own files changes, and deleting
+    the folder leaves no trace. One already there is the person's, and stays."""
+    path = os.path.join(folder, ".gitignore")
+    if not os.path.lexists(path):
+        write_whole(path, DRAFTS_GITIGNORE.encode("utf-8"), 0o644)
 
 
 # --- what `remem doctor` reports -------------------------------------------------------------

@@ -98,10 +98,10 @@ class Hit:
     as it was captured (its identical runs counted together)."""
 
     kind: str  # procedure | variant | lesson | command
-    id: int  # the procedure, the procedure of the variant, the lesson, the newest event
-    status: str  # the procedure's, the lesson's procedure's, or the newest run's outcome
+    id: int  # the procedure, the procedure of the variant, the lesson, or the run quoted
+    status: str  # the procedure's, the lesson's procedure's, or the run's outcome
     evidence: int  # verified runs, runs of the variant, failed attempts, successful runs
-    at: float
+    at: float  # when it last happened; for a command, when the run quoted ran
     project: str
     branch: str | None
     directory: str
@@ -199,7 +199,9 @@ def _lesson_hits(
 def _command_hits(
     execute: Execute, regex: Pattern, root: str | None, since_at: float | None
 ) -> Iterator[Hit]:
-    """Identical runs of a command are one hit: the newest, with how many ran and passed."""
+    """Identical runs of a command are one hit, with how many ran and passed: the newest run
+    when the command matches, else the newest run whose own error matches, so the line quoted
+    comes with the id, outcome and exit code of the run that printed it."""
     params: dict[str, Any] = {}
     where = _scope(root, params) + _since("e.event_at", since_at, params)
     groups: dict[tuple[str, str], dict[str, Any]] = {}
@@ -208,23 +210,22 @@ def _command_hits(
     ):
         if command.lstrip().startswith("remem recall"):
             continue  # a search names its own pattern: it would find itself
+        run = (event_id, project, branch, directory or ".", command, outcome, code, at)
         group = groups.get((project, command))
         if group is None:
+            matched = regex.search(command) is not None
             group = groups[(project, command)] = {
-                "first": (event_id, project, branch, directory or ".", command, outcome, code, at),
-                "runs": 0,
-                "successes": 0,
-                "matched": regex.search(command) is not None,
-                "match": None,
-            }
+                "run": run if matched else None, "runs": 0, "successes": 0, "match": None,
+            }  # fmt: skip
         group["runs"] += 1
         group["successes"] += outcome == "success"
-        if not group["matched"] and group["match"] is None:
+        if group["run"] is None:
             group["match"] = _line(regex, error)
+            group["run"] = run if group["match"] is not None else None
     for group in groups.values():
-        if not group["matched"] and group["match"] is None:
+        if group["run"] is None:
             continue
-        event_id, project, branch, directory, command, outcome, code, at = group["first"]
+        event_id, project, branch, directory, command, outcome, code, at = group["run"]
         yield Hit(
             "command", event_id, outcome or "unknown", group["successes"], at, project,
             branch, directory, command, group["match"], runs=group["runs"], exit_code=code,

@@ -133,7 +133,7 @@ def procedures_export(
     \b
     Example:
       remem procedures export 3 --format claude-skill
-      mv remem-drafts/make-test-1a2b3c4d5e6f .claude/skills/
+      mv remem-drafts/make-test .claude/skills/
     """
     import time
 

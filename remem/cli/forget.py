@@ -177,21 +177,23 @@ def _any_of(plan: dict[str, Any]) -> bool:
     return bool(plan["events"] or plan["procedures"] or plan["task_errors_cleared"])
 
 
-# What a plan lists: (its JSON key, title, line prefix, the key of the item's label).
+# What a plan lists: (its JSON key, title, line prefix, the keys of the item's label and text).
 LISTED = (
-    ("events", "event(s)", "event", "at"),
-    ("procedures", "procedure(s)", "procedure", "status"),
-    ("team_procedures", "procedure(s) pulled from the team", "team procedure", "status"),
-    ("team_lessons", "lesson(s) pulled from the team", "team lesson", "branch"),
+    ("events", "event(s)", "event", "at", "command"),
+    ("lessons", "lesson(s) learnt from them", "lesson", "branch", "error"),
+    ("known_errors", "known error(s) seen in them", "known error", "workflow", "error"),
+    ("procedures", "procedure(s)", "procedure", "status", "command"),
+    ("team_procedures", "procedure(s) pulled from the team", "team procedure", "status", "command"),
+    ("team_lessons", "lesson(s) pulled from the team", "team lesson", "branch", "command"),
 )
 
 
 def _list_plan(plan: dict[str, Any]) -> None:
-    for key, title, prefix, label in LISTED:
+    for key, title, prefix, label, shown in LISTED:
         items = plan[key]
         _list(
             f"{len(items)} {title}",
-            [f"{prefix} {item['id']} ({item[label]})  {item['command']}" for item in items],
+            [f"{prefix} {item['id']} ({item[label]})  {item[shown]}" for item in items],
         )
     if plan["rederived_procedures"]:
         ids = ", ".join(map(str, plan["rederived_procedures"]))

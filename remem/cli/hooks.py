@@ -95,7 +95,9 @@ def hooks_install(agent: str, dry_run: bool, as_json: bool, advice_before: bool)
 @_CHANGE
 def hooks_uninstall(agent: str, dry_run: bool, as_json: bool) -> None:
     """Take remem's hooks out of an agent's settings file, keeping everything else; a file
-    left empty is removed. Codex's `codex_hooks = true` stays: other hooks may need it.
+    left empty is removed. Codex's `[features] codex_hooks = true` goes too (config.toml back
+    as it was before, byte for byte) when remem added it, the file is as remem left it and no
+    other hook is left in ~/.codex/hooks.json; otherwise it stays, and the command says why.
 
     \b
     Example:
@@ -178,6 +180,8 @@ def _report(
         if any(file.before is not None and file.after is None for file in change.files):
             line += " (the file held nothing else: removed)"
         click.echo(line + (f"; backup {', '.join(backups)}" if backups else ""))
+        if change.kept:
+            click.echo(f"{change.agent}: {change.kept}")
 
 
 def remem_invocation() -> str:

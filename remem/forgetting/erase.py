@@ -11,7 +11,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, text
+from sqlalchemy import Connection, Engine, text
 
 from remem.capture import spool
 from remem.capture.store import FORGOTTEN_TEXTS
@@ -20,7 +20,7 @@ from remem.db.driver import with_ids
 from remem.db.engine import begin_secure_delete
 from remem.db.schema import metadata, tables_marked
 from remem.forgetting import outside
-from remem.forgetting.plan import plan
+from remem.forgetting.plan import LESSONS_OF_EVENTS, event_columns, plan
 from remem.forgetting.selection import Plan, Selection, chunks, compile_pattern
 from remem.procedures import rebuild
 from remem.queue import store as queue
@@ -155,32 +155,14 @@ def _record_words(connection: Connection, words: frozenset[str], now: float) -> 
     return recorded
 
 
-def _event_columns(table: Table) -> list[str]:
-    """The columns of `table` that name a captured event (evidence names its events without a
-    foreign key)."""
-    return [
-        column.name
-        for column in table.columns
-        if column.name == "event_id"
-        or any(key.target_fullname == "captured_events.id" for key in column.foreign_keys)
-    ]
-
-
 # (table, statement) in deletion order: lessons whose streak included a forgotten attempt go
 # before the attempts that show it, then every row that points at an event, then the event.
 DELETIONS = (
-    (
-        "lessons",
-        "DELETE FROM lessons WHERE resolved_by_event_id IN :ids OR EXISTS (SELECT 1 FROM "
-        "attempts a WHERE a.event_id IN :ids AND a.resolved_by_event_id = "
-        "lessons.resolved_by_event_id AND a.project_id = lessons.project_id AND a.branch = "
-        "lessons.branch AND a.directory = lessons.directory AND a.workflow_hash = "
-        "lessons.workflow_hash)",
-    ),
+    ("lessons", f"DELETE FROM {LESSONS_OF_EVENTS}"),
     *(
         (table.name, f"DELETE FROM {table.name} WHERE " + " OR ".join(f"{c} IN :ids" for c in refs))
         for table in metadata.tables.values()
-        if table.name != "lessons" and (refs := _event_columns(table))
+        if table.name != "lessons" and (refs := event_columns(table))
     ),
     ("captured_events", "DELETE FROM captured_events WHERE id IN :ids"),
 )

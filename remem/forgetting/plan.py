@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, Table, text
 
 from remem.capture import spool
 from remem.config import Settings
 from remem.db.driver import with_ids
 from remem.db.engine import READ_ONLY
-from remem.db.schema import tables_marked
+from remem.db.schema import metadata, tables_marked
 from remem.errors import NotFound
 from remem.forgetting import places
 from remem.forgetting.selection import (
@@ -85,6 +85,36 @@ PULLED = {
 RUN_TABLES = tuple(table.name for table in tables_marked("runs"))
 
 
+def event_columns(table: Table) -> list[str]:
+    """The columns of `table` that name a captured event (evidence names its events without a
+    foreign key)."""
+    return [
+        column.name
+        for column in table.columns
+        if column.name == "event_id"
+        or any(key.target_fullname == "captured_events.id" for key in column.foreign_keys)
+    ]
+
+
+# The lessons a forgotten event (in :ids) takes with it: those it resolved, and those whose
+# streak it was an attempt of. Before the attempts that show the streak go.
+LESSONS_OF_EVENTS = (
+    "lessons WHERE resolved_by_event_id IN :ids OR EXISTS (SELECT 1 FROM "
+    "attempts a WHERE a.event_id IN :ids AND a.resolved_by_event_id = "
+    "lessons.resolved_by_event_id AND a.project_id = lessons.project_id AND a.branch = "
+    "lessons.branch AND a.directory = lessons.directory AND a.workflow_hash = "
+    "lessons.workflow_hash)"
+)
+_KNOWN_OF_EVENTS = "known_errors WHERE " + " OR ".join(
+    f"{column} IN :ids" for column in event_columns(metadata.tables["known_errors"])
+)
+_LESSONS_GOING = with_ids(
+    "SELECT id, branch AS label, coalesce(last_error, first_error, error_key, pitfall) AS shown "
+    f"FROM {LESSONS_OF_EVENTS}"
+)
+_KNOWN_GOING = with_ids(f"SELECT id, workflow AS label, error AS shown FROM {_KNOWN_OF_EVENTS}")
+
+
 def plan(
     engine: Engine,
     settings: Settings,
@@ -116,6 +146,8 @@ def plan(
         procedures = _procedures(connection, procedure_ids, pattern)
         pulled = {kind: _pulled(connection, kind, found[kind], pattern) for kind in PULLED}
         rederived = _rederived(connection, event_ids, procedure_ids)
+        lessons = _going(connection, _LESSONS_GOING, event_ids, pattern)
+        known_errors = _going(connection, _KNOWN_GOING, event_ids, pattern)
         beyond = _beyond(connection, keys, procedure_ids, words)
         named = _transcripts_named(connection, event_ids) if machine_files else set()
     lines = Lines(pattern, selection.project, frozenset(keys))
@@ -126,6 +158,8 @@ def plan(
         team_lessons=pulled["team_lesson"],
         rederived_procedure_ids=rederived,
         task_errors=task_errors,
+        lessons=lessons,
+        known_errors=known_errors,
         session_ids=tuple(sorted(sessions)),
         project_ids=tuple(sorted(projects)),
         **_files(settings, lines, machine_files),
@@ -301,6 +335,21 @@ def _pulled(
         Item(row.id, row.label, excerpt(row.shown or "", pattern))
         for chunk in chunks(ids)
         for row in connection.execute(sql, {"ids": chunk})
+    )
+
+
+def _going(
+    connection: Connection, sql: Any, event_ids: set[int], pattern: re.Pattern[str] | None
+) -> tuple[Item, ...]:
+    """The derived rows a statement finds for the events (id, label, shown), by id."""
+    rows = {
+        row.id: row
+        for chunk in chunks(event_ids)
+        for row in connection.execute(sql, {"ids": chunk})
+    }
+    return tuple(
+        Item(row.id, row.label, excerpt(row.shown or "", pattern))
+        for _id, row in sorted(rows.items())
     )
 
 

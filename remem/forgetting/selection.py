@@ -48,8 +48,8 @@ class Item:
     label: str  # the event's time, the procedure's status
     command: str
 
-    def as_json(self, label: str) -> dict[str, Any]:
-        return {"id": self.id, label: self.label, "command": self.command}
+    def as_json(self, label: str, shown: str = "command") -> dict[str, Any]:
+        return {"id": self.id, label: self.label, shown: self.command}
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ class Plan:
     drops: tuple[int, ...] = ()  # rows of the drop ledger
     drafts: tuple[Draft, ...] = ()
     transcripts: dict[str, int] = field(default_factory=dict)  # matching lines by file
+    # Derived from the events that go, so they go with them (what remains derives anew).
+    lessons: tuple[Item, ...] = ()
+    known_errors: tuple[Item, ...] = ()
     # The words that held the matches, recorded hashed (remem/record/forgotten.py): never shown.
     words: frozenset[str] = field(default=frozenset(), repr=False)
     unrecorded: int = 0  # matches held by no word, or too many words to record
@@ -104,6 +107,8 @@ class Plan:
             "procedures": [procedure.as_json("status") for procedure in self.procedures],
             "team_procedures": [item.as_json("status") for item in self.team_procedures],
             "team_lessons": [item.as_json("branch") for item in self.team_lessons],
+            "lessons": [item.as_json("branch", "error") for item in self.lessons],
+            "known_errors": [item.as_json("workflow", "error") for item in self.known_errors],
             "rederived_procedures": list(self.rederived_procedure_ids),
             "task_errors_cleared": len(self.task_errors),
             "spool_lines": self.spool_lines,

@@ -84,7 +84,7 @@ def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] 
 def _same_tool(step: str, workflow: str) -> bool:
     """A run of the failing workflow's tool: the same recognised family (a check), else the
     same command with more or fewer words."""
-    mine, theirs = recognisers.family_of(step), recognisers.family_of(workflow)
+    mine, theirs = recognisers.check_of(step), recognisers.check_of(workflow)
     if mine is not None or theirs is not None:
         return mine is theirs
     return step.startswith(workflow + " ") or workflow.startswith(step + " ")
@@ -93,7 +93,7 @@ def _same_tool(step: str, workflow: str) -> bool:
 def may_resolve(workflow: str) -> bool:
     """Whether a run of another workflow may resolve this one's error: never one of a check's
     (`runs_more`)."""
-    return recognisers.family_of(workflow) is None
+    return recognisers.check_of(workflow) is None
 
 
 def runs_more(step: str, workflow: str) -> bool:

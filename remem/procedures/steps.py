@@ -51,14 +51,14 @@ def classify(
     ignore_commands: Sequence[str] = (),
     exit_code: int | None = None,
 ) -> list[StepRun]:
-    """The runs a command's workflow steps stand for; read-only steps and steps whose
-    directory cannot be known are left out."""
+    """The runs a command's workflow steps stand for; read-only steps, steps that never ran
+    and steps whose directory cannot be known are left out."""
     steps = analyse(command, ignore_commands).steps
     verdicts = _verdicts(steps, succeeded, output)
     work_tree = spelt_root(cwd, directory)
     runs = []
     for index, (step, verdict) in enumerate(zip(steps, verdicts, strict=True)):
-        if not step.procedural:
+        if verdict is None or not step.procedural:
             continue
         where = resolve_directory(directory, work_tree, step.chdir)
         if where is None:
@@ -106,24 +106,32 @@ def _by_output(step: Step, output: str | None) -> str:
     return {"success": VERIFIED, "failure": FAILED}.get(judged or "", UNVERIFIED)
 
 
-def _verdicts(steps: Sequence[Step], succeeded: bool, output: str | None) -> list[str]:
-    verdicts = [
+def _verdicts(steps: Sequence[Step], succeeded: bool, output: str | None) -> list[str | None]:
+    """Each step's verdict; None for a step that never ran."""
+    verdicts: list[str | None] = [
         (VERIFIED if succeeded else UNVERIFIED) if step.decisive else _by_output(step, output)
         for step in steps
     ]
     if succeeded:
         return verdicts
-    # The command failed: one of its decisive steps did. With one candidate it is that one;
-    # with several, the one whose own tool's failure summary the output shows, if exactly one
-    # does (a runner such as `make` is judged by any tool's summary: it comes second).
-    # Any step that did something may be the one that failed, a script or a write included.
-    candidates = [i for i, step in enumerate(steps) if step.decisive and not step.read_only]
-    if len(candidates) == 1:
-        verdicts[candidates[0]] = FAILED
-        return verdicts
-    failing = [i for i in candidates if _by_output(steps[i], output) == FAILED]
+    # The command failed: one of its decisive steps did, and the decisive steps after it never
+    # ran (`a && b`, or under `set -e`). It is the one whose own tool's failure the output shows,
+    # if exactly one does (a runner such as `make` is judged by any tool's summary: it comes
+    # second), a read-only step included (`git add` of an ignored path); else, when only one
+    # could have failed, that one. Any step that did something may be the one that failed, a
+    # script or a write included.
+    decisive = [i for i, step in enumerate(steps) if step.decisive]
+    failing = [i for i in decisive if _by_output(steps[i], output) == FAILED]
     own = [i for i in failing if recognisers.family_of(steps[i].workflow) is not None]
     culprit = own if own else failing
-    for i in candidates:
-        verdicts[i] = FAILED if len(culprit) == 1 and i == culprit[0] else UNVERIFIED
+    if len(culprit) != 1:
+        candidates = [i for i in decisive if not steps[i].read_only]
+        culprit = candidates if len(candidates) == 1 else []
+    for i in decisive:
+        verdicts[i] = UNVERIFIED
+    if culprit:
+        verdicts[culprit[0]] = FAILED
+        for i in decisive:
+            if i > culprit[0]:
+                verdicts[i] = None
     return verdicts

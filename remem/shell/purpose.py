@@ -88,8 +88,8 @@ def same_purpose(failed: str, passed: str, failed_ran: bool = False) -> bool:
         return True
     if failed_ran:
         return False
-    family = recognisers.family_of(failed)
-    if family is None or family is not recognisers.family_of(passed):
+    family = recognisers.check_of(failed)
+    if family is None or family is not recognisers.check_of(passed):
         return False
     return _operands(first) == _operands(second)
 

@@ -45,7 +45,9 @@ def _compile(source: str, flags: int = 0) -> re.Pattern[str]:
 class Recogniser(Record):
     """One tool family. `command` is searched in a step's command text; `success` and `failure`
     are searched in the whole output (multiline, ANSI colours removed); each `salient` pattern
-    is tried against every line in turn. The examples are real output of the tool."""
+    is tried against every line in turn. The examples are real output of the tool. A check
+    (tests, linters, compilers) is run again to see the code pass; a row that is no check (git)
+    only says which step failed and why."""
 
     family: str
     command: re.Pattern[str]
@@ -54,6 +56,7 @@ class Recogniser(Record):
     salient: tuple[re.Pattern[str], ...]
     example_success: str
     example_failure: str
+    check: bool = True
 
 
 def _summary(*alternatives: str) -> re.Pattern[str]:
@@ -78,9 +81,30 @@ _RUST_HALT = (r"^error: could not compile `", r"^error: aborting due to ")
 _CARGO_FINISHED = r"^\s*Finished .*target\(s\) in "
 _JS_ERROR = r"^\s*[A-Z]\w*Error(?: \[\w+\])?: \S.*"
 
+
+def _git(*subcommands: str) -> re.Pattern[str]:
+    """git running one of the subcommands, past the options before it (`git -C sub push`).
+    Possessive: `-C` is an option and a value alike, and a run of them tried every way would
+    take exponential time."""
+    options = r"(?:-[Cc]\s+\S+\s+|--?[\w-]+(?:=\S*)?\s+)*+"
+    return _compile(rf"\bgit\s+{options}(?:{'|'.join(subcommands)})(?![\w-])")
+
+
+_GIT_ADD_REFUSED = (
+    r"^The following paths are ignored by one of your \.gitignore files:",
+    r"^fatal: pathspec '.*' did not match any files",
+)
+_NOTHING_TO_COMMIT = (
+    r"^nothing to commit\b",
+    r"^nothing added to commit\b",
+    r"^no changes added to commit\b",
+)
+
+
 # Order matters: family_of takes the first row whose command pattern matches, so a specific
 # command comes before a general one (`mix test` before `mix compile`, `cargo clippy` before
-# `cargo build`, pytest before unittest and mypy, vitest before jest).
+# `cargo build`, pytest before unittest and mypy, vitest before jest), and a check before git
+# (a compound command's check is what its output is most often about).
 RECOGNISERS: tuple[Recogniser, ...] = (
     Recogniser(
         family="exunit",
@@ -595,6 +619,88 @@ spaces.ts:5:23 - error TS2693: 'OrderStatus' only refers to a type, but is being
 
 Found 2 errors in the same file, starting at: spaces.ts:4""",  # noqa: E501
     ),
+    # git prints nothing telling when it works: its rows say which step of `git add x && git
+    # commit -m ... && git push` failed, and why. Each example is git's own output (2.39).
+    Recogniser(
+        family="git-add",
+        command=_git("add"),
+        success=None,
+        failure=_summary(*_GIT_ADD_REFUSED),
+        salient=_per_line(*(line + ".*" for line in _GIT_ADD_REFUSED)),
+        example_success="",
+        example_failure="""\
+The following paths are ignored by one of your .gitignore files:
+notes/draft.md
+hint: Use -f if you really want to add them.
+hint: Turn this message off by running
+hint: "git config advice.addIgnoredFile false\"""",
+        check=False,
+    ),
+    # "On branch main" opens the refusal: the line after it says why.
+    Recogniser(
+        family="git-commit",
+        command=_git("commit"),
+        success=None,
+        failure=_summary(*_NOTHING_TO_COMMIT),
+        salient=_per_line(*(line + ".*" for line in _NOTHING_TO_COMMIT)),
+        example_success="",
+        example_failure="""\
+On branch main
+Changes not staged for commit:
+  (use "git add <file>..." to update what will be committed)
+  (use "git restore <file>..." to discard changes in working directory)
+\tmodified:   src/cart.py
+
+no changes added to commit (use "git add" and/or "git commit -a")""",
+        check=False,
+    ),
+    Recogniser(
+        family="git-push",
+        command=_git("push"),
+        success=None,
+        failure=_summary(
+            r"^fatal: The current branch \S+ has no upstream branch",
+            r"^\s*! \[(?:remote )?rejected\] ",
+            r"^error: failed to push some refs to ",
+        ),
+        salient=_per_line(
+            r"^fatal: The current branch .* has no upstream branch.*",
+            r"^\s*! \[(?:remote )?rejected\] .*",
+            r"^error: failed to push some refs to .*",
+        ),
+        example_success="",
+        example_failure="""\
+To github.com:shop/cart.git
+ ! [rejected]        main -> main (fetch first)
+error: failed to push some refs to 'github.com:shop/cart.git'
+hint: Updates were rejected because the remote contains work that you do
+hint: not have locally. This is usually caused by another repository pushing
+hint: to the same ref. You may want to first integrate the remote changes
+hint: (e.g., 'git pull ...') before pushing again.
+hint: See the 'Note about fast-forwards' in 'git push --help' for details.""",
+        check=False,
+    ),
+    Recogniser(
+        family="git-merge",
+        command=_git("merge", "pull", "rebase", "cherry-pick", "revert"),
+        success=None,
+        failure=_summary(
+            r"^CONFLICT \(",
+            r"^Automatic merge failed; fix conflicts",
+            r"^error: could not apply ",
+        ),
+        salient=_per_line(
+            r"^CONFLICT \([\w/ -]+\): .*",
+            r"^Automatic merge failed; fix conflicts.*",
+            r"^error: could not apply .*",
+        ),
+        example_success="",
+        example_failure="""\
+Auto-merging src/cart.py
+CONFLICT (content): Merge conflict in src/cart.py
+Automatic merge failed; fix conflicts and then commit the result.""",
+        check=False,
+    ),
 )
 
 # Commands that run something else whose output is the one to read: `npm test` prints jest's
@@ -660,6 +766,13 @@ def family_of(command: str) -> Recogniser | None:
     return next((row for row in RECOGNISERS if row.command.search(command)), None)
 
 
+def check_of(command: str) -> Recogniser | None:
+    """The check family of a command (tests, linters, compilers): its row when it is a check,
+    else None (git's rows only say which step failed)."""
+    row = family_of(command)
+    return row if row is not None and row.check else None
+
+
 def judge(command: str, output: str | None) -> str | None:
     """'failure' when the output shows the family's failure summary (checked first: a failure
     summary wins whatever else is printed), 'success' when it shows its success summary, else
@@ -679,15 +792,19 @@ def judge(command: str, output: str | None) -> str | None:
 
 def salient_line(command: str | None, output: str | None) -> str | None:
     """The one line of a failure's output that says what went wrong, stripped and capped: the
-    family's salient patterns first (the family of the command, else the one whose summary the
-    output shows), then the last line of a Python traceback, a line starting with `error:` and
-    the like, and the first line that mentions an error. Never a bare exit status line."""
+    family's salient patterns first (the family of the command, else, or after git's, the one
+    whose summary the output shows), then the last line of a Python traceback, a line starting
+    with `error:` and the like, and the first line that mentions an error. Never a bare exit
+    status line."""
     if not output:
         return None
     text = _clean(output)
     lines = [line for line in text.split("\n") if not _is_exit_status(line)]
-    row = (family_of(command) if command else None) or _family_shown(text)
-    for pattern in row.salient if row is not None else ():
+    own = family_of(command) if command else None
+    # git runs hooks (a formatter refusing the commit): what its own rows do not read, the
+    # family whose summary the output shows may.
+    rows = (own,) if own is not None and own.check else (own, _family_shown(text))
+    for pattern in (p for row in dict.fromkeys(rows) if row is not None for p in row.salient):
         found = next((line for line in lines if pattern.search(line)), None)
         if found is not None:
             return _cap(found)

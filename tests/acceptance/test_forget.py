@@ -194,6 +194,47 @@ def test_a_dry_run_lists_what_would_go_and_changes_nothing(home: Home, tmp_path:
     assert SECRET[6:12] not in text
 
 
+def test_a_dry_run_lists_the_lessons_and_known_errors_that_go_with_the_events(
+    home: Home, tmp_path: Path
+) -> None:
+    shop = repository(tmp_path / "shop")
+    error = "E   AssertionError: total is 0"
+    hook(home, bash(shop, "make test", output=error, failed=True))
+    hook(home, bash(shop, "make test"))
+    hook(home, bash(shop, "make test"))
+    hook(home, bash(shop, "make lint"))
+    home.remem("worker", "--burst")
+    ((failed,),) = home.query("SELECT id FROM captured_events WHERE outcome = 'failure'")
+    ((lesson_id,),) = home.query("SELECT id FROM lessons")
+    (known,) = json.loads(home.remem("procedures", "errors", "--json").stdout)
+    home.remem("worker", "--burst")  # nothing to do: it closes the database as a writer
+    before = fingerprint(home)
+
+    listed = json.loads(home.remem("forget", "--event", str(failed), "--dry-run", "--json").stdout)
+    text = home.remem("forget", "--event", str(failed), "--dry-run").stdout
+
+    assert fingerprint(home) == before
+    assert listed["lessons"] == [
+        {"id": lesson_id, "branch": "main", "error": error.replace("   ", " ")}
+    ]
+    assert [(k["workflow"], k["error"]) for k in listed["known_errors"]] == [
+        ("make test", " ".join(known["error"].split()))  # an excerpt, spaces collapsed
+    ]
+    assert "1 lesson(s) learnt from them:" in text
+    assert f"lesson {lesson_id} (main)  E AssertionError: total is 0" in text
+    assert "1 known error(s) seen in them:" in text
+    assert "(make test)  E AssertionError: total is 0" in text
+
+    gone = forget(home, "--event", str(failed))
+    assert gone["derived_rows_deleted"]["lessons"] == len(listed["lessons"])
+    assert gone["derived_rows_deleted"]["known_errors"] == len(listed["known_errors"])
+    assert home.json("procedures", "errors") == []
+    # Forgetting an event that taught nothing lists no lesson.
+    (lint,) = [e["id"] for e in home.events() if e["command"] == "make lint"]
+    quiet = json.loads(home.remem("forget", "--event", str(lint), "--dry-run", "--json").stdout)
+    assert (quiet["lessons"], quiet["known_errors"]) == ([], [])
+
+
 def test_an_archived_procedure_that_matches_is_deleted_too(home: Home, tmp_path: Path) -> None:
     shop = repository(tmp_path / "shop")
     hook(home, bash(shop, DEPLOY))

@@ -37,7 +37,7 @@ def drafted(home: Home, shop: Path) -> Path:
     """The runbook `remem procedures export` writes of the deploy procedure."""
     (deploy,) = [p for p in home.json("procedures", "list") if SECRET in p["command"]]
     home.remem("procedures", "export", str(deploy["id"]), "--format", "runbook")
-    (draft,) = (shop / "remem-drafts").iterdir()
+    (draft,) = (shop / "remem-drafts").glob("runbook-*.md")
     return draft
 
 

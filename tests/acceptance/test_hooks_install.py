@@ -8,6 +8,7 @@ import os
 import pty
 import select
 import shlex
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -216,11 +217,59 @@ def test_uninstall_takes_out_only_remem(machine: Machine) -> None:
     assert json.loads(machine.file("claude-code").read_text()) == CLAUDE_SETTINGS
     assert json.loads(machine.file("cursor").read_text()) == CURSOR_HOOKS
     assert not machine.file("codex").exists()  # install created it; nothing else was in it
-    config = (machine.user / ".codex" / "config.toml").read_text()
-    assert config.startswith(CODEX_CONFIG) and "codex_hooks = true" in config
+    # The flag remem added goes: config.toml is back as it was, byte for byte.
+    assert (machine.user / ".codex" / "config.toml").read_text() == CODEX_CONFIG
+    assert "left in" not in result.stdout
     before = machine.snapshot()
     assert machine.remem("hooks", "uninstall", "all").returncode == 0
     assert machine.snapshot() == before
+    # A round trip again: the same install, the same restore.
+    assert machine.remem("hooks", "install", "codex").returncode == 0
+    assert machine.remem("hooks", "uninstall", "codex").returncode == 0
+    assert (machine.user / ".codex" / "config.toml").read_text() == CODEX_CONFIG
+
+
+def test_uninstall_removes_a_codex_config_remem_created(machine: Machine) -> None:
+    assert machine.remem("hooks", "install", "codex").returncode == 0
+    config = machine.user / ".codex" / "config.toml"
+    assert config.read_text() == "[features]\ncodex_hooks = true\n"
+    result = machine.remem("hooks", "uninstall", "codex", "--json")
+    (codex,) = json.loads(result.stdout)["agents"]
+    assert codex["kept"] is None
+    assert [f["removed"] for f in codex["files"]] == [True, True]
+    assert not config.exists() and not machine.file("codex").exists()
+
+
+def test_uninstall_says_why_it_leaves_the_codex_flag(machine: Machine) -> None:
+    config = machine.user / ".codex" / "config.toml"
+    flag = f"codex: `[features] codex_hooks = true` left in {config}:"
+    theirs = "remem did not add it, or the file changed since remem did"
+    # It was there before remem: the install changed nothing in config.toml.
+    config.write_text(CODEX_CONFIG + "\n[features]\ncodex_hooks = true\n")
+    assert machine.remem("hooks", "install", "codex").returncode == 0
+    result = machine.remem("hooks", "uninstall", "codex")
+    assert f"{flag} {theirs}" in result.stdout
+    assert config.read_text() == CODEX_CONFIG + "\n[features]\ncodex_hooks = true\n"
+
+    # Another hook of the user's still needs it.
+    config.write_text(CODEX_CONFIG)
+    mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./notify.sh"}]}]}}
+    machine.file("codex").write_text(json.dumps(mine))
+    assert machine.remem("hooks", "install", "codex").returncode == 0
+    result = machine.remem("hooks", "uninstall", "codex", "--json")
+    (codex,) = json.loads(result.stdout)["agents"]
+    assert codex["kept"] == f"{flag[7:]} other hooks in {machine.file('codex')} need it"
+    assert json.loads(machine.file("codex").read_text()) == mine
+    assert "codex_hooks = true" in config.read_text()
+
+    # The user edited the file since remem added the flag.
+    machine.file("codex").unlink()
+    config.write_text(CODEX_CONFIG)
+    assert machine.remem("hooks", "install", "codex").returncode == 0
+    config.write_text(config.read_text() + "# mine\n")
+    result = machine.remem("hooks", "uninstall", "codex")
+    assert f"{flag} {theirs}" in result.stdout
+    assert config.read_text().endswith("codex_hooks = true\n# mine\n")
 
 
 def test_all_installs_for_the_agents_found_and_a_name_creates_the_folder(
@@ -360,6 +409,23 @@ def test_doctor_reports_installed_and_missing_hooks(machine: Machine) -> None:
     moved = _doctor(machine)["hooks:claude-code"]
     assert moved["status"] == "fail" and "/gone/bin/remem-hook" in moved["detail"]
     assert "remem hooks install claude-code" in moved["fix"]
+
+
+def test_doctor_gives_no_advice_for_an_agent_the_machine_does_not_have(
+    machine: Machine,
+) -> None:
+    shutil.rmtree(machine.user / ".cursor")
+    before = _doctor(machine)
+    cursor = before["hooks:cursor"]
+    assert (cursor["status"], cursor["fix"]) == ("ok", "")
+    assert cursor["detail"] == f"not in use here: no {machine.user / '.cursor'}"
+    assert before["hooks"]["status"] == "fail"  # still nothing captured: the others have none
+    assert "install cursor" not in machine.remem("doctor").stdout
+    assert machine.remem("hooks", "install", "all").returncode == 0
+    after = _doctor(machine)
+    assert "hooks" not in after
+    assert [after[f"hooks:{agent}"]["status"] for agent in ("claude-code", "codex")] == ["ok"] * 2
+    assert after["hooks:cursor"]["fix"] == ""
 
 
 def _installed_command(machine: Machine, agent: str, event: str) -> str:

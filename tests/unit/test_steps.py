@@ -49,6 +49,17 @@ FAILED tests/test_cart.py::test_total - assert 9 == 10
 
 PYTEST_PASSED = "....\n4 passed in 0.41s"
 MAKE_FAILED = "Exit code 2\nmake: *** [Makefile:9: test] Error 2"
+GIT_IGNORED = """\
+Exit code 1
+The following paths are ignored by one of your .gitignore files:
+notes/draft.md
+hint: Use -f if you really want to add them."""
+GIT_NO_UPSTREAM = """\
+fatal: The current branch feat-a has no upstream branch.
+To push the current branch and set the remote as upstream, use
+
+    git push --set-upstream origin feat-a
+"""
 
 
 def verdicts(
@@ -163,6 +174,48 @@ CASES = [
         ".",
         [(".", "make build", VERIFIED), (".", "make test", VERIFIED)],
     ),
+    # The step whose own failure the output shows failed; the steps after it never ran.
+    (
+        "git add notes/draft.md && git commit -m 'Cart: totals'",
+        False,
+        GIT_IGNORED,
+        ROOT,
+        ".",
+        [],  # `git add` is read-only: no run, and the commit never ran
+    ),
+    (
+        "git add src/cartt.py && git commit -m 'Cart: totals'",
+        False,
+        "Exit code 128\nfatal: pathspec 'src/cartt.py' did not match any files",
+        ROOT,
+        ".",
+        [],
+    ),
+    (
+        "git add -A && git commit -m 'Cart: totals' && git push",
+        False,
+        "Exit code 1\nOn branch main\nnothing to commit, working tree clean",
+        ROOT,
+        ".",
+        [(".", "git commit -m …", FAILED)],
+    ),
+    (
+        "git commit -am 'Cart: totals' && git push",
+        False,
+        "[feat-a 5d889b0] Cart: totals\n 1 file changed\n" + GIT_NO_UPSTREAM,
+        ROOT,
+        ".",
+        [(".", "git commit -am …", UNVERIFIED), (".", "git push", FAILED)],
+    ),
+    (
+        "git pull && make test",
+        False,
+        "Auto-merging src/cart.py\nCONFLICT (content): Merge conflict in src/cart.py\n"
+        "Automatic merge failed; fix conflicts and then commit the result.",
+        ROOT,
+        ".",
+        [(".", "git pull", FAILED)],
+    ),
     # Read-only and navigation steps are no runs.
     ("git status && git diff", True, None, ROOT, ".", []),
     ("ls | wc -l", True, "12", ROOT, ".", []),
@@ -225,6 +278,20 @@ def test_the_failing_pytest_step_names_its_failed_test() -> None:
     assert [(run.workflow, run.salient_error) for run in failed] == [
         ("python -m pytest", "FAILED tests/test_cart.py::test_total - assert 9 == 10")
     ]
+
+
+def test_the_failed_git_step_names_its_own_error() -> None:
+    runs = classify("git commit -am 'x' && git push", False, GIT_NO_UPSTREAM, ROOT, ".")
+    assert [(run.workflow, run.verdict, run.salient_error) for run in runs] == [
+        ("git commit -am …", UNVERIFIED, None),
+        ("git push", FAILED, "fatal: The current branch feat-a has no upstream branch."),
+    ]
+    clean = "On branch main\nnothing to commit, working tree clean"
+    (commit,) = classify("git commit -m 'x' && git push", False, clean, ROOT, ".")
+    assert (commit.workflow, commit.salient_error) == (
+        "git commit -m …",
+        "nothing to commit, working tree clean",
+    )
 
 
 def test_only_failed_runs_have_a_salient_error() -> None:

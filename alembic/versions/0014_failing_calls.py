@@ -1,8 +1,8 @@
 """the index that counts a session's failing calls: the report and `remem ui` read it per
 session, where walking every event of every session was too slow on a large home
 
-Revision ID: 0016
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-01
 """
 
@@ -12,8 +12,8 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision = "0016"
-down_revision = "0012"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,157 @@
+"""A compound command's failure goes to the step that failed (DESIGN.md §5, §6), as real
+processes: Claude Code and Codex payloads through `remem-hook`, a `remem worker --burst`, then
+what the person and the next session are told. git's common refusals say which step failed;
+the steps after it never ran and are never blamed; a commit message stays out of every table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.common import add_worktree, make_repository, session_start
+from tests.acceptance.test_known_errors import errors_json, known_lines
+from tests.acceptance.test_real_sessions import hook
+from tests.acceptance.test_truthful_digest import Agent, Codex
+from tests.conftest import Home
+
+# The message a commit carries in a heredoc, as agents write it: twenty lines.
+MESSAGE_LINES = [f"Cart: line {n} of why the totals are rounded per line" for n in range(20)]
+MESSAGE = "\n".join(MESSAGE_LINES)
+
+
+def commit(*paths: str) -> str:
+    """`git add PATHS && git commit -m "$(cat <<'EOF' ... EOF)"`."""
+    return f"git add {' '.join(paths)} && git commit -m \"$(cat <<'EOF'\n{MESSAGE}\nEOF\n)\""
+
+
+IGNORED = (
+    "Exit code 1\nThe following paths are ignored by one of your .gitignore files:\n"
+    "notes/plan.md\nhint: Use -f if you really want to add them.\n"
+    'hint: Turn this message off by running\nhint: "git config advice.addIgnoredFile false"'
+)
+NO_UPSTREAM = (
+    "[feat-a 5d889b0] Cart: totals\n 1 file changed, 1 insertion(+)\n"
+    "fatal: The current branch feat-a has no upstream branch.\n"
+    "To push the current branch and set the remote as upstream, use\n\n"
+    "    git push --set-upstream origin feat-a\n"
+)
+REJECTED = (
+    "To github.com:shop/cart.git\n ! [rejected]        main -> main (fetch first)\n"
+    "error: failed to push some refs to 'github.com:shop/cart.git'\n"
+    "hint: Updates were rejected because the remote contains work that you do\n"
+    "hint: not have locally."
+)
+CONFLICT = (
+    "Auto-merging src/cart.py\nCONFLICT (content): Merge conflict in src/cart.py\n"
+    "Automatic merge failed; fix conflicts and then commit the result."
+)
+
+
+def shown(home: Home, project: Path) -> str:
+    """Everything a person or the next session reads about the project's errors."""
+    return "\n".join(
+        [
+            home.remem("procedures", "errors", "--project", str(project)).stdout,
+            json.dumps(errors_json(home, project)),
+            home.remem("procedures", "list", "--all").stdout,
+            home.remem("context", "--cwd", str(project)).stdout,
+            hook(home, session_start(project, "next")),
+        ]
+    )
+
+
+def test_an_ignored_path_fails_the_add_and_never_the_commit_after_it(
+    home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    agent = Agent(home, project)
+    agent.edited("src/cart.py", "s1", "return round(total, 2)")
+    agent.failed(commit("src/cart.py", "notes/plan.md"), "s1", IGNORED)
+    agent.ran(commit("src/cart.py"), "s1")
+    agent.ran(commit("src/tax.py"), "s1")
+    home.remem("worker", "--burst")
+
+    # The commit never ran: it has two runs, both passing, and no error, no pitfall.
+    (procedure,) = home.procedures()
+    assert (procedure["workflow"], procedure["verified_runs"]) == ("git commit -m …", 2)
+    assert errors_json(home, project) == []
+    text = shown(home, project) + home.remem("procedures", "show", str(procedure["id"])).stdout
+    assert "ignored by one of your .gitignore" not in text
+    assert "passed again with no edit" not in text and "pitfall" not in text
+    assert not any(line in text for line in MESSAGE_LINES)
+
+
+def test_a_push_without_upstream_is_the_push_s_error_not_the_commit_s(
+    home: Home, tmp_path: Path
+) -> None:
+    repository = make_repository(tmp_path / "shop")
+    first = add_worktree(repository, tmp_path / "shop-a", "feat-a")
+    agent = Agent(home, first)
+    agent.edited("src/cart.py", "s1", "return 3")
+    agent.failed('git commit -am "Cart: totals" && git push', "s1", "Exit code 128\n" + NO_UPSTREAM)
+    agent.ran("git push --set-upstream origin feat-a", "s1")
+    home.remem("worker", "--burst")
+
+    (known,) = errors_json(home, repository)
+    assert (known["workflow"], known["error"]) == (
+        "git push",
+        "fatal: The current branch <branch> has no upstream branch.",
+    )
+    assert known["fix_commands"] == ["git push --set-upstream origin <branch>"]
+    other = add_worktree(repository, tmp_path / "shop-b", "feat-b")
+    found = known_lines(hook(home, session_start(other, "s2")))
+    assert found == {
+        "fatal: The current branch <branch> has no upstream branch.": (
+            "fixed after running `git push --set-upstream origin <branch>`"
+        )
+    }
+
+
+def test_codex_nothing_to_commit_is_the_commit_s_and_the_push_never_ran(
+    home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    codex = Codex(home, project, tmp_path / "rollout-c1.jsonl", "codex-c1")
+    ship = commit("-A") + " && git push"
+    codex.ran(ship, 1, "On branch main\nnothing to commit, working tree clean\n")
+    codex.ran("git push")  # what it meant to do, and it passed
+    codex.ran("git push")
+    home.remem("worker", "--burst")
+
+    (known,) = errors_json(home, project)
+    assert (known["workflow"], known["error"], known["resolved_at"]) == (
+        "git commit -m …",
+        "nothing to commit, working tree clean",
+        None,
+    )
+    # The push passed twice and never failed: it has no lesson, and no error of the commit's.
+    push = [p for p in home.procedures() if p["workflow"] == "git push"]
+    assert [(p["verified_runs"], p["status"]) for p in push] == [(2, "active")]
+    text = shown(home, project)
+    assert "On branch main" not in text
+    assert not any(line in text for line in MESSAGE_LINES)
+
+
+def test_codex_rejected_push_and_merge_conflict_each_go_to_their_step(
+    home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    codex = Codex(home, project, tmp_path / "rollout-c2.jsonl", "codex-c2")
+    codex.ran('git commit -am "Cart: totals" && git push', 1, "[main 5d889b0] Cart\n" + REJECTED)
+    codex.ran("git pull && make test", 1, CONFLICT)
+    codex.ran("git add src/cart.py && git commit --no-edit")
+    codex.ran("git push")
+    codex.ran("git pull && make test")
+    home.remem("worker", "--burst")
+
+    by_workflow = {known["workflow"]: known for known in errors_json(home, project)}
+    assert set(by_workflow) == {"git push", "git pull"}
+    push, pull = by_workflow["git push"], by_workflow["git pull"]
+    assert push["error"] == "! [rejected]        main -> main (fetch first)"
+    assert pull["error"] == "CONFLICT (content): Merge conflict in src/cart.py"
+    assert pull["resolved_at"] is not None and push["resolved_at"] is not None
+    # `make test` never ran after the conflict: its one run passed.
+    (make,) = [h for h in home.command_hits("make test") if h["command"].startswith("git pull")]
+    assert (make["runs"], make["evidence"]) == (2, 1)
+    tests = [p for p in home.procedures() if p["workflow"] == "make test"]
+    assert all(p["status"] == "active" for p in tests)
