@@ -11,7 +11,7 @@ earlier events resolved late, whose runs may come between a stored run and its e
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -76,36 +76,67 @@ def read(connection: Driver, key: dict[str, Any], with_files: bool) -> Evidence 
     brings it verified runs, the files edited before the newest runs that may stay listed.
     Those before which a run may yet be stored (after a Codex command whose outcome is
     unknown) are left to be read under the write lock."""
-    procedure_id = connection.execute(SELECT_PROCEDURE_ID, key).scalar()
-    if procedure_id is None:
-        return None
-    params = {"id": procedure_id, "since": float("-inf"), "n": EVIDENCE_LISTED}
-    rows = connection.execute(LATEST_EVIDENCE, params).all()
-    newest = tuple((at, event, session) for at, event, session, _host in rows)
-    if not with_files:
-        return Evidence(procedure_id, newest, {})
+    return read_many(connection, [(key, with_files)])[0]
+
+
+def read_many(
+    connection: Driver, wanted: Sequence[tuple[dict[str, Any], bool]]
+) -> list[Evidence | None]:
+    """`read` for several groups (key, with_files), each stage's statements sent for all of
+    them before any is read."""
+    ids = [connection.execute(SELECT_PROCEDURE_ID, key) for key, _with_files in wanted]
+    procedure_ids = [sent.scalar() for sent in ids]
+    latest = [
+        None
+        if procedure_id is None
+        else connection.execute(
+            LATEST_EVIDENCE, {"id": procedure_id, "since": float("-inf"), "n": EVIDENCE_LISTED}
+        )
+        for procedure_id in procedure_ids
+    ]
+    found: list[tuple[int, list[Any], Callable[[], dict[int, frozenset[str]]]] | None] = []
+    for (_key, with_files), procedure_id, sent in zip(wanted, procedure_ids, latest, strict=True):
+        if procedure_id is None or sent is None:
+            found.append(None)
+            continue
+        rows = sent.all()
+        edited: Callable[[], dict[int, frozenset[str]]] = dict
+        if with_files:
+            edited = send_files_before(connection, _settled(connection, rows))
+        found.append((procedure_id, rows, edited))
+    return [
+        None
+        if one is None
+        else Evidence(one[0], tuple((at, e, session) for at, e, session, _h in one[1]), one[2]())
+        for one in found
+    ]
+
+
+def _settled(connection: Driver, rows: list[Any]) -> list[tuple[int, int]]:
+    """(session, event) of the newest runs whose files are read now: not those after a Codex
+    command of their session whose outcome is still unknown."""
     listed = rows[:FILES_FROM_LAST_RUNS]
     unsettled = {
         session: connection.execute(FIRST_UNSETTLED, {"session_id": session}).scalar()
         for _at, _event, session, host in listed
         if host == "codex"
     }
-    runs = [
+    return [
         (session, event)
         for _at, event, session, _host in listed
         if unsettled.get(session) is None or unsettled[session] > event
     ]
-    return Evidence(procedure_id, newest, files_before(connection, runs))
 
 
 # The files edited right before one run: in its own session, after the session's previous run
 # of any workflow (verified, failed or unverified), up to the run itself. An edit the agent made
-# before running something else belongs to that other run, not to every later one.
+# before running something else belongs to that other run, not to every later one. One EXISTS
+# over a UNION ALL (journal.PREVIOUS_RUN says why).
 _PREVIOUS_RUN = (
     "SELECT p.id FROM captured_events p WHERE p.session_id = :s{i} AND p.id < :run{i} "
-    "AND p.kind = 'command' AND (EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = p.id) "
-    "OR EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = p.id) "
-    "OR EXISTS (SELECT 1 FROM unverified_runs u WHERE u.event_id = p.id)) "
+    "AND p.kind = 'command' AND EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = p.id "
+    "UNION ALL SELECT 1 FROM attempts a WHERE a.event_id = p.id "
+    "UNION ALL SELECT 1 FROM unverified_runs u WHERE u.event_id = p.id) "
     "ORDER BY p.id DESC LIMIT 1"
 )
 _EDITED_BEFORE_RUN = (
@@ -123,15 +154,27 @@ def _edited_before_runs(count: int) -> Any:
 
 def files_before(connection: Driver, runs: Sequence[tuple[int, int]]) -> dict[int, frozenset[str]]:
     """Event id -> the files edited right before it, for runs given as (session, event)."""
+    return send_files_before(connection, runs)()
+
+
+def send_files_before(
+    connection: Driver, runs: Sequence[tuple[int, int]]
+) -> Callable[[], dict[int, frozenset[str]]]:
+    """files_before's statement, sent; its answer once called."""
     if not runs:
-        return {}
+        return dict
     params: dict[str, Any] = {}
     for i, (session_id, event_id) in enumerate(runs):
         params.update({f"s{i}": session_id, f"run{i}": event_id})
-    found: dict[int, set[str]] = {event_id: set() for _session, event_id in runs}
-    for i, encoded in connection.execute(_edited_before_runs(len(runs)), params).all():
-        found[runs[i][1]].update(json.loads(encoded))
-    return {event_id: frozenset(names) for event_id, names in found.items()}
+    sent = connection.execute(_edited_before_runs(len(runs)), params)
+
+    def found() -> dict[int, frozenset[str]]:
+        names: dict[int, set[str]] = {event_id: set() for _session, event_id in runs}
+        for i, encoded in sent:
+            names[runs[i][1]].update(json.loads(encoded))
+        return {event_id: frozenset(files) for event_id, files in names.items()}
+
+    return found
 
 
 def files_in_window(

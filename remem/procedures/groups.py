@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from remem.db.driver import Driver
+from remem.db.driver import Driver, Rows
 from remem.procedures import evidence, policy
 from remem.procedures.tally import Tally, variant_rows
 from remem.procedures.tally import decide as decide_from_tally
@@ -252,6 +252,11 @@ def _values(
     }
 
 
+def send_procedure(connection: Driver, group: Group) -> Rows:
+    """The group's procedure row, sent for evaluate to read."""
+    return connection.execute(SELECT_PROCEDURE, group.key())
+
+
 def evaluate(
     connection: Driver,
     group: Group,
@@ -259,12 +264,14 @@ def evaluate(
     now: float,
     new_evidence: list[dict[str, Any]] | None = None,
     known: evidence.Evidence | None = None,
+    sent: Rows | None = None,
 ) -> str:
     """Re-decide one group's procedure from its tally and store it if anything changed.
     `new_evidence` are the window's verified runs of the group ({event_id, verified_at});
-    `known` its procedure's evidence as the window's prepare read it, with them added.
+    `known` its procedure's evidence as the window's prepare read it, with them added;
+    `sent` its procedure as send_procedure sent for it, once the group's tally is written.
     Returns what happened: promoted, refreshed, broken, stale, unchanged or unpromoted."""
-    existing = connection.execute(SELECT_PROCEDURE, group.key()).first()
+    existing = (sent if sent is not None else send_procedure(connection, group)).first()
     status = existing.status if existing else None
     decision = decide_from_tally(tally, status)
     if decision is None:
