@@ -45,10 +45,6 @@ class Evidence:
         return [(event, session) for at, event, session in self.newest if at >= since]
 
 
-SELECT_PROCEDURE_ID = text(
-    "SELECT id FROM procedures WHERE project_id = :project_id AND scope = :scope "
-    "AND branch = :branch AND directory = :directory AND workflow_hash = :workflow_hash"
-)
 # The newest evidence runs of a procedure, from `since` (its fresh runs, or all of them): the
 # index on (procedure, time) read backwards, `n` rows of it.
 LATEST_EVIDENCE = text(
@@ -71,44 +67,24 @@ def latest(connection: Driver, procedure_id: int, since: float) -> list[tuple[in
     return [(event, session) for _at, event, session, _host in rows]
 
 
-def read(connection: Driver, key: dict[str, Any], with_files: bool) -> Evidence | None:
-    """The evidence of the group's procedure (None when it has none), and when the window
-    brings it verified runs, the files edited before the newest runs that may stay listed.
-    Those before which a run may yet be stored (after a Codex command whose outcome is
-    unknown) are left to be read under the write lock."""
-    return read_many(connection, [(key, with_files)])[0]
-
-
-def read_many(
-    connection: Driver, wanted: Sequence[tuple[dict[str, Any], bool]]
-) -> list[Evidence | None]:
-    """`read` for several groups (key, with_files), each stage's statements sent for all of
-    them before any is read."""
-    ids = [connection.execute(SELECT_PROCEDURE_ID, key) for key, _with_files in wanted]
-    procedure_ids = [sent.scalar() for sent in ids]
-    latest = [
-        None
-        if procedure_id is None
-        else connection.execute(
-            LATEST_EVIDENCE, {"id": procedure_id, "since": float("-inf"), "n": EVIDENCE_LISTED}
-        )
-        for procedure_id in procedure_ids
-    ]
-    found: list[tuple[int, list[Any], Callable[[], dict[int, frozenset[str]]]] | None] = []
-    for (_key, with_files), procedure_id, sent in zip(wanted, procedure_ids, latest, strict=True):
-        if procedure_id is None or sent is None:
-            found.append(None)
-            continue
+def read_many(connection: Driver, wanted: Sequence[tuple[int, bool]]) -> list[Evidence]:
+    """The evidence of procedures given as (id, with_files): its newest runs and, with files
+    (a window brings it verified runs), the files edited before the newest runs that may stay
+    listed. Those before which a run may yet be stored (after a Codex command whose outcome
+    is unknown) are left to be read under the write lock. Each stage's statements are sent
+    for every procedure before any is read."""
+    params = {"since": float("-inf"), "n": EVIDENCE_LISTED}
+    latest = [connection.execute(LATEST_EVIDENCE, {**params, "id": i}) for i, _files in wanted]
+    found = []
+    for (procedure_id, with_files), sent in zip(wanted, latest, strict=True):
         rows = sent.all()
         edited: Callable[[], dict[int, frozenset[str]]] = dict
         if with_files:
             edited = send_files_before(connection, _settled(connection, rows))
         found.append((procedure_id, rows, edited))
     return [
-        None
-        if one is None
-        else Evidence(one[0], tuple((at, e, session) for at, e, session, _h in one[1]), one[2]())
-        for one in found
+        Evidence(procedure_id, tuple((at, e, session) for at, e, session, _h in rows), edited())
+        for procedure_id, rows, edited in found
     ]
 
 

@@ -18,11 +18,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from remem.config import Settings
-from remem.db.driver import Driver, Rows
+from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
 from remem.procedures import instead, journal, known, ledger_rows, policy, tallies
-from remem.procedures.groups import BRANCH, Group, evaluate, send_procedure
+from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
 from remem.procedures.steps import VERIFIED
 from remem.procedures.tally import GroupRun, Tally, advance, session_lasts
@@ -124,9 +124,9 @@ def _apply(connection: Driver, window: Window, settings: Settings, now: float) -
     # The journals of the branch groups, then every group's procedure, read under the
     # tallies' locks.
     _journals(connection, [step for step in steps if step.group.scope == BRANCH], now, around)
-    procedures = [send_procedure(connection, step.group) for step in steps]
-    for step, procedure in zip(steps, procedures, strict=True):
-        outcome = step.evaluate(connection, now, procedure)
+    procedures = send_procedures(connection, [step.group for step in steps])()
+    for step in steps:
+        outcome = step.evaluate(connection, now, procedures[step.group])
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
     if window.events:
@@ -218,7 +218,7 @@ class _Step:
         if not self.current:
             self.tally, _lasts = tallies.rederive_locked(connection, self.group, rules, now)
 
-    def evaluate(self, connection: Driver, now: float, procedure: Rows) -> str:
+    def evaluate(self, connection: Driver, now: float, procedure: Any) -> str:
         assert self.tally is not None
         verified = {run.event_id: run for run in self.runs if run.verdict == VERIFIED}
         new_evidence = [

@@ -18,7 +18,7 @@ from remem.config import Settings
 from remem.db.driver import Driver, with_ids
 from remem.procedures import evidence, journal, policy, tallies
 from remem.procedures.evidence import Evidence
-from remem.procedures.groups import BRANCH, Group
+from remem.procedures.groups import BRANCH, Group, send_procedures
 from remem.procedures.rollout import Resolution
 from remem.procedures.steps import FAILED, UNVERIFIED, VERIFIED, StepRun
 from remem.procedures.tally import GroupRun, Tally
@@ -110,10 +110,7 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         for group, found_tally in tallies_found.items()
         if found_tally is not None and _may_qualify(group, found_tally.tally, runs[group])
     }
-    sessions = {
-        group: tallies.known_sessions(connection, tallies_found[group], group_runs)
-        for group, group_runs in runs.items()
-    }
+    sessions = tallies.known_sessions(connection, tallies_found, runs)
     regions = {}
     for group, group_runs in runs.items():
         if group.scope != BRANCH:
@@ -128,7 +125,7 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         runs,
         tallies_found,
         {group: read() for group, read in nearby.items()},
-        {group: read() for group, read in sessions.items()},
+        sessions(),
         batch.fixes,
         found_evidence,
         edited,
@@ -149,12 +146,16 @@ def _evidence(
         group: {run.event_id for run in group_runs if run.verdict == VERIFIED}
         for group, group_runs in runs.items()
     }
-    wanted = [(group.key(), bool(verified_by_group[group])) for group in runs]
+    procedures = {
+        group: row.id
+        for group, row in send_procedures(connection, runs)().items()
+        if row is not None
+    }
+    wanted = [(procedure_id, bool(verified_by_group[g])) for g, procedure_id in procedures.items()]
     found, verified = {}, set()
-    for group, known in zip(runs, evidence.read_many(connection, wanted), strict=True):
-        if known is not None:
-            found[group] = known
-            verified |= verified_by_group[group]
+    for group, known in zip(procedures, evidence.read_many(connection, wanted), strict=True):
+        found[group] = known
+        verified |= verified_by_group[group]
     if not verified:
         return found, {}  # no procedure gains a run here
     # A Codex call of the session that maintenance resolves meanwhile comes with the window's

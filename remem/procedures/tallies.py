@@ -10,7 +10,7 @@ from sqlalchemy import bindparam, text
 
 from remem.db.driver import Driver, Rows
 from remem.procedures import policy
-from remem.procedures.groups import Group, scoped_statement
+from remem.procedures.groups import Group, scoped_statement, send_by_group
 from remem.procedures.tally import (
     FAILED,
     UNVERIFIED,
@@ -45,10 +45,6 @@ UPSERT_SESSION = text(
     "last_verified_at = CASE WHEN excluded.last_verified_at > group_sessions.last_verified_at "
     "THEN excluded.last_verified_at ELSE group_sessions.last_verified_at END"
 )
-SELECT_SESSIONS = text(
-    "SELECT session_id, last_verified_at FROM group_sessions WHERE group_id = :group_id "
-    "AND session_id IN :sessions"
-).bindparams(bindparam("sessions", expanding=True))
 SESSIONS_AGED_OUT = text(
     "SELECT count(*) FROM group_sessions WHERE group_id = :group_id "
     "AND last_verified_at >= :old AND last_verified_at < :new"
@@ -108,21 +104,7 @@ def unchanged(connection: Driver, stored: dict[Group, Stored | None]) -> bool:
 
 
 def _rows(connection: Driver, statement: Any, groups: Iterable[Group]) -> dict[Group, Any]:
-    """Each group's group_states row (None when it has none) by a statement over one project's
-    workflow hashes."""
-    by_project: dict[int, list[Group]] = {}
-    for group in groups:
-        by_project.setdefault(group.project_id, []).append(group)
-    found: dict[Group, Any] = {}
-    for project_id, members in by_project.items():
-        wanted = {(g.scope, g.branch, g.directory, g.workflow_hash): g for g in members}
-        found.update(dict.fromkeys(members))
-        params = {"project_id": project_id, "hashes": sorted({g.workflow_hash for g in members})}
-        for row in connection.execute(statement, params):
-            match = wanted.get((row.scope, row.branch, row.directory, row.workflow_hash))
-            if match is not None:
-                found[match] = row
-    return found
+    return send_by_group(connection, statement, groups)()
 
 
 _AGED_OUT = (
@@ -149,17 +131,39 @@ def aging(connection: Driver, group: Group, stored: Stored, cutoff: float) -> Ag
     return Aging(int(left), oldest, int(sessions))
 
 
+SELECT_GROUPS_SESSIONS = text(
+    "SELECT group_id, session_id, last_verified_at FROM group_sessions "
+    "WHERE group_id IN :groups AND session_id IN :sessions"
+).bindparams(bindparam("groups", expanding=True), bindparam("sessions", expanding=True))
+
+
 def known_sessions(
-    connection: Driver, stored: Stored | None, runs: Sequence[GroupRun]
-) -> Callable[[], dict[int, float]]:
-    """The stored latest verified run of each session with a verified run among `runs`: sent,
-    and read once called."""
-    sessions = sorted({run.session_id for run in runs if run.verdict == VERIFIED})
-    if stored is None or not sessions:
-        return dict
-    params = {"group_id": stored.id, "sessions": sessions}
-    sent = connection.execute(SELECT_SESSIONS, params)
-    return lambda: dict(sent.all())
+    connection: Driver,
+    stored: dict[Group, Stored | None],
+    runs: dict[Group, list[GroupRun]],
+) -> Callable[[], dict[Group, dict[int, float]]]:
+    """For each group, the stored latest verified run of each session with a verified run
+    among its `runs`: one statement for them all, sent; read once called."""
+    wanted = {
+        group: {run.session_id for run in group_runs if run.verdict == VERIFIED}
+        for group, group_runs in runs.items()
+    }
+    ids = {found.id: group for group, found in stored.items() if found is not None}
+    sessions = sorted({s for group in ids.values() for s in wanted[group]})
+    if not sessions:
+        return lambda: {group: {} for group in runs}
+    params = {"groups": sorted(ids), "sessions": sessions}
+    sent = connection.execute(SELECT_GROUPS_SESSIONS, params)
+
+    def found() -> dict[Group, dict[int, float]]:
+        by_group: dict[Group, dict[int, float]] = {group: {} for group in runs}
+        for group_id, session_id, at in sent:
+            group = ids[group_id]
+            if session_id in wanted[group]:
+                by_group[group][session_id] = at
+        return by_group
+
+    return found
 
 
 def nearby(
