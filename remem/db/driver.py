@@ -11,12 +11,20 @@ rows come back as named tuples: `row.name`, `row[0]` and unpacking work as on SQ
 A list parameter (`IN :ids`) becomes as many placeholders as the list holds. Anything else
 (a table construct, an empty list, a list parameter in an executemany) goes through SQLAlchemy
 as before, so callers need not know which statements take which road.
+
+On PostgreSQL every statement is a round trip to the server, and a window's statements came to
+a hundred of them. Inside `pipelined()` the statements are sent without waiting for one
+another: what they return is read when the caller first asks for it, and that read waits once
+for every statement sent before it. Writes whose result nobody reads cost no wait at all, and
+reads sent one after another before any is read share one. SQLite, in the process, runs each
+statement at once as before.
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,11 +42,44 @@ _row_types: dict[tuple[str, ...], Callable[[Iterable[Any]], Any]] = {}
 class Rows:
     """What a statement returned, with the few methods of SQLAlchemy's result the callers use."""
 
-    __slots__ = ("_rows", "rowcount")
+    __slots__ = ("_found", "_rowcount", "_sent")
 
     def __init__(self, rows: list[Any], rowcount: int) -> None:
-        self._rows = rows
-        self.rowcount = rowcount
+        self._found = rows
+        self._rowcount = rowcount
+        self._sent: tuple[Any, Callable[[], None]] | None = None
+
+    @classmethod
+    def sent(cls, cursor: Any, sync: Callable[[], None]) -> Rows:
+        """What a pipelined statement will return: read from its cursor when first asked for."""
+        rows = cls([], -1)
+        rows._sent = (cursor, sync)
+        return rows
+
+    @property
+    def _rows(self) -> list[Any]:
+        if self._sent is not None:
+            self._land()
+        return self._found
+
+    @property
+    def rowcount(self) -> int:
+        if self._sent is not None:
+            self._land()
+        return self._rowcount
+
+    def _land(self) -> None:
+        assert self._sent is not None
+        cursor, sync = self._sent
+        self._sent = None
+        if cursor.pgresult is None:
+            sync()  # one wait for this statement and every one sent before it
+        self._rowcount = cursor.rowcount
+        description = cursor.description
+        if description is not None:
+            make = _row_type(tuple(column[0] for column in description))
+            self._found = [make(row) for row in cursor.fetchall()]
+        cursor.close()
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._rows)
@@ -47,15 +88,18 @@ class Rows:
         return self._rows
 
     def first(self) -> Any:
-        return self._rows[0] if self._rows else None
+        rows = self._rows
+        return rows[0] if rows else None
 
     def one(self) -> Any:
-        if len(self._rows) != 1:
-            raise LookupError(f"expected one row, the statement returned {len(self._rows)}")
-        return self._rows[0]
+        rows = self._rows
+        if len(rows) != 1:
+            raise LookupError(f"expected one row, the statement returned {len(rows)}")
+        return rows[0]
 
     def scalar(self) -> Any:
-        return self._rows[0][0] if self._rows else None
+        rows = self._rows
+        return rows[0][0] if rows else None
 
     def scalar_one(self) -> Any:
         return self.one()[0]
@@ -104,6 +148,23 @@ class Driver:
         self.connection = connection
         self.dialect = connection.dialect
         self._cursor: Any = None
+        self._pipeline: Any = None
+
+    @contextmanager
+    def pipelined(self) -> Iterator[Driver]:
+        """Statements sent without waiting for one another until the block ends (PostgreSQL;
+        elsewhere each runs at once). An error surfaces at the first read after it or at the
+        end of the block, and the transaction is lost either way."""
+        if self.dialect.name != "postgresql" or self._pipeline is not None:
+            yield self
+            return
+        dbapi_connection: Any = self.connection.connection.dbapi_connection
+        with dbapi_connection.pipeline() as pipeline:
+            self._pipeline = pipeline
+            try:
+                yield self
+            finally:
+                self._pipeline = None
 
     def execute(
         self, statement: Any, params: dict[str, Any] | list[dict[str, Any]] | None = None
@@ -111,6 +172,8 @@ class Driver:
         compiled = self._compile(statement)
         if compiled is None:
             return self._through_sqlalchemy(statement, params)
+        if self._pipeline is not None:
+            return self._send(statement, compiled, params)
         cursor = self._cursor_now()
         if isinstance(params, list):
             if compiled.expanding:
@@ -129,7 +192,28 @@ class Driver:
         make = _row_type(tuple(column[0] for column in description))
         return Rows([make(row) for row in cursor.fetchall()], cursor.rowcount)
 
+    def _send(self, statement: Any, compiled: _Compiled, params: Any) -> Rows:
+        """A statement sent into the pipeline, on a cursor of its own (a cursor holds the
+        result of its last statement only)."""
+        cursor = self.connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        if isinstance(params, list):
+            if compiled.expanding:
+                return self._through_sqlalchemy(statement, params)
+            if not params:
+                return Rows([], 0)
+            cursor.executemany(compiled.sql, [_values(p, compiled.positions) for p in params])
+        else:
+            bound = compiled.bind(params or {})
+            if bound is None:
+                return self._through_sqlalchemy(statement, params)
+            cursor.execute(*bound)
+        return Rows.sent(cursor, self._pipeline.sync)
+
     def _through_sqlalchemy(self, statement: Any, params: Any) -> Rows:
+        if self._pipeline is not None:
+            # SQLAlchemy reads a statement's columns as soon as it is sent, before a pipeline
+            # has them: such a statement has no place in one.
+            raise TypeError(f"the driver cannot pipeline this statement: {statement}")
         result = self.connection.execute(statement, params)
         return Rows(list(result) if result.returns_rows else [], result.rowcount)
 

@@ -11,7 +11,7 @@ earlier events resolved late, whose runs may come between a stored run and its e
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -45,10 +45,6 @@ class Evidence:
         return [(event, session) for at, event, session in self.newest if at >= since]
 
 
-SELECT_PROCEDURE_ID = text(
-    "SELECT id FROM procedures WHERE project_id = :project_id AND scope = :scope "
-    "AND branch = :branch AND directory = :directory AND workflow_hash = :workflow_hash"
-)
 # The newest evidence runs of a procedure, from `since` (its fresh runs, or all of them): the
 # index on (procedure, time) read backwards, `n` rows of it.
 LATEST_EVIDENCE = text(
@@ -71,41 +67,52 @@ def latest(connection: Driver, procedure_id: int, since: float) -> list[tuple[in
     return [(event, session) for _at, event, session, _host in rows]
 
 
-def read(connection: Driver, key: dict[str, Any], with_files: bool) -> Evidence | None:
-    """The evidence of the group's procedure (None when it has none), and when the window
-    brings it verified runs, the files edited before the newest runs that may stay listed.
-    Those before which a run may yet be stored (after a Codex command whose outcome is
-    unknown) are left to be read under the write lock."""
-    procedure_id = connection.execute(SELECT_PROCEDURE_ID, key).scalar()
-    if procedure_id is None:
-        return None
-    params = {"id": procedure_id, "since": float("-inf"), "n": EVIDENCE_LISTED}
-    rows = connection.execute(LATEST_EVIDENCE, params).all()
-    newest = tuple((at, event, session) for at, event, session, _host in rows)
-    if not with_files:
-        return Evidence(procedure_id, newest, {})
+def read_many(connection: Driver, wanted: Sequence[tuple[int, bool]]) -> list[Evidence]:
+    """The evidence of procedures given as (id, with_files): its newest runs and, with files
+    (a window brings it verified runs), the files edited before the newest runs that may stay
+    listed. Those before which a run may yet be stored (after a Codex command whose outcome
+    is unknown) are left to be read under the write lock. Each stage's statements are sent
+    for every procedure before any is read."""
+    params = {"since": float("-inf"), "n": EVIDENCE_LISTED}
+    latest = [connection.execute(LATEST_EVIDENCE, {**params, "id": i}) for i, _files in wanted]
+    found = []
+    for (procedure_id, with_files), sent in zip(wanted, latest, strict=True):
+        rows = sent.all()
+        edited: Callable[[], dict[int, frozenset[str]]] = dict
+        if with_files:
+            edited = send_files_before(connection, _settled(connection, rows))
+        found.append((procedure_id, rows, edited))
+    return [
+        Evidence(procedure_id, tuple((at, e, session) for at, e, session, _h in rows), edited())
+        for procedure_id, rows, edited in found
+    ]
+
+
+def _settled(connection: Driver, rows: list[Any]) -> list[tuple[int, int]]:
+    """(session, event) of the newest runs whose files are read now: not those after a Codex
+    command of their session whose outcome is still unknown."""
     listed = rows[:FILES_FROM_LAST_RUNS]
     unsettled = {
         session: connection.execute(FIRST_UNSETTLED, {"session_id": session}).scalar()
         for _at, _event, session, host in listed
         if host == "codex"
     }
-    runs = [
+    return [
         (session, event)
         for _at, event, session, _host in listed
         if unsettled.get(session) is None or unsettled[session] > event
     ]
-    return Evidence(procedure_id, newest, files_before(connection, runs))
 
 
 # The files edited right before one run: in its own session, after the session's previous run
 # of any workflow (verified, failed or unverified), up to the run itself. An edit the agent made
-# before running something else belongs to that other run, not to every later one.
+# before running something else belongs to that other run, not to every later one. One EXISTS
+# over a UNION ALL (journal.PREVIOUS_RUN says why).
 _PREVIOUS_RUN = (
     "SELECT p.id FROM captured_events p WHERE p.session_id = :s{i} AND p.id < :run{i} "
-    "AND p.kind = 'command' AND (EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = p.id) "
-    "OR EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = p.id) "
-    "OR EXISTS (SELECT 1 FROM unverified_runs u WHERE u.event_id = p.id)) "
+    "AND p.kind = 'command' AND EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = p.id "
+    "UNION ALL SELECT 1 FROM attempts a WHERE a.event_id = p.id "
+    "UNION ALL SELECT 1 FROM unverified_runs u WHERE u.event_id = p.id) "
     "ORDER BY p.id DESC LIMIT 1"
 )
 _EDITED_BEFORE_RUN = (
@@ -123,15 +130,27 @@ def _edited_before_runs(count: int) -> Any:
 
 def files_before(connection: Driver, runs: Sequence[tuple[int, int]]) -> dict[int, frozenset[str]]:
     """Event id -> the files edited right before it, for runs given as (session, event)."""
+    return send_files_before(connection, runs)()
+
+
+def send_files_before(
+    connection: Driver, runs: Sequence[tuple[int, int]]
+) -> Callable[[], dict[int, frozenset[str]]]:
+    """files_before's statement, sent; its answer once called."""
     if not runs:
-        return {}
+        return dict
     params: dict[str, Any] = {}
     for i, (session_id, event_id) in enumerate(runs):
         params.update({f"s{i}": session_id, f"run{i}": event_id})
-    found: dict[int, set[str]] = {event_id: set() for _session, event_id in runs}
-    for i, encoded in connection.execute(_edited_before_runs(len(runs)), params).all():
-        found[runs[i][1]].update(json.loads(encoded))
-    return {event_id: frozenset(names) for event_id, names in found.items()}
+    sent = connection.execute(_edited_before_runs(len(runs)), params)
+
+    def found() -> dict[int, frozenset[str]]:
+        names: dict[int, set[str]] = {event_id: set() for _session, event_id in runs}
+        for i, encoded in sent:
+            names[runs[i][1]].update(json.loads(encoded))
+        return {event_id: frozenset(files) for event_id, files in names.items()}
+
+    return found
 
 
 def files_in_window(

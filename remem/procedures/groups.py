@@ -8,11 +8,12 @@ workflow on every branch of the project, promoted when it was verified on at lea
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 
 from remem.db.driver import Driver
 from remem.procedures import evidence, policy
@@ -76,6 +77,34 @@ def scoped_statement(template: str, scope: str) -> Any:
     return text(template.format(where=Group(0, scope, "", "", "", "").where()))
 
 
+def send_by_group(
+    connection: Driver, statement: Any, groups: Iterable[Group]
+) -> Callable[[], dict[Group, Any]]:
+    """Each group's row (None when it has none) by a statement over one project's workflow
+    hashes (`:project_id`, `IN :hashes`, selecting scope, branch, directory and
+    workflow_hash): one statement per project, sent; the rows once called."""
+    by_project: dict[int, list[Group]] = {}
+    for group in groups:
+        by_project.setdefault(group.project_id, []).append(group)
+    sent = []
+    for project_id, members in by_project.items():
+        params = {"project_id": project_id, "hashes": sorted({g.workflow_hash for g in members})}
+        sent.append((members, connection.execute(statement, params)))
+
+    def rows() -> dict[Group, Any]:
+        found: dict[Group, Any] = {}
+        for members, result in sent:
+            wanted = {(g.scope, g.branch, g.directory, g.workflow_hash): g for g in members}
+            found.update(dict.fromkeys(members))
+            for row in result:
+                match = wanted.get((row.scope, row.branch, row.directory, row.workflow_hash))
+                if match is not None:
+                    found[match] = row
+        return found
+
+    return rows
+
+
 def recommended(found: list[tuple[str, bool, int, int]], workflow: str) -> str:
     """The unmasked variant verified most often; else the workflow itself, which is the masked
     variants' command without the filter that hid its status. One that runs as stored comes
@@ -136,11 +165,18 @@ def _actual_workflow(found: list[Variant], workflow: str) -> str:
     return next(s.workflow for s in analyse(found[0][0]).steps if s.family == workflow)
 
 
-SELECT_PROCEDURE = text(
+_PROCEDURE_COLUMNS = (
     "SELECT id, status, command, variants, confidence, verified_runs, distinct_sessions, "
-    "branches, evidence_event_ids, files, files_more, body FROM procedures "
-    "WHERE project_id = :project_id AND scope = :scope AND branch = :branch "
+    "branches, evidence_event_ids, files, files_more, body, scope, branch, directory, "
+    "workflow_hash FROM procedures WHERE project_id = :project_id "
+)
+SELECT_PROCEDURE = text(
+    _PROCEDURE_COLUMNS + "AND scope = :scope AND branch = :branch "
     "AND directory = :directory AND workflow_hash = :workflow_hash"
+)
+# The procedures of a window's groups, a project's at a time (send_by_group).
+SELECT_PROCEDURES = text(_PROCEDURE_COLUMNS + "AND workflow_hash IN :hashes").bindparams(
+    bindparam("hashes", expanding=True)
 )
 SELECT_ROOT = text("SELECT root FROM projects WHERE id = :id")
 # What makes a stored procedure differ from a fresh decision (timestamps follow these).
@@ -252,6 +288,14 @@ def _values(
     }
 
 
+def send_procedures(connection: Driver, groups: Iterable[Group]) -> Callable[[], dict[Group, Any]]:
+    """The groups' procedure rows (None: no procedure), sent for evaluate to read."""
+    return send_by_group(connection, SELECT_PROCEDURES, groups)
+
+
+UNREAD = object()
+
+
 def evaluate(
     connection: Driver,
     group: Group,
@@ -259,12 +303,16 @@ def evaluate(
     now: float,
     new_evidence: list[dict[str, Any]] | None = None,
     known: evidence.Evidence | None = None,
+    existing: Any = UNREAD,
 ) -> str:
     """Re-decide one group's procedure from its tally and store it if anything changed.
     `new_evidence` are the window's verified runs of the group ({event_id, verified_at});
-    `known` its procedure's evidence as the window's prepare read it, with them added.
+    `known` its procedure's evidence as the window's prepare read it, with them added;
+    `existing` its procedure row as send_procedures read it once the group's tally was
+    written (UNREAD: read it here).
     Returns what happened: promoted, refreshed, broken, stale, unchanged or unpromoted."""
-    existing = connection.execute(SELECT_PROCEDURE, group.key()).first()
+    if existing is UNREAD:
+        existing = connection.execute(SELECT_PROCEDURE, group.key()).first()
     status = existing.status if existing else None
     decision = decide_from_tally(tally, status)
     if decision is None:

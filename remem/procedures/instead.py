@@ -84,22 +84,27 @@ def derive(connection: Driver, runs: Iterable[GroupRun]) -> Counter[str]:
 
 
 def _derive_stretch(connection: Driver, session_id: int, first: int, last: int) -> Counter[str]:
+    # Each group of reads is sent whole before any is read (one wait on a server).
     params: dict[str, Any] = {"session_id": session_id, "at": first}
-    before_edit = connection.execute(_EDIT_BEFORE, params).scalar()
-    after_edit = connection.execute(_EDIT_AFTER, {**params, "at": last}).scalar()
+    edit_before = connection.execute(_EDIT_BEFORE, params)
+    edit_after = connection.execute(_EDIT_AFTER, {**params, "at": last})
+    session_span = connection.execute(_SESSION_SPAN, params)
+    before_edit, after_edit = edit_before.scalar(), edit_after.scalar()
     if before_edit is None or after_edit is None:
-        start, end = connection.execute(_SESSION_SPAN, params).one()
+        start, end = session_span.one()
         before_edit = (start - 1) if before_edit is None else before_edit
         after_edit = (end + 1) if after_edit is None else after_edit
     params = {"session_id": session_id, "after": before_edit, "before": after_edit}
-    failed = {(row.event_id, row.step): row for row in connection.execute(FAILED_RUNS, params)}
+    failed_rows = connection.execute(FAILED_RUNS, params)
+    stored_rows = connection.execute(_STORED, params)
+    passed_rows = connection.execute(PASSED_RUNS, params)
+    edit_rows = connection.execute(_EDITS_BETWEEN, params)
+    failed = {(row.event_id, row.step): row for row in failed_rows}
     if not failed:
         return Counter()  # a row is a failed run's: none, no row either
-    stored = {
-        (row.failed_event_id, row.failed_step): row for row in connection.execute(_STORED, params)
-    }
-    passed = {(row.event_id, row.step): row for row in connection.execute(PASSED_RUNS, params)}
-    edits = connection.execute(_EDITS_BETWEEN, params).scalars()
+    stored = {(row.failed_event_id, row.failed_step): row for row in stored_rows}
+    passed = {(row.event_id, row.step): row for row in passed_rows}
+    edits = edit_rows.scalars()
     runs = [_session_run(row, False) for row in failed.values()]
     runs += [_session_run(row, True) for row in passed.values()]
     wanted = {(p.failed.event_id, p.failed.step): p for p in pair(runs, edits)}

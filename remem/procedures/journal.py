@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
 
-from remem.db.driver import Driver
+from remem.db.driver import Driver, Rows
 from remem.procedures import lessons
 from remem.procedures.policy import Run
 
@@ -31,12 +31,13 @@ _GROUP_A = _EVENT_IN_GROUP.format(t="a")
 # Edits of the session after its previous run of the command (verified or failed) and before
 # this run: one statement, as it runs for every failed attempt and every lesson. The previous
 # run is looked for among the session's events, newest first, not among the group's runs,
-# which may be many.
+# which may be many. One EXISTS over a UNION ALL, not two EXISTS joined by OR: PostgreSQL
+# turns the second form into a hash of every attempt, built again at each call.
 PREVIOUS_RUN = (
     "SELECT c.id FROM captured_events c "
-    "WHERE c.session_id = :session_id AND c.id < :before AND c.kind = 'command' AND ("
-    f"EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = c.id AND {_GROUP_V}) OR "
-    f"EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = c.id AND {_GROUP_A})) "
+    "WHERE c.session_id = :session_id AND c.id < :before AND c.kind = 'command' AND EXISTS ("
+    f"SELECT 1 FROM verifications v WHERE v.event_id = c.id AND {_GROUP_V} UNION ALL "
+    f"SELECT 1 FROM attempts a WHERE a.event_id = c.id AND {_GROUP_A}) "
     "ORDER BY c.id DESC LIMIT 1"
 )
 EDITS_SINCE_PREVIOUS_RUN = text(
@@ -108,12 +109,21 @@ def edits_before(
     """Files edited in the session since its previous run of this command, and one
     whitespace-insensitive hash of those edits (None when there were none). A caller that
     knows that previous run (`previous_run`) spares the look-up."""
+    return edits_from(send_edits(connection, group, session_id, event_id, previous_run).all())
+
+
+def send_edits(
+    connection: Driver,
+    group: dict[str, Any],
+    session_id: int,
+    event_id: int,
+    previous_run: int | None = None,
+) -> Rows:
+    """edits_before's statement, sent: its rows are the edits."""
     params = {**group, "session_id": session_id, "before": event_id}
     if previous_run is None:
-        rows = connection.execute(EDITS_SINCE_PREVIOUS_RUN, params).all()
-    else:
-        rows = connection.execute(EDITS_BETWEEN, {**params, "after": previous_run}).all()
-    return edits_from(rows)
+        return connection.execute(EDITS_SINCE_PREVIOUS_RUN, params)
+    return connection.execute(EDITS_BETWEEN, {**params, "after": previous_run})
 
 
 def edits_from(rows: Sequence[tuple[str | None, str | None]]) -> tuple[list[str], str | None]:
@@ -164,18 +174,35 @@ def load_tail(
     runs among them that can close a streak: the first after each failure. The others, which
     follow a success, change no streak, and many agents' runs of one workflow may lie between
     two failures."""
+    return send_tail(connection, group, after, end)()
+
+
+def send_tail(
+    connection: Driver, group: dict[str, Any], after: Key, end: Key | None = None
+) -> Callable[[], History]:
+    """load_tail's statements sent; the History once called (a window sends every group's
+    before it reads any)."""
     params = {**group, "since": after[0], "until": end[0] if end else float("inf")}
-    attempts = {
-        row.event_id: row
-        for row in connection.execute(TAIL_ATTEMPTS, params).all()
-        if inside((row.failed_at, row.event_id), after, end)
-    }
-    successes = {
-        row.event_id: row
-        for row in connection.execute(TAIL_RESOLVERS, params).all()
-        if inside((row.verified_at, row.event_id), after, end)
-    }
-    return History(attempts, successes)
+    failed = connection.execute(TAIL_ATTEMPTS, params)
+    resolvers = connection.execute(TAIL_RESOLVERS, params)
+
+    def tail() -> History:
+        attempts = {
+            row.event_id: row for row in failed if inside((row.failed_at, row.event_id), after, end)
+        }
+        successes = {
+            row.event_id: row
+            for row in resolvers
+            if inside((row.verified_at, row.event_id), after, end)
+        }
+        return History(attempts, successes)
+
+    return tail
+
+
+def send_lessons(connection: Driver, group: dict[str, Any]) -> Rows:
+    """The group's stored lessons, sent for rebuild to read."""
+    return connection.execute(SELECT_LESSONS, group)
 
 
 FIRST_SUCCESS_AFTER = text(
@@ -206,8 +233,16 @@ def region(connection: Driver, group: dict[str, Any], first: Key, last: Key) -> 
     """The streaks runs from `first` to `last` can change: from the group's last success before
     the first to its first success after the last. A window's own runs lie between: its region
     is the same before they are stored as after."""
-    start = last_success_before(connection, group, first) or (float("-inf"), 0)
-    return start, first_success_after(connection, group, last)
+    return send_region(connection, group, first, last)()
+
+
+def send_region(
+    connection: Driver, group: dict[str, Any], first: Key, last: Key
+) -> Callable[[], Region]:
+    """region's statements sent; the region once called."""
+    before = _send_neighbour(connection, group, first, later=False)
+    after = _send_neighbour(connection, group, last, later=True)
+    return lambda: (before() or (float("-inf"), 0), after())
 
 
 def first_success_after(connection: Driver, group: dict[str, Any], key: Key) -> Key | None:
@@ -225,19 +260,30 @@ def last_success_before(
 
 
 def _neighbour(connection: Driver, group: dict[str, Any], key: Key, later: bool) -> Key | None:
+    return _send_neighbour(connection, group, key, later)()
+
+
+def _send_neighbour(
+    connection: Driver, group: dict[str, Any], key: Key, later: bool
+) -> Callable[[], Key | None]:
     """The nearest verified run beyond `key` on one side: a short indexed read from `key`'s
     time, and a strict one only when more than its 8 rows share that time."""
     nearest, strictly = (
         (FIRST_SUCCESS_AFTER, _STRICTLY_AFTER) if later else (LAST_SUCCESS_BEFORE, _STRICTLY_BEFORE)
     )
-    rows = connection.execute(nearest, {**group, "at": key[0]}).all()
-    for event_id, at in rows:
-        if ((at, event_id) > key) if later else ((at, event_id) < key):
-            return (at, event_id)
-    if len(rows) < 8:
-        return None
-    row = connection.execute(strictly, {**group, "at": key[0], "event_id": key[1]}).first()
-    return None if row is None else (row.verified_at, row.event_id)
+    sent = connection.execute(nearest, {**group, "at": key[0]})
+
+    def found() -> Key | None:
+        rows = sent.all()
+        for event_id, at in rows:
+            if ((at, event_id) > key) if later else ((at, event_id) < key):
+                return (at, event_id)
+        if len(rows) < 8:
+            return None
+        row = connection.execute(strictly, {**group, "at": key[0], "event_id": key[1]}).first()
+        return None if row is None else (row.verified_at, row.event_id)
+
+    return found
 
 
 def rebuild(
@@ -247,13 +293,15 @@ def rebuild(
     now: float,
     region: Region | None = None,
     fixes: dict[int, list[str]] | None = None,
+    stored_lessons: Rows | None = None,
 ) -> None:
     """Re-derive the group's streaks from its runs, in time order, whatever order the windows
     arrived in; write only what changed. Journal rows are never deleted. A history of only the
     runs in a `region` (after a success, up to the next one: see load_tail) re-derives the
     streaks there: those outside it and their lessons stand. `fixes` are the files edited
     before verified runs, as a window read them: a lesson closed by one of those runs takes
-    them instead of asking for them."""
+    them instead of asking for them. `stored_lessons` are the group's lessons as send_lessons
+    sent for them, when the caller did."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return
@@ -278,23 +326,40 @@ def rebuild(
     if not changed - {None}:
         return  # only the open streak (which has no lesson yet) moved: every lesson stands
     closed = [streak for streak in found if streak.resolved_by is not None]
-    _write_lessons(connection, group, closed, attempts, successes, changed, now, region, fixes)
+    if stored_lessons is None:
+        stored_lessons = send_lessons(connection, group)
+    _write_lessons(
+        connection,
+        group,
+        closed,
+        _Runs(attempts, successes),
+        changed,
+        now,
+        stored_lessons,
+        region,
+        fixes,
+    )
+
+
+@dataclass(frozen=True)
+class _Runs:
+    attempts: dict[int, Any]
+    successes: dict[int, Any]
 
 
 def _write_lessons(
     connection: Driver,
     group: dict[str, Any],
     closed: list[lessons.Streak],
-    attempts: dict[int, Any],
-    successes: dict[int, Any],
+    runs: _Runs,
     changed: set[int | None],
     now: float,
+    stored_lessons: Rows,
     region: Region | None = None,
     fixes: dict[int, list[str]] | None = None,
 ) -> None:
-    existing = {
-        row.resolved_by_event_id: tuple(row) for row in connection.execute(SELECT_LESSONS, group)
-    }
+    attempts = runs.attempts
+    existing = {row.resolved_by_event_id: tuple(row) for row in stored_lessons}
     # The newest streaks keep their lessons: those closed here, and the lessons of streaks
     # outside the region, which stand.
     candidates: list[tuple[Key, lessons.Streak | None]] = [
@@ -307,7 +372,8 @@ def _write_lessons(
         ]
     newest = sorted(candidates, key=lambda candidate: candidate[0])[-lessons.LESSONS_KEPT :]
     wanted = {key[1] for key, _streak in newest}
-    written = []
+    # Every lesson's fix files are asked for first, then read: one wait for all of them.
+    asked = []
     for _key, streak in newest:
         if streak is None:
             continue
@@ -315,6 +381,10 @@ def _write_lessons(
         assert resolver is not None
         if resolver.event_id in existing and resolver.event_id not in changed:
             continue  # nothing in this streak moved: its lesson stands
+        fix_files = _edits_between_failure_and_pass(connection, group, streak, runs, fixes or {})
+        asked.append((streak, resolver, fix_files))
+    written = []
+    for streak, resolver, fix_files in asked:
         details = [
             lessons.AttemptDetail(
                 n.attempt_number,
@@ -325,11 +395,8 @@ def _write_lessons(
             )
             for n in lessons.number(streak)
         ]
-        fix_files = _edits_between_failure_and_pass(
-            connection, group, streak, attempts, successes, fixes or {}
-        )
         lesson = lessons.distill(
-            details, lessons.in_project(fix_files), resolver.at, group["branch"] or None
+            details, lessons.in_project(fix_files()), resolver.at, group["branch"] or None
         )
         values = {
             "resolved_by_event_id": resolver.event_id,
@@ -356,22 +423,28 @@ def _edits_between_failure_and_pass(
     connection: Driver,
     group: dict[str, Any],
     streak: lessons.Streak,
-    attempts: dict[int, Any],
-    successes: dict[int, Any],
+    runs: _Runs,
     fixes: dict[int, list[str]],
-) -> list[str]:
+) -> Callable[[], list[str]]:
     """What was edited between a streak's last failure and the success that closed it: in the
     passing session before the pass (since its previous run of the group: `fixes` when the
     window read it) and, when the failure was in another session, in that session after the
-    failure. A lesson that says nothing was edited must mean it."""
+    failure. A lesson that says nothing was edited must mean it. Asked for now; the files
+    once called."""
     assert streak.resolved_by is not None
     resolver = streak.resolved_by.event_id
-    passing = successes[resolver].session_id
-    files = fixes.get(resolver)
-    if files is None:
-        files, _hash = edits_before(connection, group, passing, resolver)
-    last = attempts[streak.attempts[-1].event_id]
+    passing = runs.successes[resolver].session_id
+    known = fixes.get(resolver)
+    before = None if known is not None else send_edits(connection, group, passing, resolver)
+    last = runs.attempts[streak.attempts[-1].event_id]
+    after = None
     if last.session_id != passing:
-        after, _hash = edits_before(connection, group, last.session_id, resolver, last.event_id)
-        files = sorted({*files, *after})
+        after = send_edits(connection, group, last.session_id, resolver, last.event_id)
+
+    def files() -> list[str]:
+        found = edits_from(before.all())[0] if before is not None else known or []
+        if after is not None:
+            found = sorted({*found, *edits_from(after.all())[0]})
+        return found
+
     return files

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from remem.db.driver import Driver
+from remem.db.driver import Driver, Rows
 from remem.procedures import fixes, journal, lessons
 from remem.procedures.journal import GROUP, PREVIOUS_RUN, History, Key, Region, inside
 from remem.procedures.window import WindowEvent
@@ -106,11 +106,13 @@ def rederive(
     now: float,
     region: Region | None = None,
     around: Surroundings = Surroundings(),
+    stored_rows: Rows | None = None,
 ) -> None:
     """The known errors of the group's streaks in `region` (None: all of them) from their
     runs in `history`; those that first showed outside the region stand. A resolved error
     whose attempts did not change keeps its fix; an open one is looked at again, as a later
-    command may have resolved it."""
+    command may have resolved it. `stored_rows`: send_stored's for the region, when the
+    caller sent it."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return  # no failure in the region: none of its errors (attempts are never deleted)
@@ -133,7 +135,9 @@ def rederive(
         for streak in lessons.streaks(runs)
         for occurrence in lessons.occurrences(streak, seen)
     ]
-    stored = _stored(connection, group, region)
+    if stored_rows is None:
+        stored_rows = send_stored(connection, group, region)
+    stored = _stored(stored_rows, region)
     written = []
     for occurrence in found:
         first = occurrence.sightings[0].event_id
@@ -149,15 +153,22 @@ def rederive(
         connection.execute(DELETE_KNOWN, [{"id": row.id} for row in stored.values()])
 
 
-def _stored(connection: Driver, group: dict[str, Any], region: Region | None) -> dict[int, Any]:
-    after: Key = (float("-inf"), 0)
-    end: Key | None = None
-    if region is not None:
-        after, end = region
+def _bounds(region: Region | None) -> tuple[Key, Key | None]:
+    return region if region is not None else ((float("-inf"), 0), None)
+
+
+def send_stored(connection: Driver, group: dict[str, Any], region: Region | None) -> Rows:
+    """The group's known errors that may have first shown in `region`, sent."""
+    after, end = _bounds(region)
     params = {**group, "since": after[0], "until": end[0] if end else _END}
+    return connection.execute(SELECT_KNOWN, params)
+
+
+def _stored(rows: Rows, region: Region | None) -> dict[int, Any]:
+    after, end = _bounds(region)
     return {
         row.first_event_id: row
-        for row in connection.execute(SELECT_KNOWN, params).all()
+        for row in rows
         if inside((row.first_seen_at, row.first_event_id), after, end)
     }
 

@@ -72,8 +72,9 @@ def derive(connection: Driver, session_id: int, now: float) -> Counter[str]:
     """Judge the session again from all it holds; its rows are replaced whole, and the sums
     of the workflows they name (before or after) are read again."""
     params = {"session_id": session_id}
-    shown = [item for row in connection.execute(_SHOWN, params) for item in _shown(*row)]
-    given = [_given(row) for row in connection.execute(_GIVEN, params)]
+    shown_rows, given_rows = connection.execute(_SHOWN, params), connection.execute(_GIVEN, params)
+    shown = [item for row in shown_rows for item in _shown(*row)]
+    given = [_given(row) for row in given_rows]
     if not shown and not given:
         return Counter()
     whole = {**params, "after": 0, "before": OPEN}

@@ -22,7 +22,7 @@ from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
 from remem.procedures import instead, journal, known, ledger_rows, policy, tallies
-from remem.procedures.groups import BRANCH, Group, evaluate
+from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
 from remem.procedures.steps import VERIFIED
 from remem.procedures.tally import GroupRun, Tally, advance, session_lasts
@@ -76,8 +76,15 @@ def apply(
 ) -> Counter[str]:
     """Record the window's runs, advance the tally of every group it touched, on its branch and
     across the project, and re-decide their procedures: work in proportion to the window, not
-    to the groups' histories."""
+    to the groups' histories. Statements go out pipelined (remem/db/driver.py): each stage
+    sends every group's statements before it reads any answer, so a window waits on a server
+    a few times, not once per group."""
     connection = Driver(sa_connection)
+    with connection.pipelined():
+        return _apply(connection, window, settings, now)
+
+
+def _apply(connection: Driver, window: Window, settings: Settings, now: float) -> Counter[str]:
     stats: Counter[str] = Counter(events=len(window.events))
     reads = window.reads
     if reads is None:
@@ -111,8 +118,15 @@ def apply(
         if rows:
             connection.execute(INSERT_RUN[verdict], rows)
     around = known.Surroundings.of(settings.ignore_commands, _resolved(window))
+    sent = [step.send(connection, now) for step in steps]
+    for step, write in zip(steps, sent, strict=True):
+        step.land(connection, write, rules, now)
+    # The journals of the branch groups, then every group's procedure, read under the
+    # tallies' locks.
+    _journals(connection, [step for step in steps if step.group.scope == BRANCH], now, around)
+    procedures = send_procedures(connection, [step.group for step in steps])()
     for step in steps:
-        outcome = step.write(connection, rules, now, around)
+        outcome = step.evaluate(connection, now, procedures[step.group])
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
     if window.events:
@@ -162,6 +176,10 @@ class _Step:
     ) -> None:
         self.group, self.runs, self.reads, self.advanced = group, runs, reads, advanced
         self.stored = reads.stored[group]
+        # Whether the advanced tally was written over the version prepare read (land()):
+        # what prepare read before the window stands only then.
+        self.current = False
+        self.tally = advanced
 
     @classmethod
     def advance(
@@ -187,57 +205,57 @@ class _Step:
         )
         return cls(group, runs, reads, advanced)
 
-    def write(
-        self,
-        connection: Driver,
-        rules: policy.Rules,
-        now: float,
-        around: known.Surroundings,
-    ) -> str:
-        group = self.group
-        tally = self.advanced
+    def send(self, connection: Driver, now: float) -> tallies.Sent | None:
+        if self.advanced is None:
+            return None
         lasts = session_lasts(self.runs)
-        current = tally is not None and tallies.write(
-            connection, group, tally, self.stored, now, lasts
-        )
-        if tally is None or not current:
-            tally, _lasts = tallies.rederive_locked(connection, group, rules, now)
-        # What prepare read before the window stands only when no other window moved the
-        # group meanwhile: its tally was written over the version prepare read.
-        if group.scope == BRANCH:
-            previous = self.stored.tally if current and self.stored else None
-            region = self.reads.regions.get(group) if current else None
-            self._journal(connection, now, previous, region, around)
+        return tallies.send(connection, self.group, self.advanced, self.stored, now, lasts)
+
+    def land(
+        self, connection: Driver, sent: tallies.Sent | None, rules: policy.Rules, now: float
+    ) -> None:
+        self.current = sent is not None and tallies.landed(connection, sent)
+        if not self.current:
+            self.tally, _lasts = tallies.rederive_locked(connection, self.group, rules, now)
+
+    def evaluate(self, connection: Driver, now: float, procedure: Any) -> str:
+        assert self.tally is not None
         verified = {run.event_id: run for run in self.runs if run.verdict == VERIFIED}
         new_evidence = [
             {"event_id": run.event_id, "verified_at": run.at} for run in verified.values()
         ]
-        known = self.reads.evidence.get(group) if current else None
+        known = self.reads.evidence.get(self.group) if self.current else None
         if known is not None:
             runs = [(run.at, run.event_id, run.session_id) for run in verified.values()]
             known = known.adding(runs, self.reads.edited)
-        return evaluate(connection, group, tally, now, new_evidence, known)
+        return evaluate(connection, self.group, self.tally, now, new_evidence, known, procedure)
 
-    def _journal(
-        self,
-        connection: Driver,
-        now: float,
-        previous: Tally | None,
-        region: journal.Region | None,
-        around: known.Surroundings,
-    ) -> None:
-        """Only the streaks from the group's last success before the window's earliest run to
-        its first success after the window's latest run can change: they are re-derived from
-        the runs between, read by time."""
-        span = streak_span(previous, self.runs)
+
+def _journals(
+    connection: Driver, steps: list[_Step], now: float, around: known.Surroundings
+) -> None:
+    """Only the streaks from a group's last success before the window's earliest run to its
+    first success after the window's latest run can change: they are re-derived from the runs
+    between, read by time. Every group's runs there, lessons and known errors are sent for
+    before any is read."""
+    sent = []
+    for step in steps:
+        previous = step.stored.tally if step.current and step.stored else None
+        span = streak_span(previous, step.runs)
         if span is None:
-            return
-        params = self.group.params()
+            continue
+        params = step.group.params()
+        region = step.reads.regions.get(step.group) if step.current else None
         start, end = region or journal.region(connection, params, *span)
-        tail = journal.load_tail(connection, params, start, end)
-        fixes = self.reads.fixes.get(self.group, {})
-        journal.rebuild(connection, params, tail, now, region=(start, end), fixes=fixes)
-        known.rederive(connection, params, tail, now, (start, end), around)
+        tail = journal.send_tail(connection, params, start, end)
+        stored_lessons = journal.send_lessons(connection, params)
+        stored_known = known.send_stored(connection, params, (start, end))
+        sent.append((step, params, (start, end), tail, stored_lessons, stored_known))
+    for step, params, region, tail, stored_lessons, stored_known in sent:
+        history = tail()
+        fixes = step.reads.fixes.get(step.group, {})
+        journal.rebuild(connection, params, history, now, region, fixes, stored_lessons)
+        known.rederive(connection, params, history, now, region, around, stored_known)
 
 
 SELECT_UNRESOLVED_SESSIONS = text(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from remem.config import Settings
 from remem.db.driver import Driver, with_ids
 from remem.procedures import evidence, journal, policy, tallies
 from remem.procedures.evidence import Evidence
-from remem.procedures.groups import BRANCH, Group
+from remem.procedures.groups import BRANCH, Group, send_procedures
 from remem.procedures.rollout import Resolution
 from remem.procedures.steps import FAILED, UNVERIFIED, VERIFIED, StepRun
 from remem.procedures.tally import GroupRun, Tally
@@ -79,7 +80,14 @@ INSERT_RUN = {VERIFIED: INSERT_VERIFICATION, FAILED: INSERT_ATTEMPT, UNVERIFIED:
 
 
 def read_window(connection: Driver, window: Window, settings: Settings) -> Reads:
-    """Everything apply reads, read once (prepare calls it outside the write transaction)."""
+    """Everything apply reads, read once (prepare calls it outside the write transaction).
+    Each stage sends its statements for every group before it reads any (remem/db/driver.py:
+    one wait per stage on a server)."""
+    with connection.pipelined():
+        return _read_window(connection, window, settings)
+
+
+def _read_window(connection: Driver, window: Window, settings: Settings) -> Reads:
     batch = _Batch(connection, window.events)
     found: dict[Group, list[GroupRun]] = {}
     for event in window.events + window.late:
@@ -89,6 +97,7 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
             found.setdefault(group, []).append(group_run)
     # A window applied again (its runs are stored) counts nothing twice.
     stored = _stored_events(connection, {r.event_id for runs in found.values() for r in runs})
+    batch.land()
     runs = {g: [r for r in rs if r.event_id not in stored] for g, rs in sorted_groups(found)}
     projects: dict[Group, list[GroupRun]] = {}
     for group, group_runs in runs.items():
@@ -101,11 +110,7 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
         for group, found_tally in tallies_found.items()
         if found_tally is not None and _may_qualify(group, found_tally.tally, runs[group])
     }
-    sessions = {
-        group: tallies.known_sessions(connection, tallies_found[group], group_runs)
-        for group, group_runs in runs.items()
-    }
-    found_evidence, edited = _evidence(connection, window, runs)
+    sessions = tallies.known_sessions(connection, tallies_found, runs)
     regions = {}
     for group, group_runs in runs.items():
         if group.scope != BRANCH:
@@ -113,17 +118,18 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
         stored_tally = tallies_found[group]
         span = streak_span(stored_tally.tally if stored_tally else None, group_runs)
         if span is not None:
-            regions[group] = journal.region(connection, group.params(), *span)
+            regions[group] = journal.send_region(connection, group.params(), *span)
+    found_evidence, edited = _evidence(connection, window, runs)
     return Reads(
         batch.rows,
         runs,
         tallies_found,
-        nearby,
-        sessions,
+        {group: read() for group, read in nearby.items()},
+        sessions(),
         batch.fixes,
         found_evidence,
         edited,
-        regions,
+        {group: read() for group, read in regions.items()},
     )
 
 
@@ -136,13 +142,20 @@ def _evidence(
     precede)."""
     if window.late or not window.events:
         return {}, {}
+    verified_by_group = {
+        group: {run.event_id for run in group_runs if run.verdict == VERIFIED}
+        for group, group_runs in runs.items()
+    }
+    procedures = {
+        group: row.id
+        for group, row in send_procedures(connection, runs)().items()
+        if row is not None
+    }
+    wanted = [(procedure_id, bool(verified_by_group[g])) for g, procedure_id in procedures.items()]
     found, verified = {}, set()
-    for group, group_runs in runs.items():
-        runs_verified = {run.event_id for run in group_runs if run.verdict == VERIFIED}
-        known = evidence.read(connection, group.key(), bool(runs_verified))
-        if known is not None:
-            found[group] = known
-            verified |= runs_verified
+    for group, known in zip(procedures, evidence.read_many(connection, wanted), strict=True):
+        found[group] = known
+        verified |= verified_by_group[group]
     if not verified:
         return found, {}  # no procedure gains a run here
     # A Codex call of the session that maintenance resolves meanwhile comes with the window's
@@ -215,18 +228,28 @@ class _Batch:
         self.edits = [
             (event.files, event.change_hash) if event.kind == "edit" else None for event in events
         ]
+        # What is filled in once the edits asked of the database are read (land()).
+        self.later: list[Callable[[], None]] = []
 
     def add(self, verdict: str, params: dict[str, Any]) -> None:
         self.rows[verdict].append(params)
 
     def edits_between(
         self, group: Group, session_id: int, previous: int | None, event_id: int
-    ) -> tuple[list[str], str | None]:
+    ) -> Callable[[], tuple[list[str], str | None]]:
+        """The files and change hash of the edits between, now or once called."""
         ids = self.ids
         if previous is not None and ids and ids[0] <= previous < event_id <= ids[-1]:
             start, end = bisect_right(ids, previous), bisect_left(ids, event_id)
-            return journal.edits_from([edit for edit in self.edits[start:end] if edit])
-        return journal.edits_before(self.connection, group.params(), session_id, event_id, previous)
+            edits = journal.edits_from([edit for edit in self.edits[start:end] if edit])
+            return lambda: edits
+        sent = journal.send_edits(self.connection, group.params(), session_id, event_id, previous)
+        return lambda: journal.edits_from(sent.all())
+
+    def land(self) -> None:
+        for fill in self.later:
+            fill()
+        self.later = []
 
 
 def _record(
@@ -273,19 +296,24 @@ def _record(
         # It may close a streak: its lesson's fix files. A late event comes after the window's
         # own, whose runs are later: its previous run is for the journal to find.
         if last is None or (last[1] == FAILED and last[0] < event.id):
-            files, _hash = batch.edits_between(group, event.session_id, previous, event.id)
-            batch.fixes.setdefault(group, {})[event.id] = files
+            edits = batch.edits_between(group, event.session_id, previous, event.id)
+            fixes = batch.fixes.setdefault(group, {})
+            batch.later.append(lambda: fixes.__setitem__(event.id, edits()[0]))
         return group, group_run
-    files, change_hash = batch.edits_between(group, event.session_id, previous, event.id)
+    edits = batch.edits_between(group, event.session_id, previous, event.id)
     params.update(
         exit_code=resolution.exit_code if resolution else event.exit_code,
         error_excerpt=without_messages(
             event.error_excerpt or (resolution.excerpt if resolution else None), run.messages
         ),
         salient_error=run.salient_error,
-        files=json.dumps(files) if files else None,
-        change_hash=change_hash,
         cannot_run=int(run.cannot_run),
     )
+
+    def fill() -> None:
+        files, change_hash = edits()
+        params.update(files=json.dumps(files) if files else None, change_hash=change_hash)
+
+    batch.later.append(fill)
     batch.add(FAILED, params)
     return group, group_run

@@ -3,14 +3,14 @@ and qualify it, re-deriving it from every run when it cannot be advanced, and wr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver
+from remem.db.driver import Driver, Rows
 from remem.procedures import policy
-from remem.procedures.groups import Group, scoped_statement
+from remem.procedures.groups import Group, scoped_statement, send_by_group
 from remem.procedures.tally import (
     FAILED,
     UNVERIFIED,
@@ -45,10 +45,6 @@ UPSERT_SESSION = text(
     "last_verified_at = CASE WHEN excluded.last_verified_at > group_sessions.last_verified_at "
     "THEN excluded.last_verified_at ELSE group_sessions.last_verified_at END"
 )
-SELECT_SESSIONS = text(
-    "SELECT session_id, last_verified_at FROM group_sessions WHERE group_id = :group_id "
-    "AND session_id IN :sessions"
-).bindparams(bindparam("sessions", expanding=True))
 SESSIONS_AGED_OUT = text(
     "SELECT count(*) FROM group_sessions WHERE group_id = :group_id "
     "AND last_verified_at >= :old AND last_verified_at < :new"
@@ -108,21 +104,7 @@ def unchanged(connection: Driver, stored: dict[Group, Stored | None]) -> bool:
 
 
 def _rows(connection: Driver, statement: Any, groups: Iterable[Group]) -> dict[Group, Any]:
-    """Each group's group_states row (None when it has none) by a statement over one project's
-    workflow hashes."""
-    by_project: dict[int, list[Group]] = {}
-    for group in groups:
-        by_project.setdefault(group.project_id, []).append(group)
-    found: dict[Group, Any] = {}
-    for project_id, members in by_project.items():
-        wanted = {(g.scope, g.branch, g.directory, g.workflow_hash): g for g in members}
-        found.update(dict.fromkeys(members))
-        params = {"project_id": project_id, "hashes": sorted({g.workflow_hash for g in members})}
-        for row in connection.execute(statement, params):
-            match = wanted.get((row.scope, row.branch, row.directory, row.workflow_hash))
-            if match is not None:
-                found[match] = row
-    return found
+    return send_by_group(connection, statement, groups)()
 
 
 _AGED_OUT = (
@@ -149,30 +131,55 @@ def aging(connection: Driver, group: Group, stored: Stored, cutoff: float) -> Ag
     return Aging(int(left), oldest, int(sessions))
 
 
+SELECT_GROUPS_SESSIONS = text(
+    "SELECT group_id, session_id, last_verified_at FROM group_sessions "
+    "WHERE group_id IN :groups AND session_id IN :sessions"
+).bindparams(bindparam("groups", expanding=True), bindparam("sessions", expanding=True))
+
+
 def known_sessions(
-    connection: Driver, stored: Stored | None, runs: Sequence[GroupRun]
-) -> dict[int, float]:
-    """The stored latest verified run of each session with a verified run among `runs`."""
-    sessions = sorted({run.session_id for run in runs if run.verdict == VERIFIED})
-    if stored is None or not sessions:
-        return {}
-    params = {"group_id": stored.id, "sessions": sessions}
-    return dict(connection.execute(SELECT_SESSIONS, params).all())
+    connection: Driver,
+    stored: dict[Group, Stored | None],
+    runs: dict[Group, list[GroupRun]],
+) -> Callable[[], dict[Group, dict[int, float]]]:
+    """For each group, the stored latest verified run of each session with a verified run
+    among its `runs`: one statement for them all, sent; read once called."""
+    wanted = {
+        group: {run.session_id for run in group_runs if run.verdict == VERIFIED}
+        for group, group_runs in runs.items()
+    }
+    ids = {found.id: group for group, found in stored.items() if found is not None}
+    sessions = sorted({s for group in ids.values() for s in wanted[group]})
+    if not sessions:
+        return lambda: {group: {} for group in runs}
+    params = {"groups": sorted(ids), "sessions": sessions}
+    sent = connection.execute(SELECT_GROUPS_SESSIONS, params)
+
+    def found() -> dict[Group, dict[int, float]]:
+        by_group: dict[Group, dict[int, float]] = {group: {} for group in runs}
+        for group_id, session_id, at in sent:
+            group = ids[group_id]
+            if session_id in wanted[group]:
+                by_group[group][session_id] = at
+        return by_group
+
+    return found
 
 
 def nearby(
     connection: Driver, group: Group, runs: Sequence[GroupRun], max_age_s: float
-) -> list[policy.Run]:
+) -> Callable[[], list[policy.Run]]:
     """The stored verified runs within max_age of the window's verified runs: all a group
-    that has not qualified yet needs to know whether it does now."""
+    that has not qualified yet needs to know whether it does now. Sent, and read once
+    called."""
     times = [run.at for run in runs if run.verdict == VERIFIED]
     if not times:
-        return []
-    rows = connection.execute(
+        return list
+    sent = connection.execute(
         scoped_statement(_NEARBY, group.scope),
         {**group.params(), "start": min(times) - max_age_s, "end": max(times) + max_age_s},
-    ).all()
-    return [policy.Run(e, s, at, True, b) for e, s, at, b in rows]
+    )
+    return lambda: [policy.Run(e, s, at, True, b) for e, s, at, b in sent]
 
 
 _RUNS = (
@@ -237,21 +244,55 @@ def write(
     """Store the tally and its sessions' latest verified runs; False when another
     transaction changed the tally since it was read, or inserted the group's first one
     (nothing is written then)."""
+    return landed(connection, send(connection, group, tally, stored, now, lasts))
+
+
+class Sent(NamedTuple):
+    """A tally's write, sent: landed() tells whether it was written."""
+
+    result: Rows
+    stored: Stored | None
+    lasts: dict[int, float]
+
+
+def send(
+    connection: Driver,
+    group: Group,
+    tally: Tally,
+    stored: Stored | None,
+    now: float,
+    lasts: dict[int, float],
+) -> Sent:
+    """Send the tally's write without waiting for it: a window sends every group's before it
+    reads whether any was refused."""
     params = {"tally": tally.to_json(), "oldest_fresh_at": tally.oldest_fresh_at, "now": now}
     if stored is None:
-        group_id = connection.execute(
+        result = connection.execute(
             INSERT_TALLY, {**params, **group.key(), "workflow": group.workflow}
-        ).scalar()
-        if group_id is None:
-            return False
-    else:
-        group_id = stored.id
-        updated = connection.execute(
-            UPDATE_TALLY, {**params, "id": stored.id, "version": stored.version}
-        ).rowcount
-        if not updated:
-            return False
+        )
+        return Sent(result, stored, lasts)
+    result = connection.execute(
+        UPDATE_TALLY, {**params, "id": stored.id, "version": stored.version}
+    )
+    # Sent whether or not the update is refused: these runs are the group's, stored in this
+    # transaction, and a session's row only ever moves to a later run; a refused tally is
+    # derived again from every run, these among them.
+    _send_sessions(connection, stored.id, lasts)
+    return Sent(result, stored, lasts)
+
+
+def landed(connection: Driver, sent: Sent) -> bool:
+    """Whether a sent write stored the tally (see write)."""
+    if sent.stored is not None:
+        return bool(sent.result.rowcount)
+    group_id = sent.result.scalar()
+    if group_id is None:
+        return False
+    _send_sessions(connection, group_id, sent.lasts)
+    return True
+
+
+def _send_sessions(connection: Driver, group_id: int, lasts: dict[int, float]) -> None:
     if lasts:
         rows = [{"group_id": group_id, "session_id": s, "at": at} for s, at in lasts.items()]
         connection.execute(UPSERT_SESSION, rows)
-    return True

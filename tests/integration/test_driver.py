@@ -3,9 +3,11 @@ the transaction of the connection beneath it."""
 
 from __future__ import annotations
 
+import sqlite3
 import tomllib
 from pathlib import Path
 
+import psycopg
 import pytest
 import sqlalchemy
 from packaging.requirements import Requirement
@@ -121,6 +123,40 @@ INTERNALS = (
 def _require(condition: bool, what: str) -> None:
     if not condition:
         pytest.fail(INTERNALS.format(version=sqlalchemy.__version__, what=what), pytrace=False)
+
+
+def test_pipelined_statements_answer_as_statements_run_one_by_one(world: World) -> None:
+    rename = text("UPDATE driver_probe SET name = :name WHERE id <= :id")
+    count = text("SELECT count(*) FROM driver_probe")
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+        driver = Driver(connection)
+        with driver.pipelined() as pipelined:
+            inserted = pipelined.execute(INSERT, ROWS)
+            renamed = pipelined.execute(rename, {"name": "renamed", "id": 2})
+            # Sent before any answer is read; each reads what the statements before it left.
+            listed = pipelined.execute(EXPANDING, {"ids": [2, 3, 9]})
+            names = pipelined.execute(text("SELECT name FROM driver_probe ORDER BY id"))
+            nothing = pipelined.execute(rename, {"name": "none", "id": 0})
+            assert [row.id for row in listed] == [2, 3]
+            assert (inserted.rowcount, renamed.rowcount, nothing.rowcount) == (5, 2, 0)
+            assert names.scalars() == ["renamed", "renamed", "row 3", "row 4", "row 5"]
+        assert driver.execute(count).scalar_one() == 5  # after the block, one by one again
+
+
+def test_a_failing_pipelined_statement_fails_the_block_and_the_transaction(world: World) -> None:
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+    # The driver's own error, as the driver runs the statements.
+    with (
+        pytest.raises((sqlite3.IntegrityError, psycopg.IntegrityError)),
+        world.engine.begin() as connection,
+        Driver(connection).pipelined() as pipelined,
+    ):
+        pipelined.execute(INSERT, ROWS[:1])
+        pipelined.execute(INSERT, ROWS[:1])  # the same id again
+        pipelined.execute(text("SELECT 1")).all()
+    assert world.scalar("SELECT count(*) FROM driver_probe") == 0
 
 
 def test_the_installed_sqlalchemy_is_the_range_pyproject_pins() -> None:

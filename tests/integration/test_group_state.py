@@ -5,19 +5,27 @@ pages the evidence."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+import pytest
+from sqlalchemy import Engine, text
 
+from remem.config import load_settings
 from remem.db import migrate
+from remem.db.engine import make_engine
 from remem.procedures import journal, known, rebuild, tallies
 from remem.procedures.groups import Group
 from remem.procedures.promote import archive, mark_stale
 from remem.procedures.tally import Tally
 from remem.queue import store as queue
+from remem.team.ship import ship
 from tests.integration.conftest import DAY, NOW, World, make_repository
+from tests.pg_server import DatabaseCopies
 from workers.handlers import PromoteHandler
+from workers.runner import Worker
+from workers.team import TeamPromoter
 
 MIX_PASSED = "Finished in 1.0 seconds (1.0s async, 0.00s sync)\n49 tests, 0 failures"
 
@@ -41,10 +49,10 @@ DERIVED = {
 }
 
 
-def stored_tallies(world: World) -> dict[tuple[Any, ...], dict[str, Any]]:
+def stored_tallies(engine: Engine) -> dict[tuple[Any, ...], dict[str, Any]]:
     """Each group's tally, without the cutoff it was last brought up to date at (a group no
     window touched lately keeps an older one, with the same counts)."""
-    with world.engine.connect() as connection:
+    with engine.connect() as connection:
         rows = connection.execute(
             text(
                 "SELECT project_id, scope, branch, directory, workflow_hash, tally, "
@@ -61,8 +69,10 @@ def stored_tallies(world: World) -> dict[tuple[Any, ...], dict[str, Any]]:
     return found
 
 
-def derived(world: World) -> dict[str, Any]:
-    with world.engine.connect() as connection:
+def derived(world: World, engine: Engine | None = None) -> dict[str, Any]:
+    """What the world's database (or `engine`'s) derived from the events."""
+    engine = engine or world.engine
+    with engine.connect() as connection:
         state: dict[str, Any] = {
             table: sorted(
                 (tuple(r) for r in connection.execute(text(f"SELECT {columns} FROM {table}"))),
@@ -70,7 +80,7 @@ def derived(world: World) -> dict[str, Any]:
             )
             for table, columns in DERIVED.items()
         }
-    state["group_states"] = stored_tallies(world)
+    state["group_states"] = stored_tallies(engine)
     return state
 
 
@@ -135,10 +145,10 @@ def promote_rules(world: World) -> Any:
     return rules_of(world.settings)
 
 
-def _interleaved_history(world: World, root: str) -> None:
+def _interleaved_history(world: World, root: str, archived: bool = True) -> None:
     """Three sessions on two branches over five weeks, bursts between them, runs arriving
-    out of time order, failure streaks closed by a pass, an archived procedure, and a gap
-    long enough for runs to age out."""
+    out of time order, failure streaks closed by a pass, an archived procedure (unless not
+    `archived`), and a gap long enough for runs to age out."""
     for week in range(5):
         base = NOW - (34 - 7 * week) * DAY
         world.now = base
@@ -156,7 +166,7 @@ def _interleaved_history(world: World, root: str) -> None:
         world.post("make lint", at=base - 2 * DAY + 60, project=root, session=f"c{week}")
         world.now = base + 60
         world.burst()
-        if week == 1:
+        if week == 1 and archived:
             lint = world.execute(
                 "SELECT id FROM procedures WHERE workflow = 'make lint' AND scope = 'branch' "
                 "AND branch = 'dev'",
@@ -184,6 +194,69 @@ def test_bursts_window_by_window_equal_a_rebuild_from_the_events(
     rebuild.rebuild(world.engine, world.now, world.settings.ignore_commands)
     assert world.burst()["tasks_done"] == 15
     assert derived(world) == before
+
+
+@pytest.mark.sqlite_only(
+    "the local side is the SQLite file a machine keeps; the team side is PostgreSQL's own"
+)
+def test_team_workers_promote_shipped_events_to_the_state_a_local_burst_derives(
+    world: World, tmp_path: Path, pg_copies: DatabaseCopies
+) -> None:
+    """The same events, promoted window by window on this machine and promoted by two team
+    workers (each taking a project's windows in turn, statements pipelined) after a ship
+    of them all: the same procedures, evidence, tallies, journal, lessons and known errors."""
+    root = make_repository(tmp_path / "shop")
+    (Path(root) / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/shop.git\n'
+    )
+    (tmp_path / "shop" / "api").mkdir()
+    _interleaved_history(world, root, archived=False)
+    local = derived(world)
+    assert local["lessons"] and local["known_errors"] and local["procedure_evidence"]
+
+    url = pg_copies.server.url(pg_copies.take())
+    settings = load_settings(
+        {
+            **world.home.env,
+            "REMEM_TEAM_DATABASE_URL": url,
+            "REMEM_TEAM_MACHINE": "m1",
+            "REMEM_TEAM_SHARE": "github.com/acme/*",
+            "REMEM_TEAM_PROMOTE": "true",
+        }
+    )
+    team = make_engine(url)
+    try:
+        shipped = ship(world.engine, team, settings, world.now)
+        assert shipped.events == world.scalar("SELECT count(*) FROM captured_events")
+        # Shipped in capture order into an empty database: the same ids for events, sessions
+        # and the project, so that the states compare as they are.
+        keys = "SELECT id, idempotency_key, session_id, project_id FROM captured_events ORDER BY id"
+        with team.connect() as connection:
+            there = [
+                (i, k.removeprefix("m1/"), s, p) for i, k, s, p in connection.execute(text(keys))
+            ]
+        assert there == world.execute(keys)
+
+        workers = [
+            Worker(team, settings, f"m1:team:{n}", clock=lambda: world.now, queue_name="team ")
+            for n in range(2)
+        ]
+        threads = [threading.Thread(target=TeamPromoter(team, w).drain) for w in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not any(thread.is_alive() for thread in threads)
+        assert sum(w.stats["tasks_done"] for w in workers) == len(world.tasks())
+        assert not any(w.stats["tasks_retried"] or w.stats["tasks_failed"] for w in workers)
+        # The team names the place by its key where this machine names it by its path.
+        local["procedures"] = [
+            (*row[:-1], row[-1].replace(root, "github.com/acme/shop"))
+            for row in local["procedures"]
+        ]
+        assert derived(world, team) == local
+    finally:
+        team.dispose()
 
 
 def test_maintenance_ages_tallies_in_batches_to_what_a_rebuild_derives(

@@ -101,7 +101,6 @@ def test_a_window_reads_its_procedure_s_evidence_and_streaks_before_the_lock(
     assert ran  # the window's writes
     prepared = {
         str(evidence.LATEST_EVIDENCE),
-        str(evidence.SELECT_PROCEDURE_ID),
         str(journal.FIRST_SUCCESS_AFTER),
         str(journal.LAST_SUCCESS_BEFORE),
     }
