@@ -172,30 +172,10 @@ class Driver:
         compiled = self._compile(statement)
         if compiled is None:
             return self._through_sqlalchemy(statement, params)
-        if self._pipeline is not None:
-            return self._send(statement, compiled, params)
-        cursor = self._cursor_now()
-        if isinstance(params, list):
-            if compiled.expanding:
-                return self._through_sqlalchemy(statement, params)
-            if not params:
-                return Rows([], 0)
-            cursor.executemany(compiled.sql, [_values(p, compiled.positions) for p in params])
-            return Rows([], cursor.rowcount)
-        bound = compiled.bind(params or {})
-        if bound is None:
-            return self._through_sqlalchemy(statement, params)
-        cursor.execute(*bound)
-        description = cursor.description
-        if description is None:
-            return Rows([], cursor.rowcount)
-        make = _row_type(tuple(column[0] for column in description))
-        return Rows([make(row) for row in cursor.fetchall()], cursor.rowcount)
-
-    def _send(self, statement: Any, compiled: _Compiled, params: Any) -> Rows:
-        """A statement sent into the pipeline, on a cursor of its own (a cursor holds the
-        result of its last statement only)."""
-        cursor = self.connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        pipelined = self._pipeline is not None
+        # In a pipeline each statement has a cursor of its own: a cursor holds the result of
+        # its last statement only.
+        cursor = self._new_cursor() if pipelined else self._cursor_now()
         if isinstance(params, list):
             if compiled.expanding:
                 return self._through_sqlalchemy(statement, params)
@@ -207,7 +187,13 @@ class Driver:
             if bound is None:
                 return self._through_sqlalchemy(statement, params)
             cursor.execute(*bound)
-        return Rows.sent(cursor, self._pipeline.sync)
+        if pipelined:  # read when first asked for
+            return Rows.sent(cursor, self._pipeline.sync)
+        description = cursor.description
+        if description is None:
+            return Rows([], cursor.rowcount)
+        make = _row_type(tuple(column[0] for column in description))
+        return Rows([make(row) for row in cursor.fetchall()], cursor.rowcount)
 
     def _through_sqlalchemy(self, statement: Any, params: Any) -> Rows:
         if self._pipeline is not None:
@@ -219,8 +205,11 @@ class Driver:
 
     def _cursor_now(self) -> Any:
         if self._cursor is None:
-            self._cursor = self.connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            self._cursor = self._new_cursor()
         return self._cursor
+
+    def _new_cursor(self) -> Any:
+        return self.connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
 
     def _compile(self, statement: Any) -> _Compiled | None:
         if type(statement) is not TextClause:
