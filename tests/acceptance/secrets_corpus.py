@@ -122,12 +122,12 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "npm_token",
-        "echo //registry.npmjs.org/:_authToken=npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 > .npmrc",
+        "echo //npm.internal.example/:_authToken=npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 > .npmrc",
         "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
     ),
     (
         "npm_config_set",
-        "npm config set //registry.npmjs.org/:_authToken NpmCfgTok3nValue42",
+        "npm config set //npm.internal.example/:_authToken NpmCfgTok3nValue42",
         "NpmCfgTok3nValue42",
     ),
     (
