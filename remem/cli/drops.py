@@ -39,19 +39,19 @@ def drops(limit: int, as_json: bool) -> None:
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
-    from rich.markup import escape  # what a payload holds must print as text, never as markup
-
+    """The row's cells as recorded: the table (remem.record.table) escapes their controls and
+    reads no markup."""
     from remem.json_contract import rfc3339
 
     return [
         str(row["id"]),
         (rfc3339(row["dropped_at"]) or "")[:19].replace("T", " "),
-        escape(row["host"] or "-"),
-        escape(row["hook_event"] or "-"),
-        escape(row["reason"]),
-        escape(row["detail"] or ""),
+        row["host"] or "-",
+        row["hook_event"] or "-",
+        row["reason"],
+        row["detail"] or "",
         _size(row["size_bytes"]),
-        escape((row["excerpt"] or "").rstrip() or "-"),
+        (row["excerpt"] or "").rstrip() or "-",
     ]
 
 

@@ -178,6 +178,13 @@ def test_drops_lists_a_malformed_payload_with_its_reason_and_a_redacted_excerpt(
     assert GITHUB_TOKEN not in json.dumps(home.query("SELECT * FROM dropped_payloads"))
 
 
+def test_drops_show_bracketed_text_as_it_was_recorded(home: Home) -> None:
+    """The table reads no markup: `[b]` in an excerpt is printed as it is, not escaped."""
+    assert home.hook(b'{"session_id": "s-1", "note": "[b]bold[/b] [link=x]"').returncode == 0
+    table = home.remem("drops").stdout
+    assert "[b]bold[/b] [link=x]" in table and "\\[" not in table
+
+
 def test_drops_are_newest_first_and_limited(home: Home) -> None:
     for text in (b"first", b"second", b"third"):
         assert home.hook(text).returncode == 0
