@@ -149,6 +149,7 @@ def _write(
     except BaseException:
         connection.close()
         raise
+    sqlite_settings.bound_wal(connection, path)
     # When run() exits right after, the connection is left open on purpose: closing the last
     # connection checkpoints the WAL, which would cost every hook a millisecond. The commit is
     # already durable in the WAL, and the worker's connections checkpoint it.

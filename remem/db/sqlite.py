@@ -6,6 +6,7 @@ applies the same PRAGMAs through a connect event.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -20,6 +21,12 @@ PRAGMAS = (
     ("foreign_keys", "ON"),
 )
 DEFAULT_BUSY_TIMEOUT_S = 5.0
+
+# A process that opens the database while no other connection has it open rebuilds the WAL's
+# index by reading every frame in it, and forgets which of them were already copied into the
+# file, so the WAL never starts over. Hooks run with no worker alive would each read a WAL grown
+# by every hook before them; past this size the hook empties it into the file.
+WAL_BOUND_BYTES = 1 << 20
 
 # Revision the code expects; the hook compares it with alembic_version instead of loading Alembic.
 # A test keeps it equal to the head of alembic/versions.
@@ -50,6 +57,18 @@ def connect(
         connection.close()
         raise
     return connection
+
+
+def bound_wal(connection: sqlite3.Connection, path: str) -> None:
+    """Empty the WAL into the database file when it has grown past WAL_BOUND_BYTES, after a
+    commit. Never waits and never fails: while another process reads, the checkpoint copies what
+    it can and leaves the rest to that process's own checkpoints."""
+    try:
+        if os.stat(f"{path}-wal").st_size > WAL_BOUND_BYTES:
+            connection.execute("PRAGMA busy_timeout = 0")
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except (OSError, sqlite3.Error):
+        pass
 
 
 def connect_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:

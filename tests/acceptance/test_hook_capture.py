@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from remem.db.sqlite import WAL_BOUND_BYTES
 from tests.conftest import REMEM_HOOK, Home, hook_imports, load_fixture
 
 
@@ -52,6 +53,21 @@ def test_sixteen_hooks_at_once_all_land(home: Home) -> None:
     assert home.status()["events"] == 16
     assert not list(home.spool.glob("*.jsonl"))
     assert len(home.tasks()) == 4  # one per session
+
+
+def test_hooks_with_no_worker_alive_keep_the_wal_bounded(home: Home) -> None:
+    """Each hook is then the only process with the database open: it reads every frame of the
+    WAL to rebuild its index, and the WAL never starts over by itself, so without a bound every
+    hook would read what all the hooks before it wrote."""
+    wal = home.db.with_name(home.db.name + "-wal")
+    sizes = []
+    for index in range(60):  # about 47 KB of frames each: 2.8 MB unbounded
+        payload = _bash_success(f"toolu_wal_{index}", f"s-{index % 3}", f"make wal-{index}")
+        assert home.hook(payload).returncode == 0
+        sizes.append(wal.stat().st_size if wal.exists() else 0)
+    assert max(sizes) <= WAL_BOUND_BYTES * 1.5, sizes
+    assert home.status()["events"] == 60
+    assert not list(home.spool.glob("*.jsonl"))
 
 
 def _hold_write_lock(db: Path) -> sqlite3.Connection:
