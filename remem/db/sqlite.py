@@ -13,20 +13,23 @@ TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from remem.db.snapshot import Execute
 
+# A process that opens the database while no other connection has it open rebuilds the WAL's
+# index by reading every frame in it, and forgets which of them were already copied into the
+# file, so the WAL never starts over. Hooks run with no worker alive would each read a WAL grown
+# by every hook before them: past this size the hook empties it into the file (bound_wal). Every
+# connection truncates the WAL to it when starting it over (journal_size_limit), so that while a
+# worker runs, the hooks find the WAL within the bound and leave it alone.
+WAL_BOUND_BYTES = 1 << 20
+
 # journal_mode=WAL is persistent in the file; it is set again on every connection because a
 # database copied or restored without its -wal file may come back in rollback mode.
 PRAGMAS = (
     ("journal_mode", "WAL"),
     ("synchronous", "NORMAL"),
     ("foreign_keys", "ON"),
+    ("journal_size_limit", str(WAL_BOUND_BYTES)),
 )
 DEFAULT_BUSY_TIMEOUT_S = 5.0
-
-# A process that opens the database while no other connection has it open rebuilds the WAL's
-# index by reading every frame in it, and forgets which of them were already copied into the
-# file, so the WAL never starts over. Hooks run with no worker alive would each read a WAL grown
-# by every hook before them; past this size the hook empties it into the file.
-WAL_BOUND_BYTES = 1 << 20
 
 # Revision the code expects; the hook compares it with alembic_version instead of loading Alembic.
 # A test keeps it equal to the head of alembic/versions.

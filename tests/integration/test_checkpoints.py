@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from remem.db.engine import checkpoint, make_engine
+from remem.db.sqlite import WAL_BOUND_BYTES
 from tests.integration.conftest import World
 from workers.loop import CHECKPOINT_INTERVAL_S, Loop
 from workers.runner import Worker
@@ -102,3 +103,27 @@ def test_a_checkpoint_that_fails_is_logged_and_the_worker_goes_on(
 
 def test_another_database_leaves_checkpoints_alone(world: World) -> None:
     assert world.worker.checkpoints is (world.backend == "sqlite")
+
+
+@pytest.mark.sqlite_only(WHY)
+def test_a_wal_started_over_is_cut_back_to_the_bound(world: World) -> None:
+    """While another process has the database open, the WAL starts over once it has all been
+    copied into the file; the worker's connection then cuts the file back to the bound, so that
+    the hooks leave it alone."""
+    assert world.settings.sqlite_file is not None
+    wal = Path(str(world.settings.sqlite_file) + "-wal")
+    insert = text("INSERT INTO projects (root, created_at) VALUES (:root, 0)")
+    other = sqlite3.connect(world.settings.sqlite_file)  # a hook's, or another worker's
+    try:
+        other.execute("SELECT count(*) FROM projects").fetchall()
+        for index in range(3):
+            with world.engine.begin() as connection:
+                rows = [{"root": f"/work/{index}/{n}/" + "x" * 900} for n in range(1_000)]
+                connection.execute(insert, rows)
+        assert wal.stat().st_size > 2 * WAL_BOUND_BYTES
+        assert checkpoint(world.engine)
+        with world.engine.begin() as connection:
+            connection.execute(insert, {"root": "/work/last"})
+        assert 0 < wal.stat().st_size <= WAL_BOUND_BYTES
+    finally:
+        other.close()
