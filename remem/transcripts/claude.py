@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from remem.record.tool_result import text_of
 from remem.transcripts.common import (
     ReadStats,
     TranscriptCall,
     parse_time,
     read_records,
-    text_of,
     without_none,
 )
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from remem.capture.fields import command_text
+from remem.record.tool_result import exec_output, exit_code_of, output_outcome, text_of
 from remem.record.writes import applied_patch
 from remem.transcripts.common import (
     ReadStats,
     TranscriptCall,
     parse_time,
     read_records,
-    text_of,
     without_none,
 )
 
@@ -42,10 +42,6 @@ BARE_ITEM_TYPES = frozenset(
         "web_search_call",
     }
 )
-# How a tool output states its exit status, newest first: "Process exited with code 1" (unified
-# exec), "Exit code: 1" (shell_command).
-EXIT_CODE_PREFIXES = ("Process exited with code ", "Exit code: ")
-OUTPUT_MARKER = "\nOutput:\n"
 
 
 @dataclass(frozen=True)
@@ -69,10 +65,6 @@ def read_codex(path: str, stats: ReadStats | None = None) -> Iterator[Transcript
 
 def _string(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _exit_code(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class _Rollout:
@@ -141,10 +133,10 @@ class _Rollout:
             patch = _Call("apply_patch", call.text, call.cwd, call.turn_id)
             output = "".join(text_of(event.get(key)) for key in ("stdout", "stderr"))
             return self._emit(call_id, patch, at, None, output, turn_id)
-        exit_code = _exit_code(event.get("exit_code"))
+        exit_code = exit_code_of(event.get("exit_code"))
         if call.tool_name == "apply_patch" and exit_code != 0:
             return None
-        return self._emit(call_id, call, at, exit_code, _exec_output(event), turn_id)
+        return self._emit(call_id, call, at, exit_code, exec_output(event), turn_id)
 
     def _item(self, item: dict[str, Any], at: float | None) -> TranscriptCall | None:
         kind = item.get("type")
@@ -203,7 +195,7 @@ class _Rollout:
         call = self.pending.get(call_id)
         if call is None:
             return None
-        text, exit_code = _output_outcome(output)
+        text, exit_code = output_outcome(output)
         if call.tool_name == "Bash":
             if exit_code is None:
                 return None  # still running, or silent about its status: wait for its end
@@ -257,33 +249,3 @@ class _Rollout:
         )
         session_cwd = self.session_cwd or self.cwd or call.cwd
         return TranscriptCall(payload, HOST, at, self.branch, exit_code, session_cwd)
-
-
-def _exec_output(event: dict[str, Any]) -> str:
-    output = event.get("aggregated_output")
-    if isinstance(output, str):
-        return output
-    return "".join(text_of(event.get(key)) for key in ("stdout", "stderr"))
-
-
-def _output_outcome(output: Any) -> tuple[str, int | None]:
-    """(output text, exit code) of a function_call_output; the code is None when not stated."""
-    if isinstance(output, dict):
-        output = output.get("content")
-    text = text_of(output)
-    if text.startswith("{"):
-        # The `shell` tool's output: {"output": "...", "metadata": {"exit_code": 0, ...}}
-        try:
-            decoded = json.loads(text)
-        except ValueError:
-            decoded = None
-        if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
-            metadata = decoded.get("metadata")
-            code = metadata.get("exit_code") if isinstance(metadata, dict) else None
-            return decoded["output"], _exit_code(code)
-    head, marker, body = text.partition(OUTPUT_MARKER)
-    for line in head.splitlines()[:4]:  # a header, never the program's own output
-        for prefix in EXIT_CODE_PREFIXES:
-            if line.startswith(prefix) and line[len(prefix) :].strip().lstrip("-").isdigit():
-                return (body if marker else text), int(line[len(prefix) :].strip())
-    return text, None

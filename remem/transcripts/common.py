@@ -89,16 +89,6 @@ def parse_time(value: Any) -> float | None:
         return None
 
 
-def text_of(content: Any) -> str:
-    """A tool result's text: a plain string, or the text parts of a content list joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [part.get("text") for part in content if isinstance(part, dict)]
-        return "\n".join(part for part in parts if isinstance(part, str))
-    return ""
-
-
 def without_none(payload: dict[str, Any]) -> dict[str, Any]:
     """A live hook omits what it does not know; so does a replayed payload."""
     return {key: value for key, value in payload.items() if value is not None}

@@ -3,6 +3,7 @@ looked for again on the session's later windows and by maintenance, for a day.""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,68 @@ def test_a_later_window_of_the_session_resolves_an_earlier_call(
 
     assert outcomes(world) == {"call_a": "success", "call_b": "success"}
     assert world.one("verified_runs") == (2,)
+
+
+def _state_output(rollout: Path, call_id: str, output: str, bare: bool = False) -> None:
+    """A rollout without `exec_command_end` (older Codex): the call's end is its output."""
+    item = {"type": "function_call_output", "call_id": call_id, "output": output}
+    record = (
+        item
+        if bare
+        else {"timestamp": "2025-10-31T19:03:10.000Z", "type": "response_item", "payload": item}
+    )
+    with rollout.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def test_calls_of_a_rollout_that_states_outcomes_in_their_output_are_resolved(
+    world: World, tmp_path: Path
+) -> None:
+    """Each shape an older Codex wrote a call's end in: the `shell` tool's JSON, its text with
+    an "Exit code" header, and a line from before the envelope."""
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.touch()
+    for call_id in ("call_json", "call_text", "call_bare", "call_silent"):
+        codex_call(world, rollout, call_id, "cargo test")
+    world.burst()
+    metadata = {"exit_code": 0, "duration_seconds": 1.2}
+    _state_output(
+        rollout, "call_json", json.dumps({"output": "test result: ok", "metadata": metadata})
+    )
+    failed = "Exit code: 101\nWall time: 2.1 seconds\nOutput:\nerror[E0308]: mismatched types"
+    _state_output(rollout, "call_text", failed)
+    _state_output(
+        rollout, "call_bare", json.dumps({"output": "ok", "metadata": metadata}), bare=True
+    )
+    _state_output(rollout, "call_silent", "still running")  # states no exit code
+    world.now += 600
+
+    assert world.burst()["resolved_late"] == 3
+
+    assert outcomes(world) == {
+        "call_json": "success",
+        "call_text": "failure",
+        "call_bare": "success",
+        "call_silent": "unknown",
+    }
+    (salient,) = world.execute("SELECT salient_error FROM attempts", {})[0]
+    assert salient == "error[E0308]: mismatched types"
+
+
+def test_an_exec_command_end_wins_over_the_output_of_the_same_call(
+    world: World, tmp_path: Path
+) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.touch()
+    codex_call(world, rollout, "call_a", "cargo test")
+    world.burst()
+    end_codex_command(rollout, "call_a", 101, "error[E0308]: mismatched types")
+    _state_output(rollout, "call_a", "Process exited with code 0\nOutput:\nok")
+    world.now += 600
+
+    world.burst()
+
+    assert outcomes(world) == {"call_a": "failure"}
 
 
 def test_maintenance_resolves_a_call_whose_session_went_quiet(world: World, tmp_path: Path) -> None:
