@@ -728,7 +728,8 @@ _TRACEBACK = "Traceback (most recent call last):"
 _ERROR_PREFIX = _compile(r"^\s*(?:(?:error|Error|fatal|FATAL)(?:\[\w+\])?:|ERROR\b)\s*\S")
 _MENTION = _compile(r"(?i)error|fail|exception|panic")
 SALIENT_MAX_CHARS = 300
-# What an error excerpt no recogniser reads is read by: a line naming an error, else the first.
+# What an error excerpt no recogniser reads is read by: a line naming an error, else the first
+# that says something.
 _TELLING_LINE = _compile(r"error|fail|exception|assert|traceback|panic|denied", re.IGNORECASE)
 _EXIT_LINE = _compile(r"^(exit code|command exited with|command failed with)", re.IGNORECASE)
 
@@ -756,6 +757,8 @@ _DURATION = _compile(
     r"|(?:ms|[uµn]s|[hms])(?:\d+(?:\.\d+)?(?:ms|[ms]))*)(?!\w)"
 )
 _PLAIN_WORD = _compile(r"[A-Za-z]+")
+_MASKED = _compile(r"<(?:path|tmp|hex|duration|branch)>")
+_SOME_WORD = _compile(r"[^\W\d_]{2}")
 _SPACE = _compile(r"\s+")
 
 
@@ -823,7 +826,13 @@ def telling_line(excerpt: str | None) -> str | None:
     for line in lines:
         if _TELLING_LINE.search(line):
             return line
-    return lines[0] if lines else None
+    return next((line for line in lines if _says_something(line)), None)
+
+
+def _says_something(line: str) -> bool:
+    """Whether a line has a word besides what error keys mask: a line of nothing but paths,
+    ids and numbers (a loop's `echo "$f"`) names no error."""
+    return bool(_SOME_WORD.search(_MASKED.sub(" ", error_key(line))))
 
 
 def error_key(line: str, branch: str | None = None) -> str:

@@ -76,6 +76,13 @@ def test_telling_line_prefers_a_line_naming_the_error() -> None:
     assert telling_line(None) is None and telling_line("\n\n") is None
 
 
+def test_a_line_of_nothing_but_paths_and_numbers_tells_no_error() -> None:
+    listed = "README.md\npackage.json\nsrc/app.ts:12\n0x7ffd12ab 42\n"
+    assert telling_line(listed) is None
+    assert telling_line(listed + "Segmentation fault") == "Segmentation fault"
+    assert telling_line("README.md\nmissing: Cargo.toml") == "missing: Cargo.toml"
+
+
 @pytest.mark.parametrize(
     "excerpt",
     [
