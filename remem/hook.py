@@ -149,12 +149,12 @@ def _write(
     except BaseException:
         connection.close()
         raise
-    sqlite_settings.bound_wal(connection, path)
     # When run() exits right after, the connection is left open on purpose: closing the last
     # connection checkpoints the WAL, which would cost every hook a millisecond. The commit is
-    # already durable in the WAL, and the worker's connections checkpoint it.
+    # already durable in the WAL, and the worker's connections checkpoint it. Past its bound the
+    # WAL is emptied that way.
     global _kept
-    if _fast_exit:
+    if _fast_exit and not sqlite_settings.wal_past_bound(path):
         _kept = connection
     else:
         connection.close()

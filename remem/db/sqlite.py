@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 # A process that opens the database while no other connection has it open rebuilds the WAL's
 # index by reading every frame in it, and forgets which of them were already copied into the
 # file, so the WAL never starts over. Hooks run with no worker alive would each read a WAL grown
-# by every hook before them: past this size the hook empties it into the file (bound_wal). Every
-# connection truncates the WAL to it when starting it over (journal_size_limit), so that while a
-# worker runs, the hooks find the WAL within the bound and leave it alone.
+# by every hook before them: past this size the hook closes its connection, and the last
+# connection to close empties the WAL into the file (while a worker has the database open, the
+# close leaves the WAL to the worker's checkpoints). Every connection cuts the WAL back to this
+# size when it starts it over (journal_size_limit), so that hooks rarely find it past it.
 WAL_BOUND_BYTES = 1 << 20
 
 # journal_mode=WAL is persistent in the file; it is set again on every connection because a
@@ -62,16 +63,12 @@ def connect(
     return connection
 
 
-def bound_wal(connection: sqlite3.Connection, path: str) -> None:
-    """Empty the WAL into the database file when it has grown past WAL_BOUND_BYTES, after a
-    commit. Never waits and never fails: while another process reads, the checkpoint copies what
-    it can and leaves the rest to that process's own checkpoints."""
+def wal_past_bound(path: str) -> bool:
+    """Whether the WAL has grown past WAL_BOUND_BYTES."""
     try:
-        if os.stat(f"{path}-wal").st_size > WAL_BOUND_BYTES:
-            connection.execute("PRAGMA busy_timeout = 0")
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    except (OSError, sqlite3.Error):
-        pass
+        return os.stat(f"{path}-wal").st_size > WAL_BOUND_BYTES
+    except OSError:
+        return False
 
 
 def connect_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:

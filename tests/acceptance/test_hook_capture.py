@@ -70,6 +70,23 @@ def test_hooks_with_no_worker_alive_keep_the_wal_bounded(home: Home) -> None:
     assert not list(home.spool.glob("*.jsonl"))
 
 
+def test_hooks_leave_the_wal_to_a_worker_that_has_the_database_open(home: Home) -> None:
+    """A checkpoint copies pages and syncs the file: while another process has the database
+    open, that is its work, never a hook's."""
+    wal = home.db.with_name(home.db.name + "-wal")
+    worker = sqlite3.connect(home.db)
+    try:
+        worker.execute("SELECT count(*) FROM projects").fetchall()
+        for index in range(40):
+            payload = _bash_success(f"toolu_held_{index}", f"s-{index % 3}", f"make held-{index}")
+            assert home.hook(payload).returncode == 0
+        assert wal.stat().st_size > WAL_BOUND_BYTES * 1.5
+    finally:
+        worker.close()
+    assert not wal.exists()  # the last connection to close emptied it
+    assert home.status()["events"] == 40
+
+
 def _hold_write_lock(db: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(db, isolation_level=None, timeout=1)
     connection.execute("BEGIN IMMEDIATE")
