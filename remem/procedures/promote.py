@@ -135,7 +135,7 @@ def _apply(connection: Driver, window: Window, settings: Settings, now: float) -
             for runs in window.steps.values()
             for run in runs
             if run.verdict == VERIFIED
-        }
+        } | known.passed_reads(around.events, settings.ignore_commands)
         touched = {
             (group.project_id, group.branch, group.directory, group.workflow_hash)
             for group in reads.runs
