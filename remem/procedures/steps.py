@@ -133,8 +133,10 @@ def _verdicts(steps: Sequence[Step], succeeded: bool, output: str | None) -> lis
     decisive = [i for i, step in enumerate(steps) if step.decisive]
     failing = [i for i in decisive if _by_output(steps[i], output) == FAILED]
     own = [i for i in failing if recognisers.family_of(steps[i].workflow) is not None]
-    named = [i for i in decisive if named_line(steps[i].program, output) is not None]
-    culprit = next((found for found in (own, named, failing) if len(found) == 1), [])
+    culprit = own if len(own) == 1 else []
+    if not culprit:
+        named = [i for i in decisive if named_line(steps[i].program, output) is not None]
+        culprit = next((found for found in (named, failing) if len(found) == 1), [])
     if not culprit:
         candidates = [i for i in decisive if not steps[i].read_only]
         culprit = candidates if len(candidates) == 1 else []
