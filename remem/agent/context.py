@@ -310,6 +310,7 @@ class Context(Record):
     known_errors: list[KnownError]
     substitutions: list[Substitution]
     verified_earlier: tuple[Entry, ...] = ()
+    verified_earlier_more: int = 0  # verified earlier too, left out of verified_earlier
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -336,6 +337,8 @@ class Context(Record):
             self.known_errors,
             self.verified_earlier,
             self.substitutions,
+            self.verified_earlier_more,
+            self.project,
         )
 
 
@@ -357,7 +360,14 @@ def read_context(
     substitutions = digest_substitutions(execute, root)
     known = digest_known_errors(execute, root, substitutions, team=bool(lessons))
     return Context(
-        root, branch, directory, entries, known, substitutions, tuple(earlier[:EARLIER_SHOWN])
+        root,
+        branch,
+        directory,
+        entries,
+        known,
+        substitutions,
+        tuple(earlier[:EARLIER_SHOWN]),
+        max(len(earlier) - EARLIER_SHOWN, 0),
     )
 
 

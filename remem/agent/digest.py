@@ -158,6 +158,8 @@ def paginate(
     known_errors: Sequence[KnownError] = (),
     earlier: Sequence[Entry] = (),
     substitutions: Sequence[Substitution] = (),
+    earlier_more: int = 0,
+    root: str = "",
 ) -> list[str]:
     """Pages of whole procedures within the budget, footer included; then what was verified
     earlier (when nothing was lately), under its own heading; the known errors and the commands
@@ -165,7 +167,15 @@ def paginate(
     with an order to read it whole. The known errors are the project's, so a branch with no
     procedure still gets them. Nothing to say: no pages."""
     pages = paginate_held(
-        entries, header, max_chars, max_lines, known_errors, earlier, substitutions
+        entries,
+        header,
+        max_chars,
+        max_lines,
+        known_errors,
+        earlier,
+        substitutions,
+        earlier_more,
+        root,
     )
     return [text for text, _held in pages]
 
@@ -178,14 +188,20 @@ def paginate_held(
     known_errors: Sequence[KnownError] = (),
     earlier: Sequence[Entry] = (),
     substitutions: Sequence[Substitution] = (),
+    earlier_more: int = 0,
+    root: str = "",
 ) -> list[tuple[str, list[Any]]]:
     """`paginate`'s pages, each with the procedures (entries) and known errors it holds: what
-    the SessionStart hook records as shown. A known error cut off its page is not held."""
+    the SessionStart hook records as shown. A known error cut off its page is not held.
+    `earlier_more`: how many more were verified earlier than `earlier` holds, in the project
+    at `root`; the last of them says so, and how to list them."""
     blocks: list[tuple[str, str, Sequence[Any]]] = [
         (_block(entry), entry.whole, (entry,)) for entry in entries
     ]
     for number, entry in enumerate(earlier):
         block = _block(entry)
+        if number == len(earlier) - 1 and earlier_more > 0:
+            block += "\n" + earlier_more_line(earlier_more, root)
         heading = f"{EARLIER_HEADING}\n{block}" if number == 0 else block
         blocks.append((heading, entry.whole, (entry,)))
     if known_errors:
@@ -227,6 +243,14 @@ def paginate_held(
             ]
         rendered.append(("\n".join(page) + "\n", held[number - 1]))
     return rendered
+
+
+def earlier_more_line(more: int, root: str) -> str:
+    """What the digest says of the procedures verified earlier that it leaves out."""
+    from shlex import quote  # only when there are more: the hook's start-up pays nothing
+
+    listing = f"remem procedures list --status stale --project {quote(root)}"
+    return f"… and {more} more: {inert_command(listing)}"
 
 
 def _line_of(item: Any) -> str:

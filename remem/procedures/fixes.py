@@ -2,10 +2,13 @@
 that showed it, read in order up to what resolved it. Files edited count, and so do commands
 that ran and passed, but not read-only ones, nor runs of the failing workflow itself.
 
-Another run of the same tool ends the fix: one that passed with the workflow's words and more
-(`git push --set-upstream origin <branch>` after `git push`) is the fix and resolves the error
-itself; a check of the same family (`mix test test/x.exs` after `mix test`) that no longer
-shows the error means the error was gone by then, and was no fix.
+Another run of the same tool ends the fix: a variant of the command that passed (its words and
+more, `git push --set-upstream origin <branch>` after `git push`; or with an option added or
+an argument left out, `git add -f <path>` after `git add <paths>`) is the fix and resolves the
+error itself; a check of the same family (`mix test test/x.exs` after `mix test`) that no
+longer shows the error means the error was gone by then, and was no fix. A read-only command's
+passes are no runs of its group (only its failures are kept): its own pass resolves its error
+here.
 """
 
 from __future__ import annotations
@@ -64,17 +67,22 @@ def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] 
             continue
         if not event.command:
             continue
-        for step in analyse(event.command, ignore).workflow_steps():
+        for step in analyse(event.command, ignore).steps:
+            if not (step.procedural or step.read_only):
+                continue  # an inline script or a file write: no command to name
             if failing.workflow in (step.workflow, step.family):  # its run, on any file
+                if step.read_only and event.succeeded:
+                    return Fix(_sorted(files), _kept(commands), event)
                 continue
-            if not _same_tool(step.workflow, failing.workflow):
-                if event.succeeded:
+            forms = (step.workflow, step.family)
+            if not any(_same_tool(form, failing.workflow) for form in forms):
+                if event.succeeded and step.procedural:
                     commands[recognisers.mask_branch(step.workflow, failing.branch)] = None
                 continue
             if not event.succeeded and _shows(step.workflow, event.output, failing):
                 continue
             resolved = None
-            if event.succeeded and runs_more(step.workflow, failing.workflow):
+            if event.succeeded and any(runs_more(form, failing.workflow) for form in forms):
                 commands[recognisers.mask_branch(step.workflow, failing.branch)] = None
                 resolved = event
             return Fix(_sorted(files), _kept(commands), resolved)
@@ -83,11 +91,13 @@ def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] 
 
 def _same_tool(step: str, workflow: str) -> bool:
     """A run of the failing workflow's tool: the same recognised family (a check), else the
-    same command with more or fewer words."""
+    same command with more or fewer words, or options."""
     mine, theirs = recognisers.check_of(step), recognisers.check_of(workflow)
     if mine is not None or theirs is not None:
         return mine is theirs
-    return step.startswith(workflow + " ") or workflow.startswith(step + " ")
+    if step.startswith(workflow + " ") or workflow.startswith(step + " "):
+        return True
+    return _variant(step, workflow) or _variant(workflow, step)
 
 
 def may_resolve(workflow: str) -> bool:
@@ -97,9 +107,31 @@ def may_resolve(workflow: str) -> bool:
 
 
 def runs_more(step: str, workflow: str) -> bool:
-    """Whether a passing `step` runs the failing command with more words, and so resolves
-    its error: never a check of a recognised family, whose narrower run proves nothing."""
-    return may_resolve(workflow) and step.startswith(workflow + " ")
+    """Whether a passing `step` is a variant of the failing command, and so resolves its
+    error: its words and more, or its options and more on its arguments or fewer. Never a
+    check of a recognised family, whose narrower run proves nothing."""
+    if not may_resolve(workflow):
+        return False
+    return step.startswith(workflow + " ") or _variant(step, workflow)
+
+
+def _variant(step: str, workflow: str) -> bool:
+    """`git add -f notes/plan.md` of `git add src/cart.py notes/plan.md`: another command,
+    the same program and subcommand, every option of the workflow's and its other words
+    among the workflow's, in their order."""
+    if step == workflow:
+        return False
+    words, theirs = step.split(), workflow.split()
+    options = {word for word in words if word.startswith("-")}
+    if not options >= {word for word in theirs if word.startswith("-")}:
+        return False
+    plain = [word for word in words if not word.startswith("-")]
+    their_plain = [word for word in theirs if not word.startswith("-")]
+    lead = min(2, len(their_plain))
+    if plain[:lead] != their_plain[:lead]:
+        return False
+    remaining = iter(their_plain)
+    return all(word in remaining for word in plain)
 
 
 def _shows(step: str, output: str | None, failing: Failing) -> bool:

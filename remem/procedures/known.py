@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from remem.db.driver import Driver, Rows
 from remem.procedures import fixes, journal, lessons
 from remem.procedures.journal import GROUP, PREVIOUS_RUN, History, Key, Region, inside
 from remem.procedures.window import WindowEvent
+from remem.shell.analysis import analyse
 from remem.shell.recognisers import mask_branch
 
 # How many of a session's events after a failure are read for its fix: a fix comes soon after.
@@ -298,6 +300,19 @@ def _between(row: Any) -> fixes.Between:
     )
 
 
+def passed_reads(events: Sequence[WindowEvent], ignore: Sequence[str]) -> set[str]:
+    """The workflows of the read-only steps of the events' passing commands: their passes are
+    no runs, yet they may resolve a read's error (`git add -f <path>` after `git add <path>`
+    refused an ignored path)."""
+    return {
+        step.workflow
+        for event in events
+        if event.kind == "command" and event.outcome == "success" and event.command
+        for step in analyse(event.command, ignore).steps
+        if step.read_only
+    }
+
+
 def resolve_open(
     connection: Driver,
     session_id: int,
@@ -306,10 +321,12 @@ def resolve_open(
     now: float,
     around: Surroundings = Surroundings(),
 ) -> None:
-    """A window's passing runs of a command with more words (`git push --set-upstream origin
-    <branch>` after `git push`) resolve the errors the session's runs of that command left
-    open, though the window holds no run of it: those groups' open streaks are looked at again.
-    `touched` are the groups the window's own runs re-derived already."""
+    """A window's passing runs of a variant of a command (`git push --set-upstream origin
+    <branch>` after `git push`), or of a read-only command itself, resolve the errors the
+    session's runs of that command left open, though the window holds no run of it: those
+    groups' open streaks are looked at again. `passed`: the workflows of the window's
+    verified runs and of its passing read-only steps (passed_reads); `touched` are the groups
+    the window's own runs re-derived already."""
     if not passed:
         return
     for row in connection.execute(OPEN_IN_SESSION, {"session_id": session_id}).all():
@@ -321,7 +338,10 @@ def resolve_open(
         }
         if tuple(group.values()) in touched:
             continue
-        if not any(fixes.runs_more(workflow, row.workflow) for workflow in passed):
+        if not any(
+            workflow == row.workflow or fixes.runs_more(workflow, row.workflow)
+            for workflow in passed
+        ):
             continue
         start = journal.last_success_before(connection, group, (_END, 0)) or (float("-inf"), 0)
         tail = journal.load_tail(connection, group, start)

@@ -135,7 +135,7 @@ def _apply(connection: Driver, window: Window, settings: Settings, now: float) -
             for runs in window.steps.values()
             for run in runs
             if run.verdict == VERIFIED
-        }
+        } | known.passed_reads(around.events + _late_passes(window), settings.ignore_commands)
         touched = {
             (group.project_id, group.branch, group.directory, group.workflow_hash)
             for group in reads.runs
@@ -166,6 +166,15 @@ def _resolved(window: Window) -> tuple[WindowEvent, ...]:
             event = replace(event, outcome=outcome, error_excerpt=excerpt, output_excerpt=output)
         events.append(event)
     return tuple(events)
+
+
+def _late_passes(window: Window) -> tuple[WindowEvent, ...]:
+    """The earlier Codex events of the window's session that the rollout says passed."""
+    return tuple(
+        replace(event, outcome="success")
+        for event in window.late
+        if window.resolutions[event.id].exit_code == 0
+    )
 
 
 class _Step:

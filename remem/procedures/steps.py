@@ -19,6 +19,7 @@ from remem.record.identity import spelt_root
 from remem.shell import recognisers
 from remem.shell.analysis import Step, analyse, resolve_directory
 from remem.shell.arguments import without_messages
+from remem.shell.named import named_line
 from remem.shell.runnable import cannot_run
 
 VERIFIED, FAILED, UNVERIFIED = "verified", "failed", "unverified"
@@ -51,14 +52,17 @@ def classify(
     ignore_commands: Sequence[str] = (),
     exit_code: int | None = None,
 ) -> list[StepRun]:
-    """The runs a command's workflow steps stand for; read-only steps, steps that never ran
-    and steps whose directory cannot be known are left out."""
+    """The runs a command's workflow steps stand for, and the failures of its read-only steps
+    whose output shows their error (`git add` of an ignored path, `cat` of a missing file):
+    known errors of theirs, never procedures, as their passes are no runs. Other read-only
+    steps, inline scripts, file writes, steps that never ran and steps whose directory cannot
+    be known are left out."""
     steps = analyse(command, ignore_commands).steps
     verdicts = _verdicts(steps, succeeded, output)
     work_tree = spelt_root(cwd, directory)
     runs = []
     for index, (step, verdict) in enumerate(zip(steps, verdicts, strict=True)):
-        if verdict is None or not step.procedural:
+        if verdict is None or not (step.procedural or (step.read_only and verdict == FAILED)):
             continue
         where = resolve_directory(directory, work_tree, step.chdir)
         if where is None:
@@ -66,9 +70,14 @@ def classify(
         salient = blocked = None
         if verdict == FAILED:
             salient = recognisers.salient_line(step.workflow, output)
+            salient = salient or named_line(step.program, output)
             salient = without_messages(salient, step.messages)
+            if salient is None and not step.procedural:
+                continue
             blocked = cannot_run(step.workflow, step.program, exit_code, output)
-        workflow = group_workflow(step, where, work_tree)
+        # A read names what it read: its failure is that file's (`cat <file>` would let a
+        # read of any other file pass for its resolution).
+        workflow = group_workflow(step, where, work_tree) if step.procedural else step.workflow
         runs.append(
             StepRun(
                 step=index,
@@ -116,15 +125,19 @@ def _verdicts(steps: Sequence[Step], succeeded: bool, output: str | None) -> lis
         return verdicts
     # The command failed: one of its decisive steps did, and the decisive steps after it never
     # ran (`a && b`, or under `set -e`). It is the one whose own tool's failure the output shows,
-    # if exactly one does (a runner such as `make` is judged by any tool's summary: it comes
-    # second), a read-only step included (`git add` of an ignored path); else, when only one
-    # could have failed, that one. Any step that did something may be the one that failed, a
-    # script or a write included.
+    # if exactly one does; else the one whose program the output names (`cat: x: No such
+    # file`), if exactly one is; else the one whose failure any tool's summary shows (a runner
+    # such as `make`), a read-only step included each time (`git add` of an ignored path);
+    # else, when only one could have failed, that one. Any step that did something may be the
+    # one that failed, a script or a write included.
     decisive = [i for i, step in enumerate(steps) if step.decisive]
     failing = [i for i in decisive if _by_output(steps[i], output) == FAILED]
     own = [i for i in failing if recognisers.family_of(steps[i].workflow) is not None]
-    culprit = own if own else failing
-    if len(culprit) != 1:
+    culprit = own if len(own) == 1 else []
+    if not culprit:
+        named = [i for i in decisive if named_line(steps[i].program, output) is not None]
+        culprit = next((found for found in (named, failing) if len(found) == 1), [])
+    if not culprit:
         candidates = [i for i in decisive if not steps[i].read_only]
         culprit = candidates if len(candidates) == 1 else []
     for i in decisive:

@@ -74,11 +74,98 @@ def test_an_ignored_path_fails_the_add_and_never_the_commit_after_it(
     # The commit never ran: it has two runs, both passing, and no error, no pitfall.
     (procedure,) = home.procedures()
     assert (procedure["workflow"], procedure["verified_runs"]) == ("git commit -m …", 2)
-    assert errors_json(home, project) == []
+    # The add's error is its own: leaving the ignored path out is what passed.
+    (known,) = errors_json(home, project)
+    assert (known["workflow"], known["error"]) == (
+        "git add src/cart.py notes/plan.md",
+        "The following paths are ignored by one of your .gitignore files:",
+    )
+    assert known["fix_commands"] == ["git add src/cart.py"] and known["resolved_at"] is not None
     text = shown(home, project) + home.remem("procedures", "show", str(procedure["id"])).stdout
-    assert "ignored by one of your .gitignore" not in text
     assert "passed again with no edit" not in text and "pitfall" not in text
     assert not any(line in text for line in MESSAGE_LINES)
+
+
+def test_an_ignored_path_is_the_add_s_known_error_and_add_f_what_worked(
+    home: Home, tmp_path: Path
+) -> None:
+    """`git add` is read-only (promotion.ignore_commands): its failure is still a known error,
+    resolved by the variant that passed in a later call, which the next session is told."""
+    project = make_repository(tmp_path / "shop")
+    agent = Agent(home, project)
+    agent.edited("notes/plan.md", "s1", "ship the cart")
+    agent.failed(commit("notes/plan.md"), "s1", IGNORED)
+    home.remem("worker", "--burst")
+    (known,) = errors_json(home, project)
+    assert (known["workflow"], known["resolved_at"]) == ("git add notes/plan.md", None)
+
+    agent.ran(commit("-f", "notes/plan.md"), "s1")
+    home.remem("worker", "--burst")
+
+    (known,) = errors_json(home, project)
+    assert (known["workflow"], known["error"]) == (
+        "git add notes/plan.md",
+        "The following paths are ignored by one of your .gitignore files:",
+    )
+    assert known["fix_commands"] == ["git add -f notes/plan.md"]
+    assert known["resolved_at"] is not None
+    found = known_lines(hook(home, session_start(project, "s2")))
+    assert found == {
+        "The following paths are ignored by one of your .gitignore files:": (
+            "fixed after running `git add -f notes/plan.md`"
+        )
+    }
+    # Nothing under the commit, which never ran; `git add` never becomes a procedure.
+    assert [p["workflow"] for p in home.procedures()] == []
+    assert not any(line in shown(home, project) for line in MESSAGE_LINES)
+
+
+def test_codex_a_missing_file_fails_the_cat_and_never_the_make_after_it(
+    home: Home, tmp_path: Path
+) -> None:
+    """The output names the step that failed by its program (`cat: ...`): the later step never
+    ran and has no run at all."""
+    project = make_repository(tmp_path / "shop")
+    codex = Codex(home, project, tmp_path / "rollout-c3.jsonl", "codex-c3")
+    codex.ran("cat missing.txt && make test", 1, "cat: missing.txt: No such file or directory\n")
+    codex.ran("make test")
+    codex.ran("make test")
+    home.remem("worker", "--burst")
+
+    (known,) = errors_json(home, project)
+    assert (known["workflow"], known["error"]) == (
+        "cat missing.txt",
+        "cat: missing.txt: No such file or directory",
+    )
+    (make,) = home.procedures()
+    assert (make["workflow"], make["verified_runs"], make["status"]) == ("make test", 2, "active")
+    assert make["confidence"] == 0.86  # no failure since its latest success
+    (hit,) = [h for h in home.command_hits("make test") if h["command"].startswith("cat")]
+    assert (hit["runs"], hit["evidence"]) == (1, 0)
+    text = shown(home, project) + home.remem("procedures", "show", str(make["id"])).stdout
+    assert "pitfall" not in text and "fails on this branch" not in text
+
+
+def test_read_only_commands_failing_and_passing_never_become_procedures(
+    home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    agent = Agent(home, project)
+    missing = "Exit code 2\nls: cannot access 'build': No such file or directory"
+    agent.failed("ls build", "s1", missing)
+    agent.failed("git add notes/plan.md", "s1", IGNORED)
+    for session in ("s1", "s2"):
+        for command in ("ls build", "git add -f notes/plan.md", "sed -n '1,20p' src/cart.py"):
+            agent.ran(command, session)
+        agent.ran("git status && git log --oneline -5 && git diff", session)
+    home.remem("worker", "--burst")
+
+    assert home.procedures() == []
+    errors = {known["workflow"]: known for known in errors_json(home, project)}
+    assert set(errors) == {"ls build", "git add notes/plan.md"}
+    assert errors["ls build"]["resolved_at"] is not None  # it passed itself
+    assert errors["ls build"]["fix_commands"] == []
+    assert errors["git add notes/plan.md"]["fix_commands"] == ["git add -f notes/plan.md"]
 
 
 def test_a_push_without_upstream_is_the_push_s_error_not_the_commit_s(

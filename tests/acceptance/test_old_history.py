@@ -5,9 +5,12 @@ so, and the project's digest shows them under their own heading."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
+from bench.common import make_repository, session_start
 from tests.acceptance.test_import_cli import import_json, workspace_copies
+from tests.acceptance.test_real_sessions import hook
 from tests.conftest import Home, contract_time
 
 SESSION_DAY = "2026-02-11"  # claude/spotter-fum.jsonl ran then: far older than 14 days
@@ -73,3 +76,37 @@ def test_an_import_that_learns_stale_procedures_says_so(home: Home, tmp_path: Pa
         f"{SESSION_DAY}, older than promotion.max_age = 14d."
     ) in shown
     assert "Read calls from the last 3650 days (--since)." in shown
+
+
+def test_a_digest_of_many_stale_procedures_says_how_many_more_and_how_to_list_them(
+    home: Home, tmp_path: Path
+) -> None:
+    """Thirteen workflows verified a month ago: the digest shows ten and names the rest."""
+    project = make_repository(tmp_path / "shop")
+    home.env.pop("REMEM_PROMOTION_MAX_AGE", None)
+    month_ago = time.time() - 30 * 86_400
+    for number in range(13):
+        for run in range(2):
+            payload = {
+                "session_id": f"old-{run}",
+                "cwd": str(project),
+                "command": f"make target-{number:02d}",
+                "exit_code": 0,
+                "timestamp": month_ago + number * 60 + run,
+                "event_id": f"old-{number}-{run}",
+            }
+            assert home.hook(payload, "--host", "generic").returncode == 0
+    home.remem("worker", "--burst")
+    assert [p["status"] for p in home.procedures()] == ["stale"] * 13
+
+    digest = home.remem("context", "--cwd", str(project)).stdout
+    lines = digest.splitlines()
+    assert lines[1] == "Verified earlier (not lately):"
+    assert len([line for line in lines if line.startswith("- `make target-")]) == 10
+    listing = f"remem procedures list --status stale --project {project}"
+    assert f"… and 3 more: `{listing}`" in lines
+    assert hook(home, session_start(project, "next")) == digest
+    listed = home.remem(*listing.split()[1:]).stdout
+    assert all(f"make target-{n:02d}" in listed for n in range(13))
+    as_json = json.loads(home.remem("context", "--cwd", str(project), "--json").stdout)
+    assert (len(as_json["verified_earlier"]), as_json["verified_earlier_more"]) == (10, 3)

@@ -129,6 +129,33 @@ def test_an_exec_command_end_wins_over_the_output_of_the_same_call(
     assert outcomes(world) == {"call_a": "failure"}
 
 
+def test_a_read_that_passed_late_resolves_its_own_error_in_the_next_window(
+    world: World, tmp_path: Path
+) -> None:
+    """`git add` is read-only: its pass is no run, yet the variant that passed, resolved from
+    the rollout only in a later window, resolves the error its failure left open."""
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.touch()
+    ignored = "The following paths are ignored by one of your .gitignore files:\nnotes/plan.md"
+    codex_call(world, rollout, "call_a", "git add notes/plan.md")
+    end_codex_command(rollout, "call_a", 1, ignored)
+    codex_call(world, rollout, "call_b", "git add -f notes/plan.md")
+    world.burst()
+    assert world.execute("SELECT resolved_at FROM known_errors", {}) == [(None,)]
+
+    end_codex_command(rollout, "call_b", 0)
+    world.now += 60
+    codex_call(world, rollout, "call_c", "git status")
+    end_codex_command(rollout, "call_c", 0)
+    world.burst()
+
+    assert outcomes(world)["call_b"] == "success"
+    assert world.execute("SELECT workflow, fix_commands FROM known_errors", {}) == [
+        ("git add notes/plan.md", '["git add -f notes/plan.md"]')
+    ]
+    assert world.execute("SELECT count(*) FROM procedures", {}) == [(0,)]
+
+
 def test_maintenance_resolves_a_call_whose_session_went_quiet(world: World, tmp_path: Path) -> None:
     rollout = tmp_path / "rollout.jsonl"
     rollout.touch()

@@ -663,7 +663,7 @@ def test_migration_0012_derives_bodies_stored_before_it_again(world: World) -> N
 def test_migration_0013_files_a_compound_failure_under_its_step_again(world: World) -> None:
     """A database derived before git's refusals were recognised filed `git add <ignored> &&
     git commit ...` failing under the commit, which never ran. Schema 0013 asks for a rebuild,
-    which files it under no step of the commit's."""
+    which files it under the add (a read whose failure is kept), never under the commit."""
     ignored = (
         "The following paths are ignored by one of your .gitignore files:\nnotes/plan.md\n"
         "hint: Use -f if you really want to add them."
@@ -673,8 +673,9 @@ def test_migration_0013_files_a_compound_failure_under_its_step_again(world: Wor
     world.post('git commit -m "tax"')
     world.burst()
     assert world.procedures("workflow") == [("git commit -m …",)]
-    assert world.execute("SELECT count(*) FROM known_errors") == [(0,)]
+    assert world.execute("SELECT workflow FROM known_errors") == [("git add notes/plan.md",)]
     with world.engine.begin() as connection:  # as the derivation before 0013 filed it
+        connection.execute(text("DELETE FROM known_errors"))
         connection.execute(
             text(
                 "INSERT INTO known_errors (project_id, branch, directory, workflow, "
@@ -692,4 +693,29 @@ def test_migration_0013_files_a_compound_failure_under_its_step_again(world: Wor
     migrate.upgrade(world.engine)
     assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
     assert world.burst()["rebuilds"] == 1
-    assert world.execute("SELECT count(*) FROM known_errors") == [(0,)]
+    assert world.execute("SELECT workflow FROM known_errors") == [("git add notes/plan.md",)]
+
+
+def test_migration_0015_keeps_a_read_s_failure_and_files_it_under_its_step_again(
+    world: World,
+) -> None:
+    """A database derived before read-only failures were kept had no run of `cat missing.txt`
+    failing, and filed `cat missing.txt && make test` under `make test`, which never ran.
+    Schema 0015 asks for a rebuild, which files it under the `cat`."""
+    world.post("cat missing.txt && make test", 1, error="cat: missing.txt: No such file")
+    world.post("make test")
+    world.post("make test")
+    world.burst()
+    assert world.execute("SELECT workflow FROM attempts") == [("cat missing.txt",)]
+    with world.engine.begin() as connection:  # as the derivation before 0015 left it
+        connection.execute(text("DELETE FROM known_errors"))
+        connection.execute(text("DELETE FROM attempts"))
+    migrate.downgrade(world.engine, "0014")
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert world.execute("SELECT workflow FROM attempts") == [("cat missing.txt",)]
+    assert world.execute("SELECT workflow, error FROM known_errors") == [
+        ("cat missing.txt", "cat: missing.txt: No such file")
+    ]
+    assert world.procedures("workflow", "verified_runs") == [("make test", 2)]

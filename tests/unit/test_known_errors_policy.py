@@ -116,3 +116,39 @@ def test_a_narrower_check_that_passes_resolves_nothing() -> None:
     events = [ran(1, "mix test test/one_test.exs"), edit(2, "lib/a.ex")]
     fix = read_fix(events, Failing("mix test", "Assertion with =~ failed", None))
     assert fix == Fix((), ())
+
+
+IGNORE = ("git add",)
+IGNORED_KEY = "The following paths are ignored by one of your .gitignore files:"
+
+
+def test_a_read_s_variant_that_passes_is_the_fix_and_resolves_the_error() -> None:
+    """`git add` is read-only: its passes are no runs, so the variant that passed (an option
+    added, a path left out) resolves its error here, and is named."""
+    events = [
+        ran(1, "git status"),
+        ran(2, "git add -f notes/plan.md && git commit -m 'plan'"),
+    ]
+    fix = read_fix(events, Failing("git add src/a.py notes/plan.md", IGNORED_KEY, None), IGNORE)
+    assert (fix.commands, fix.resolved_by) == (("git add -f notes/plan.md",), events[1])
+    fix = read_fix(
+        [ran(1, "git add src/a.py")], Failing("git add src/a.py notes/plan.md", "x", None), IGNORE
+    )
+    assert fix.commands == ("git add src/a.py",)
+
+
+def test_a_read_passing_itself_resolves_its_error_and_names_what_passed_before() -> None:
+    events = [
+        ran(1, "cat notes.txt"),  # another read: neither a fix nor its run
+        ran(2, "make notes"),
+        ran(3, "cat missing.txt"),
+    ]
+    fix = read_fix(events, Failing("cat missing.txt", "cat: <path>: No such file", None))
+    assert (fix.commands, fix.resolved_by) == (("make notes",), events[2])
+
+
+def test_another_command_of_the_same_program_is_no_variant() -> None:
+    failing = Failing("ls build", "ls: cannot access", None)
+    assert read_fix([ran(1, "ls -la")], failing) == Fix((), ())
+    push = read_fix([ran(1, "npm run lint")], Failing("npm run build", "x", None))
+    assert (push.commands, push.resolved_by) == (("npm run lint",), None)

@@ -181,7 +181,9 @@ CASES = [
         GIT_IGNORED,
         ROOT,
         ".",
-        [],  # `git add` is read-only: no run, and the commit never ran
+        # `git add` is read-only: its failure is a run (a known error's), never a pass; the
+        # commit never ran.
+        [(".", "git add notes/draft.md", FAILED)],
     ),
     (
         "git add src/cartt.py && git commit -m 'Cart: totals'",
@@ -189,7 +191,49 @@ CASES = [
         "Exit code 128\nfatal: pathspec 'src/cartt.py' did not match any files",
         ROOT,
         ".",
-        [],
+        [(".", "git add src/cartt.py", FAILED)],
+    ),
+    # The output names the step that failed by its program: the steps after it never ran.
+    (
+        "cat missing.txt && make test",
+        False,
+        "Exit code 1\ncat: missing.txt: No such file or directory",
+        ROOT,
+        ".",
+        [(".", "cat missing.txt", FAILED)],
+    ),
+    (
+        "ls build && npm test",
+        False,
+        "ls: cannot access 'build': No such file or directory",
+        ROOT,
+        ".",
+        [(".", "ls build", FAILED)],
+    ),
+    (
+        "make build && ./scripts/smoke.sh",
+        False,
+        "make: *** No rule to make target 'build'.  Stop.",
+        ROOT,
+        ".",
+        [(".", "make build", FAILED)],
+    ),
+    (
+        "pytets -q && make build",
+        False,
+        "Exit code 127\nbash: line 1: pytets: command not found",
+        ROOT,
+        ".",
+        [(".", "pytets -q", FAILED)],
+    ),
+    # A program's progress notes under its name say nothing of a failure.
+    (
+        "make -C api build && ./scripts/smoke.sh",
+        False,
+        "make: Entering directory '/home/dev/shop/api'\nmake: Leaving directory\nsmoke: boom",
+        ROOT,
+        ".",
+        [(".", "make -C api build", UNVERIFIED), (".", "./scripts/smoke.sh", UNVERIFIED)],
     ),
     (
         "git add -A && git commit -m 'Cart: totals' && git push",
@@ -221,6 +265,16 @@ CASES = [
     ("ls | wc -l", True, "12", ROOT, ".", []),
     ("cd frontend && ls", True, None, ROOT, ".", []),
     ('grep -E "a|b" src', False, None, ROOT, ".", []),
+    ("git diff --exit-code", False, "diff --git a/src/cart.py b/src/cart.py", ROOT, ".", []),
+    # A read's failure its output shows is a run of the read as it ran: no family.
+    (
+        "sed -n '1,20p' src/cart.py",
+        False,
+        "sed: can't read src/cart.py: No such file or directory",
+        ROOT,
+        ".",
+        [(".", "sed -n '1,20p' src/cart.py", FAILED)],
+    ),
     # Where a step ran: relative to the work tree, and only inside it.
     ("cd .. && make", True, None, ROOT, ".", []),
     ("cd $HOME && make", True, None, ROOT, ".", []),
