@@ -1,6 +1,7 @@
 """What fixed a known error (DESIGN.md §6), pure: the session's events after the last attempt
 that showed it, read in order up to what resolved it. Files edited count, and so do commands
-that ran and passed, but not read-only ones, nor runs of the failing workflow itself.
+that ran and passed, but not read-only ones, nor runs of a family that changes nothing it
+checks (another test suite), nor runs of the failing workflow itself.
 
 Another run of the same tool ends the fix: a variant of the command that passed (its words and
 more, `git push --set-upstream origin <branch>` after `git push`; or with an option added or
@@ -76,7 +77,11 @@ def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] 
                 continue
             forms = (step.workflow, step.family)
             if not any(_same_tool(form, failing.workflow) for form in forms):
-                if event.succeeded and step.procedural:
+                if (
+                    event.succeeded
+                    and step.procedural
+                    and not recognisers.reads_only(step.workflow)
+                ):
                     commands[recognisers.mask_branch(step.workflow, failing.branch)] = None
                 continue
             if not event.succeeded and _shows(step.workflow, event.output, failing):

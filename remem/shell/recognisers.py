@@ -47,7 +47,8 @@ class Recogniser(Record):
     are searched in the whole output (multiline, ANSI colours removed); each `salient` pattern
     is tried against every line in turn. The examples are real output of the tool. A check
     (tests, linters, compilers) is run again to see the code pass; a row that is no check (git)
-    only says which step failed and why."""
+    only says which step failed and why. A row that `reads_only` (test runners, analysers that
+    have no option to write) changes nothing it checks: its passing run is never a fix."""
 
     family: str
     command: re.Pattern[str]
@@ -57,6 +58,7 @@ class Recogniser(Record):
     example_success: str
     example_failure: str
     check: bool = True
+    reads_only: bool = False
 
 
 def _summary(*alternatives: str) -> re.Pattern[str]:
@@ -108,6 +110,7 @@ _NOTHING_TO_COMMIT = (
 RECOGNISERS: tuple[Recogniser, ...] = (
     Recogniser(
         family="exunit",
+        reads_only=True,
         command=_compile(r"\bmix\s+test\b"),
         success=_summary(r"^(?:\d+ (?:doctests?|propert(?:y|ies)), )*\d+ tests?, 0 failures\b"),
         failure=_summary(
@@ -179,6 +182,7 @@ warning: variable "tag" is unused (if the variable is not meant to be used, pref
     ),
     Recogniser(
         family="credo",
+        reads_only=True,
         command=_compile(r"\bmix\s+credo\b"),
         success=_summary(r"^\d+ mods/funs, found no issues\."),
         failure=_summary(r"^\d+ mods/funs, found \d+ "),
@@ -206,6 +210,7 @@ Analysis took 0.3 seconds (0.08s to load, 0.3s running 55 checks on 94 files)
     ),
     Recogniser(
         family="dialyzer",
+        reads_only=True,
         command=_compile(r"\bdialyzer\b"),
         success=_summary(r"^done \(passed successfully\)"),
         failure=_summary(r"^done \(warnings were emitted\)", r"^:dialyzer\.run error: "),
@@ -232,6 +237,7 @@ Halting VM with exit status 2""",
     ),
     Recogniser(
         family="cargo-test",
+        reads_only=True,
         command=_compile(r"\bcargo\s+(?:\+\S+\s+)?(?:test|t|llvm-cov)\b"),
         success=_summary(r"^test result: ok\."),
         failure=_summary(
@@ -313,6 +319,7 @@ error: could not compile `branches` due to previous error""",
     ),
     Recogniser(
         family="go-test",
+        reads_only=True,
         command=_compile(r"\bgo\s+test\b"),
         success=_summary(r"^ok\s+\S+\s+(?:\d+(?:\.\d+)?s|\(cached\))"),
         failure=_summary(
@@ -331,6 +338,7 @@ FAIL github.com/alimtvnetwork/gitmap-v28/cli/cmdpipeline 0.557s""",
     # go vet prints nothing when it finds nothing: its success is the exit status alone.
     Recogniser(
         family="go-vet",
+        reads_only=True,
         command=_compile(r"\bgo\s+vet\b"),
         success=None,
         failure=_summary(r"^(?:vet: )?\S+\.go:\d+:\d+: "),
@@ -341,6 +349,7 @@ FAIL github.com/alimtvnetwork/gitmap-v28/cli/cmdpipeline 0.557s""",
     ),
     Recogniser(
         family="pytest",
+        reads_only=True,
         command=_compile(r"\bpy\.?test\b"),
         success=_summary(
             r"^=*\s*(?:\d+ (?:passed|skipped|deselected|xfailed|xpassed|warnings?)(?:, )?)+"
@@ -379,6 +388,7 @@ FAILED python-string-utils/Test4DT_tests/test_string_utils_validation_is_credit_
     ),
     Recogniser(
         family="unittest",
+        reads_only=True,
         command=_compile(r"\bunittest\b|\bmanage\.py\s+test\b"),
         # a bare "OK" says little on its own; with the "Ran" line above it, it is unmistakable
         success=_summary(r"^Ran \d+ tests? in \d+(?:\.\d+)?s\n+OK\b"),
@@ -407,6 +417,7 @@ FAILED (failures=1)""",
     ),
     Recogniser(
         family="mypy",
+        reads_only=True,
         command=_compile(r"\bd?mypy\b"),
         success=_summary(r"^Success: no issues found in \d+ source files?"),
         failure=_summary(r"^Found \d+ errors? in \d+ files? \(checked \d+ source files?\)"),
@@ -454,6 +465,7 @@ Found 1 error.
     ),
     Recogniser(
         family="vitest",
+        reads_only=True,
         command=_compile(r"\bvitest\b"),
         success=_summary(r"^\s*Test Files\s+\d+ passed\b"),
         failure=_summary(
@@ -487,6 +499,7 @@ AssertionError: expected undefined to be '${{ !github.event.repository.private â
     ),
     Recogniser(
         family="jest",
+        reads_only=True,
         command=_compile(r"\bjest\b"),
         success=_summary(r"^Tests:\s+(?:\d+ \w+, )*\d+ passed, \d+ total"),
         failure=_summary(
@@ -515,6 +528,7 @@ Time:        1.028 s""",
     ),
     Recogniser(
         family="mocha",
+        reads_only=True,
         command=_compile(r"\bmocha\b"),
         success=_summary(r"^\s*\d+ passing \(\d+(?:\.\d+)?\s*(?:ms|s|m)\)"),
         failure=_summary(r"^\s*[1-9]\d* failing\b"),
@@ -537,6 +551,7 @@ Time:        1.028 s""",
     ),
     Recogniser(
         family="rspec",
+        reads_only=True,
         command=_compile(r"\brspec\b"),
         success=_summary(r"^\s*\d+ examples?, 0 failures\b"),
         failure=_summary(
@@ -767,6 +782,12 @@ def family_of(command: str) -> Recogniser | None:
     """The first row whose command pattern matches the command text; None when no row does
     (remembered: an agent runs the same few commands all day)."""
     return next((row for row in RECOGNISERS if row.command.search(command)), None)
+
+
+def reads_only(command: str) -> bool:
+    """Whether the command is a run of a family that changes nothing it checks (a test run)."""
+    row = family_of(command)
+    return row is not None and row.reads_only
 
 
 def check_of(command: str) -> Recogniser | None:

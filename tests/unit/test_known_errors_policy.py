@@ -90,6 +90,20 @@ def test_a_fix_is_the_files_edited_and_the_commands_that_passed() -> None:
     assert read_fix(events, failing, ("git status", "ls")) == Fix(("mix.exs",), ("mix deps.get",))
 
 
+def test_another_suite_that_passed_is_no_fix_and_a_formatter_that_passed_is() -> None:
+    """A test run changes nothing it checks; a formatter of a checking family may write."""
+    events = [
+        edit(1, "test/renderer_test.exs"),
+        ran(2, "npx vitest run"),
+        ran(3, ".venv/bin/python -m pytest -q tests/unit"),
+        ran(4, "ruff format ."),
+        ran(5, "mix format"),
+    ]
+    failing = Failing("mix test", "no matter", None)
+    fixed = Fix(("test/renderer_test.exs",), ("ruff format .", "mix format"))
+    assert read_fix(events, failing) == fixed
+
+
 def test_a_run_of_the_same_check_that_no_longer_shows_the_error_ends_the_fix() -> None:
     events = [
         edit(1, "config/test.exs"),
