@@ -117,23 +117,9 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
             _store_written_edit(execute, event)
         return None
     event = forget_known(execute, event)
-    now = event.captured_at
-    project_id = execute(UPSERT_PROJECT, {"root": event.project_root, "now": now})[0][0]
-    session_id = execute(
-        UPSERT_SESSION,
-        {
-            "host": event.host,
-            "session_key": event.session_key,
-            "project_id": project_id,
-            "event_at": event.event_at,
-        },
-    )[0][0]
-    params = event.as_dict()
-    del params["project_root"], params["session_key"]
-    params["session_id"] = session_id
-    params["project_id"] = project_id
-    params["files"] = json.dumps(event.files) if event.files else None
-    rows = execute(INSERT_EVENT, params)
+    project_id = _upsert_project(execute, event)
+    session_id = _upsert_session(execute, event, project_id)
+    rows = execute(INSERT_EVENT, _event_params(event, project_id, session_id))
     if event.kind == "command":
         # Even when the command was stored already: importing again adds what a write edited.
         _store_written_edit(execute, event)
@@ -142,8 +128,95 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     event_id = int(rows[0][0])
     execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event.event_at})
     if event.kind != "session_start":
-        raise_task(execute, session_id, event_id, now)
+        raise_task(execute, session_id, event_id, event.captured_at)
     return event_id
+
+
+class Batch:
+    """Many events stored in one transaction, each as store_event would store it, with what the
+    events repeat done once: the forgotten words read, each project's and session's id asked
+    for, each session touched at the end with its latest time. A session's task is raised once
+    for its last event of a run sharing a capture time, which is what raising it for each event
+    leaves (the watermark only rises, and a revived task is pending until the run ends).
+    `finish()` before the transaction commits."""
+
+    def __init__(self, execute: Execute) -> None:
+        self.execute = execute
+        self.known = known_forgotten(execute)
+        self.projects: dict[str, int] = {}
+        self.sessions: dict[tuple[str, str, int], int] = {}
+        self.touched: dict[int, float] = {}
+        self.raised: dict[int, tuple[int, float]] = {}  # session id: (event id, now)
+
+    def store(self, event: CapturedEvent) -> int | None:
+        """store_event's answer: the new event's id, or None when it was stored already."""
+        execute = self.execute
+        if _run_stored(execute, event):
+            if event.kind == "command":
+                self._store_written_edit(event)
+            return None
+        if self.known:
+            event = _masked(event, self.known)
+        project_id = self.projects.get(event.project_root)
+        if project_id is None:
+            project_id = self.projects[event.project_root] = _upsert_project(execute, event)
+        session = (event.host, event.session_key, project_id)
+        session_id = self.sessions.get(session)
+        if session_id is None:
+            session_id = self.sessions[session] = _upsert_session(execute, event, project_id)
+        rows = execute(INSERT_EVENT, _event_params(event, project_id, session_id))
+        if event.kind == "command":
+            self._store_written_edit(event)
+        if not rows:
+            return None
+        event_id = int(rows[0][0])
+        self.touched[session_id] = max(self.touched.get(session_id, event.event_at), event.event_at)
+        if event.kind != "session_start":
+            raised = self.raised.get(session_id)
+            if raised is not None and raised[1] != event.captured_at:
+                raise_task(execute, session_id, *raised)
+            self.raised[session_id] = (event_id, event.captured_at)
+        return event_id
+
+    def finish(self) -> None:
+        for session_id, event_at in self.touched.items():
+            self.execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event_at})
+        for session_id, (event_id, now) in self.raised.items():
+            raise_task(self.execute, session_id, event_id, now)
+        self.touched.clear()
+        self.raised.clear()
+
+    def _store_written_edit(self, event: CapturedEvent) -> None:
+        try:
+            edit = written_edit(event)
+        except Exception:  # a command no reader understands still counts as itself
+            return
+        if edit is not None:
+            self.store(edit)
+
+
+def _upsert_project(execute: Execute, event: CapturedEvent) -> int:
+    params = {"root": event.project_root, "now": event.captured_at}
+    return int(execute(UPSERT_PROJECT, params)[0][0])
+
+
+def _upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> int:
+    params = {
+        "host": event.host,
+        "session_key": event.session_key,
+        "project_id": project_id,
+        "event_at": event.event_at,
+    }
+    return int(execute(UPSERT_SESSION, params)[0][0])
+
+
+def _event_params(event: CapturedEvent, project_id: int, session_id: int) -> dict[str, Any]:
+    params = event.as_dict()
+    del params["project_root"], params["session_key"]
+    params["session_id"] = session_id
+    params["project_id"] = project_id
+    params["files"] = json.dumps(event.files) if event.files else None
+    return params
 
 
 KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"
@@ -178,6 +251,10 @@ def forget_known(execute: Execute, event: CapturedEvent) -> CapturedEvent:
     known = known_forgotten(execute)
     if not known:
         return event
+    return _masked(event, known)
+
+
+def _masked(event: CapturedEvent, known: Known) -> CapturedEvent:
     fields = event.fields()
     for name in MASKED_EVENT_FIELDS:
         if isinstance(fields[name], str):

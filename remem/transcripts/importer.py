@@ -2,8 +2,8 @@
 
 Each transcript is streamed through its reader, each call is built into an event by the hook's
 own adapter (redaction, identity, idempotency key) and stored with the hook's own statements,
-many to a transaction. The key is the host's tool-use id, so importing twice, or importing a
-session that the hooks also captured, stores each run once.
+many to a transaction (capture.store.Batch). The key is the host's tool-use id, so importing
+twice, or importing a session that the hooks also captured, stores each run once.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from remem.capture.hosts import FUTURE_SLACK_S, build_event
-from remem.capture.store import store_event, stored_already
+from remem.capture.store import Batch, stored_already
 from remem.errors import NotFound, RememError
 from remem.record.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
 from remem.record.identity import locate
@@ -375,8 +375,9 @@ class _Writer:
                 known = sum(1 for event in self.pending if stored_already(execute, event))
         else:
             with self.engine.begin() as connection:
-                execute = _statements(connection)
-                known = sum(1 for event in self.pending if store_event(execute, event) is None)
+                batch = Batch(_statements(connection))
+                known = sum(1 for event in self.pending if batch.store(event) is None)
+                batch.finish()
         self.summary.events_known += known
         self.summary.events_new += len(self.pending) - known
         self.pending.clear()
