@@ -112,14 +112,14 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     """Insert one event and raise its session's task; None when it was already stored. A
     command that writes files in its work tree brings its edit along, stored after it: every
     way an event arrives (hook, spool, import) stores the same rows."""
-    if _run_stored(execute, event):
+    if run_stored(execute, event):
         if event.kind == "command":
             _store_written_edit(execute, event)
         return None
     event = forget_known(execute, event)
-    project_id = _upsert_project(execute, event)
-    session_id = _upsert_session(execute, event, project_id)
-    rows = execute(INSERT_EVENT, _event_params(event, project_id, session_id))
+    project_id = upsert_project(execute, event)
+    session_id = upsert_session(execute, event, project_id)
+    rows = execute(INSERT_EVENT, event_params(event, project_id, session_id))
     if event.kind == "command":
         # Even when the command was stored already: importing again adds what a write edited.
         _store_written_edit(execute, event)
@@ -132,75 +132,12 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     return event_id
 
 
-class Batch:
-    """Many events stored in one transaction, each as store_event would store it, with what the
-    events repeat done once: the forgotten words read, each project's and session's id asked
-    for, each session touched at the end with its latest time. A session's task is raised once
-    for its last event of a run sharing a capture time, which is what raising it for each event
-    leaves (the watermark only rises, and a revived task is pending until the run ends).
-    `finish()` before the transaction commits."""
-
-    def __init__(self, execute: Execute) -> None:
-        self.execute = execute
-        self.known = known_forgotten(execute)
-        self.projects: dict[str, int] = {}
-        self.sessions: dict[tuple[str, str, int], int] = {}
-        self.touched: dict[int, float] = {}
-        self.raised: dict[int, tuple[int, float]] = {}  # session id: (event id, now)
-
-    def store(self, event: CapturedEvent) -> int | None:
-        """store_event's answer: the new event's id, or None when it was stored already."""
-        execute = self.execute
-        if _run_stored(execute, event):
-            if event.kind == "command":
-                self._store_written_edit(event)
-            return None
-        if self.known:
-            event = _masked(event, self.known)
-        project_id = self.projects.get(event.project_root)
-        if project_id is None:
-            project_id = self.projects[event.project_root] = _upsert_project(execute, event)
-        session = (event.host, event.session_key, project_id)
-        session_id = self.sessions.get(session)
-        if session_id is None:
-            session_id = self.sessions[session] = _upsert_session(execute, event, project_id)
-        rows = execute(INSERT_EVENT, _event_params(event, project_id, session_id))
-        if event.kind == "command":
-            self._store_written_edit(event)
-        if not rows:
-            return None
-        event_id = int(rows[0][0])
-        self.touched[session_id] = max(self.touched.get(session_id, event.event_at), event.event_at)
-        if event.kind != "session_start":
-            raised = self.raised.get(session_id)
-            if raised is not None and raised[1] != event.captured_at:
-                raise_task(execute, session_id, *raised)
-            self.raised[session_id] = (event_id, event.captured_at)
-        return event_id
-
-    def finish(self) -> None:
-        for session_id, event_at in self.touched.items():
-            self.execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event_at})
-        for session_id, (event_id, now) in self.raised.items():
-            raise_task(self.execute, session_id, event_id, now)
-        self.touched.clear()
-        self.raised.clear()
-
-    def _store_written_edit(self, event: CapturedEvent) -> None:
-        try:
-            edit = written_edit(event)
-        except Exception:  # a command no reader understands still counts as itself
-            return
-        if edit is not None:
-            self.store(edit)
-
-
-def _upsert_project(execute: Execute, event: CapturedEvent) -> int:
+def upsert_project(execute: Execute, event: CapturedEvent) -> int:
     params = {"root": event.project_root, "now": event.captured_at}
     return int(execute(UPSERT_PROJECT, params)[0][0])
 
 
-def _upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> int:
+def upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> int:
     params = {
         "host": event.host,
         "session_key": event.session_key,
@@ -210,7 +147,7 @@ def _upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> 
     return int(execute(UPSERT_SESSION, params)[0][0])
 
 
-def _event_params(event: CapturedEvent, project_id: int, session_id: int) -> dict[str, Any]:
+def event_params(event: CapturedEvent, project_id: int, session_id: int) -> dict[str, Any]:
     params = event.as_dict()
     del params["project_root"], params["session_key"]
     params["session_id"] = session_id
@@ -224,10 +161,10 @@ KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"
 
 def stored_already(execute: Execute, event: CapturedEvent) -> bool:
     """Whether store_event would find the event stored: by its key, or as its tool call."""
-    return bool(execute(KNOWN_KEY, {"key": event.idempotency_key})) or _run_stored(execute, event)
+    return bool(execute(KNOWN_KEY, {"key": event.idempotency_key})) or run_stored(execute, event)
 
 
-def _run_stored(execute: Execute, event: CapturedEvent) -> bool:
+def run_stored(execute: Execute, event: CapturedEvent) -> bool:
     """Whether this tool call is stored already, under whatever session."""
     if event.tool_use_id is None or event.host not in KEYED_BY_TOOL_CALL:
         return False
@@ -251,10 +188,10 @@ def forget_known(execute: Execute, event: CapturedEvent) -> CapturedEvent:
     known = known_forgotten(execute)
     if not known:
         return event
-    return _masked(event, known)
+    return mask_known(event, known)
 
 
-def _masked(event: CapturedEvent, known: Known) -> CapturedEvent:
+def mask_known(event: CapturedEvent, known: Known) -> CapturedEvent:
     fields = event.fields()
     for name in MASKED_EVENT_FIELDS:
         if isinstance(fields[name], str):

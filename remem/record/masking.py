@@ -11,34 +11,28 @@ if TYPE_CHECKING:
     # The keywords a text holds, each with what follows it there once someone asked
     # (remem.record.redact._followed).
     Found = dict[str, frozenset[str] | None]
+    Keywords = tuple[tuple[str, ...], dict[str, tuple[str, ...]]]
 
 MASK = "[REDACTED]"
 
 _compiled: dict[str, re.Pattern[str]] = {}
 
 
-class Keywords:
-    """Keywords looked for in a lowercased text, each child only where its parent, a keyword
-    inside it, was found (`private key` where `key` was): a text holding none of the roots
-    costs one scan for each of them. A parent may be a keyword another Keywords looked for,
-    in the set that `find` is given."""
-
-    def __init__(self, roots: tuple[str, ...], children: dict[str, tuple[str, ...]]) -> None:
-        self.roots = roots
-        # A child that is a parent too is longer than its own parent: it is found before it
-        # is asked about.
-        self.children = {parent: children[parent] for parent in sorted(children, key=len)}
-
-    def find(self, lowered: str, found: Found | None = None) -> Found:
-        """The keywords the text holds, added to `found` (a new one when None)."""
-        if found is None:
-            found = {}
-        found.update(dict.fromkeys([keyword for keyword in self.roots if keyword in lowered]))
-        if not found.keys().isdisjoint(self.children):
-            for parent, children in self.children.items():
-                if parent in found:
-                    found.update(dict.fromkeys([k for k in children if k in lowered]))
-        return found
+def find_keywords(lowered: str, keywords: Keywords, found: Found | None = None) -> Found:
+    """The keywords the text holds, added to `found` (a new one when None). Keywords are
+    (roots, {parent: children}): each child is looked for only where its parent, a keyword
+    inside it, was found (`private key` where `key` was), so a text holding none of the roots
+    costs one scan for each of them. A parent comes before its children; it may be a keyword
+    already in `found`."""
+    if found is None:
+        found = {}
+    roots, children = keywords
+    found.update(dict.fromkeys([keyword for keyword in roots if keyword in lowered]))
+    if not found.keys().isdisjoint(children):
+        for parent, inside in children.items():
+            if parent in found:
+                found.update(dict.fromkeys([keyword for keyword in inside if keyword in lowered]))
+    return found
 
 
 def pattern(text: str, flags: int = 0) -> re.Pattern[str]:

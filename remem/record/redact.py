@@ -12,7 +12,7 @@ import re
 from operator import itemgetter
 
 from remem.record.masking import MASK as MASK
-from remem.record.masking import Keywords, mask_families
+from remem.record.masking import find_keywords, mask_families
 from remem.record.masking import masked as _masked
 from remem.record.masking import pattern as _pattern
 from remem.record.password_flags import PASSWORD_FLAGS, WORD
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from remem.record.masking import Found
+    from remem.record.masking import Found, Keywords
 
     Rule = Callable[[str, str, Found], str]
     Gate = tuple[tuple[str, tuple[str, ...]], ...]
@@ -326,7 +326,7 @@ _ALWAYS = frozenset(_TRIGGERS.pop("", ()))
 # families and which gates a text calls for. "_" and "send " are parents only. A test checks
 # that these are the triggers and the keywords.
 # fmt: off
-_KEYWORDS = Keywords(
+_KEYWORDS: Keywords = (
     (
         "cookie", "bearer", "://", "pass", "pwd", "secret", "token", "key", "credential",
         "config", "auth", "sig", "aiza", "akia", "asia", "q~", "dapi", "eyj", "glpat-",
@@ -341,7 +341,7 @@ _KEYWORDS = Keywords(
     },
 )
 # The password options' triggers, looked for in a text with an option in it (" -").
-_OPTION_KEYWORDS = Keywords(
+_OPTION_KEYWORDS: Keywords = (
     (
         "mysql", "mariadb", "login", "creds", "curl", "http", "xh", "mongo", "sqlcmd", "bcp",
         "osql", "ldap", "twine", "zip", "7z", "redis-cli", "valkey-cli",
@@ -364,11 +364,11 @@ def redact_text(text: str) -> str:
         if kept is not None:
             return kept
     original, lowered = text, text.lower()
-    found = _KEYWORDS.find(lowered)
+    found = find_keywords(lowered, _KEYWORDS)
     due = set(_ALWAYS)
     due.update([position for keyword in found for position in _TRIGGERS.get(keyword, ())])
     if " -" in lowered or "\t-" in lowered:
-        _OPTION_KEYWORDS.find(lowered, found)
+        find_keywords(lowered, _OPTION_KEYWORDS, found)
         due.update(
             [position for keyword in found for position in _OPTION_TRIGGERS.get(keyword, ())]
         )

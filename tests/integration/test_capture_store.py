@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from remem.capture.batch import Batch
 from remem.capture.hosts import build_event
-from remem.capture.store import Batch, store_event
+from remem.capture.store import store_event
 from remem.db.sqlite import connect
 from remem.record import forgotten
 from remem.record.event import CapturedEvent
