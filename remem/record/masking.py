@@ -18,20 +18,21 @@ MASK = "[REDACTED]"
 _compiled: dict[str, re.Pattern[str]] = {}
 
 
+# Keywords are (roots, {parent: children}): each child is looked for only where its parent, a
+# keyword inside it, was found (`private key` where `key` was), so a text holding none of the
+# roots costs one scan for each of them. A parent comes before its children, or is in `found`.
+# (Comments, not docstrings, here and below: the hook unmarshals every docstring it imports.)
 def find_keywords(lowered: str, keywords: Keywords, found: Found | None = None) -> Found:
-    """The keywords the text holds, added to `found` (a new one when None). Keywords are
-    (roots, {parent: children}): each child is looked for only where its parent, a keyword
-    inside it, was found (`private key` where `key` was), so a text holding none of the roots
-    costs one scan for each of them. A parent comes before its children; it may be a keyword
-    already in `found`."""
+    # The keywords the text holds, added to `found` (a new one when None).
     if found is None:
         found = {}
     roots, children = keywords
-    found.update(dict.fromkeys([keyword for keyword in roots if keyword in lowered]))
+    holds = lowered.__contains__
+    found.update(dict.fromkeys(filter(holds, roots)))
     if not found.keys().isdisjoint(children):
         for parent, inside in children.items():
             if parent in found:
-                found.update(dict.fromkeys([keyword for keyword in inside if keyword in lowered]))
+                found.update(dict.fromkeys(filter(holds, inside)))
     return found
 
 
@@ -114,9 +115,8 @@ def family_index() -> tuple[dict[bytes, list[int]], dict[str, list[int]], frozen
     return _index
 
 
+# `keywords_found`, when given, holds every keyword of ANYWHERE that the text holds.
 def _families_due(lowered: str, keywords_found: Found | None = None) -> list[int]:
-    """The families a text calls for; `keywords_found`, when given, holds (at least) every
-    keyword of ANYWHERE that the text holds."""
     pieces = lowered.encode("utf-8", "surrogatepass")
     for separator in (b"_", b"-", b"."):
         pieces = pieces.replace(separator, separator + b" ")

@@ -75,8 +75,8 @@ _OPTION_GATE: Gate = (
 )
 
 
+# Whether a stem the text holds (found by _KEYWORDS) is followed by what the gate asks.
 def _mentions(lowered: str, found: Found, gate: Gate) -> bool:
-    """Whether a stem the text holds (found by _KEYWORDS) is followed by what the gate asks."""
     return any(stem in found and _followed(lowered, found, stem, ends) for stem, ends in gate)
 
 
