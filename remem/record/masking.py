@@ -27,12 +27,11 @@ def find_keywords(lowered: str, keywords: Keywords, found: Found | None = None) 
     if found is None:
         found = {}
     roots, children = keywords
-    holds = lowered.__contains__
-    found.update(dict.fromkeys(filter(holds, roots)))
+    found.update(dict.fromkeys([keyword for keyword in roots if keyword in lowered]))
     if not found.keys().isdisjoint(children):
         for parent, inside in children.items():
             if parent in found:
-                found.update(dict.fromkeys(filter(holds, inside)))
+                found.update(dict.fromkeys([keyword for keyword in inside if keyword in lowered]))
     return found
 
 

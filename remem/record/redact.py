@@ -9,7 +9,6 @@ included: a command's identity must not change).
 from __future__ import annotations
 
 import re
-from operator import itemgetter
 
 from remem.record.masking import MASK as MASK
 from remem.record.masking import find_keywords, mask_families
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from remem.record.masking import Found, Keywords
 
     Rule = Callable[[str, str, Found], str]
-    Gate = tuple[tuple[str, tuple[str, ...]], ...]
+    Gate = tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
 
 
 # A name (a variable, an option, a JSON key) names a secret when one of its segments, split on
@@ -60,38 +59,47 @@ _NOT_SECRET_OPTIONS = frozenset({"key"})
 # name ("pass" alone fires on every "4 passed"); glued compounds end in one (APIKEY=).
 _NAME_STEMS = ("pass", "pwd", "key", "auth", "sig", "token", "secret", "credential")
 _NAME_ENDS = ("=", ":", '"', "'", "_", "-", ".", "\\", " =")
-# (stem, what may follow it) in a secret name, and in a `--password VALUE` style option; ""
-# follows any.
-_NAME_GATE: Gate = (
-    *((word, ("",)) for word in ("token", "secret", "credential")),
-    ("sig", ("nature", *_NAME_ENDS)),
-    ("pass", ("word", "wd", "phrase", *_NAME_ENDS)),
-    *((word, _NAME_ENDS) for word in ("pwd", "key", "auth")),
+# (stem, what may follow it, the spellings that makes) in a secret name, and in a
+# `--password VALUE` style option; "" follows any.
+_NAME_GATE: Gate = tuple(
+    (stem, ends, tuple(stem + end for end in ends))
+    for stem, ends in (
+        *((word, ("",)) for word in ("token", "secret", "credential")),
+        ("sig", ("nature", *_NAME_ENDS)),
+        ("pass", ("word", "wd", "phrase", *_NAME_ENDS)),
+        *((word, _NAME_ENDS) for word in ("pwd", "key", "auth")),
+    )
 )
-_OPTION_GATE: Gate = (
-    *((word, ("",)) for word in ("token", "secret", "credential")),
-    ("pass", ("word", "wd", "phrase", " ", "\t")),
-    *((word, (" ", "\t")) for word in ("pwd", "key")),
+_OPTION_GATE: Gate = tuple(
+    (stem, ends, tuple(stem + end for end in ends))
+    for stem, ends in (
+        *((word, ("",)) for word in ("token", "secret", "credential")),
+        ("pass", ("word", "wd", "phrase", " ", "\t")),
+        *((word, (" ", "\t")) for word in ("pwd", "key")),
+    )
 )
+# Past this length a text is split at a stem once rather than scanned for each spelling.
+_SPLIT_CHARS = 256
 
 
 # Whether a stem the text holds (found by _KEYWORDS) is followed by what the gate asks.
 def _mentions(lowered: str, found: Found, gate: Gate) -> bool:
-    return any(stem in found and _followed(lowered, found, stem, ends) for stem, ends in gate)
-
-
-_FIRST_CHARACTER = itemgetter(slice(1))
+    for stem, ends, words in gate:
+        if stem in found:
+            if len(lowered) < _SPLIT_CHARS or "" in ends:
+                if any(word in lowered for word in words):
+                    return True
+            elif _followed(lowered, found, stem, ends):
+                return True
+    return False
 
 
 def _followed(lowered: str, found: Found, stem: str, ends: tuple[str, ...]) -> bool:
     # What follows each place the stem is at (no stem overlaps itself, so splitting finds every
     # place) rules out most ends at once: "pass" is followed by "e" in every "4 passed".
-    if "" in ends:
-        return True
     after = found[stem]
     if after is None:
-        pieces = lowered.split(stem)
-        after = found[stem] = frozenset(map(_FIRST_CHARACTER, pieces[1:]))
+        after = found[stem] = frozenset([piece[:1] for piece in lowered.split(stem)[1:]])
     return any(end[:1] in after and stem + end in lowered for end in ends)
 
 

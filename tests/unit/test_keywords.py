@@ -58,7 +58,9 @@ def _texts() -> Iterator[str]:
     pieces += ["word", "wd", "phrase", "nature", " -", "\t", " ", "=", ":", '"', "x", "ed"]
     rng = random.Random(20261202)
     for _ in range(3000):
-        yield "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))).lower()
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))).lower()
+        yield text
+        yield text + " " * 300 + text  # long enough to be split at a stem rather than scanned
 
 
 def test_the_keywords_found_are_those_the_text_holds() -> None:
@@ -86,7 +88,8 @@ OPTION_WORDS = {
 
 def test_the_gates_stand_for_their_spellings() -> None:
     for gate, words in ((redact._NAME_GATE, NAME_WORDS), (redact._OPTION_GATE, OPTION_WORDS)):
-        assert {stem + end for stem, ends in gate for end in ends} == words
+        assert {stem + end for stem, ends, _words in gate for end in ends} == words
+        assert all(words == tuple(stem + end for end in ends) for stem, ends, words in gate)
 
 
 def test_a_gate_asks_for_its_stems_followed_by_what_may_follow_them() -> None:
@@ -102,5 +105,5 @@ def test_a_gate_asks_for_its_stems_followed_by_what_may_follow_them() -> None:
 
 def test_no_gate_stem_overlaps_itself() -> None:
     # Splitting a text at a stem finds every place it is at only if no two places overlap.
-    for stem, _ends in (*redact._NAME_GATE, *redact._OPTION_GATE):
+    for stem, _ends, _words in (*redact._NAME_GATE, *redact._OPTION_GATE):
         assert not any(stem[:size] == stem[-size:] for size in range(1, len(stem)))
