@@ -24,11 +24,13 @@ _compiled: dict[str, re.Pattern[str]] = {}
 # (Comments, not docstrings, here and below: the hook unmarshals every docstring it imports.)
 def find_keywords(lowered: str, keywords: Keywords, found: Found | None = None) -> Found:
     # The keywords the text holds, added to `found` (a new one when None).
-    if found is None:
-        found = {}
     roots, children = keywords
-    found.update(dict.fromkeys([keyword for keyword in roots if keyword in lowered]))
-    if not found.keys().isdisjoint(children):
+    hits = [keyword for keyword in roots if keyword in lowered]
+    if found is None:
+        found = dict.fromkeys(hits)
+    elif hits:
+        found.update(dict.fromkeys(hits))
+    if found and not found.keys().isdisjoint(children):
         for parent, inside in children.items():
             if parent in found:
                 found.update(dict.fromkeys([keyword for keyword in inside if keyword in lowered]))

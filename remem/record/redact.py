@@ -327,7 +327,7 @@ for _position, (_triggers, _rule) in enumerate(_RULES):
     for _trigger in _triggers:
         _index = _TRIGGERS if _position < _FIRST_OPTION_RULE else _OPTION_TRIGGERS
         _index.setdefault(_trigger, []).append(_position)
-_ALWAYS = frozenset(_TRIGGERS.pop("", ()))
+_ALWAYS = _TRIGGERS.pop("", [])
 
 # Every trigger, and every keyword of a family looked for anywhere (masking.ANYWHERE), each
 # child looked for only where its parent was found: one pass over them tells which rules, which
@@ -373,14 +373,11 @@ def redact_text(text: str) -> str:
             return kept
     original, lowered = text, text.lower()
     found = find_keywords(lowered, _KEYWORDS)
-    due = set(_ALWAYS)
-    due.update([position for keyword in found for position in _TRIGGERS.get(keyword, ())])
+    due = [position for keyword in found for position in _TRIGGERS.get(keyword, ())]
     if " -" in lowered or "\t-" in lowered:
         find_keywords(lowered, _OPTION_KEYWORDS, found)
-        due.update(
-            [position for keyword in found for position in _OPTION_TRIGGERS.get(keyword, ())]
-        )
-    for position in sorted(due):
+        due += [position for keyword in found for position in _OPTION_TRIGGERS.get(keyword, ())]
+    for position in sorted({*due, *_ALWAYS}) if due else _ALWAYS:
         text = _RULES[position][1](text, lowered, found)
     if short:
         if len(_short_redactions) >= _SHORT_KEPT:
