@@ -3,21 +3,24 @@ Stdlib only, like the rest of capture; the hook, which stores one event, does no
 
 from __future__ import annotations
 
+import json
+
 from remem.capture.hosts import written_edit
 from remem.capture.store import (
     INSERT_EVENT,
     TOUCH_SESSION,
-    event_params,
+    UPSERT_PROJECT,
+    UPSERT_SESSION,
     known_forgotten,
     mask_known,
     raise_task,
     run_stored,
-    upsert_project,
-    upsert_session,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from remem.db.snapshot import Execute
     from remem.record.event import CapturedEvent
 
@@ -83,3 +86,28 @@ class Batch:
             return
         if edit is not None:
             self.store(edit)
+
+
+# store_event's statements, as it runs them.
+def upsert_project(execute: Execute, event: CapturedEvent) -> int:
+    params = {"root": event.project_root, "now": event.captured_at}
+    return int(execute(UPSERT_PROJECT, params)[0][0])
+
+
+def upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> int:
+    params = {
+        "host": event.host,
+        "session_key": event.session_key,
+        "project_id": project_id,
+        "event_at": event.event_at,
+    }
+    return int(execute(UPSERT_SESSION, params)[0][0])
+
+
+def event_params(event: CapturedEvent, project_id: int, session_id: int) -> dict[str, Any]:
+    params = event.as_dict()
+    del params["project_root"], params["session_key"]
+    params["session_id"] = session_id
+    params["project_id"] = project_id
+    params["files"] = json.dumps(event.files) if event.files else None
+    return params

@@ -117,9 +117,23 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
             _store_written_edit(execute, event)
         return None
     event = forget_known(execute, event)
-    project_id = upsert_project(execute, event)
-    session_id = upsert_session(execute, event, project_id)
-    rows = execute(INSERT_EVENT, event_params(event, project_id, session_id))
+    now = event.captured_at
+    project_id = execute(UPSERT_PROJECT, {"root": event.project_root, "now": now})[0][0]
+    session_id = execute(
+        UPSERT_SESSION,
+        {
+            "host": event.host,
+            "session_key": event.session_key,
+            "project_id": project_id,
+            "event_at": event.event_at,
+        },
+    )[0][0]
+    params = event.as_dict()
+    del params["project_root"], params["session_key"]
+    params["session_id"] = session_id
+    params["project_id"] = project_id
+    params["files"] = json.dumps(event.files) if event.files else None
+    rows = execute(INSERT_EVENT, params)
     if event.kind == "command":
         # Even when the command was stored already: importing again adds what a write edited.
         _store_written_edit(execute, event)
@@ -128,32 +142,8 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     event_id = int(rows[0][0])
     execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event.event_at})
     if event.kind != "session_start":
-        raise_task(execute, session_id, event_id, event.captured_at)
+        raise_task(execute, session_id, event_id, now)
     return event_id
-
-
-def upsert_project(execute: Execute, event: CapturedEvent) -> int:
-    params = {"root": event.project_root, "now": event.captured_at}
-    return int(execute(UPSERT_PROJECT, params)[0][0])
-
-
-def upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> int:
-    params = {
-        "host": event.host,
-        "session_key": event.session_key,
-        "project_id": project_id,
-        "event_at": event.event_at,
-    }
-    return int(execute(UPSERT_SESSION, params)[0][0])
-
-
-def event_params(event: CapturedEvent, project_id: int, session_id: int) -> dict[str, Any]:
-    params = event.as_dict()
-    del params["project_root"], params["session_key"]
-    params["session_id"] = session_id
-    params["project_id"] = project_id
-    params["files"] = json.dumps(event.files) if event.files else None
-    return params
 
 
 KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"

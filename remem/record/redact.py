@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from remem.record.masking import Found, Keywords
 
     Rule = Callable[[str, str, Found], str]
-    Gate = tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
+    Gate = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 # A name (a variable, an option, a JSON key) names a secret when one of its segments, split on
@@ -58,25 +58,25 @@ _NOT_SECRET_OPTIONS = frozenset({"key"})
 # stems is present, then looks closer: a short word only counts with what may follow it in a
 # name ("pass" alone fires on every "4 passed"); glued compounds end in one (APIKEY=).
 _NAME_STEMS = ("pass", "pwd", "key", "auth", "sig", "token", "secret", "credential")
-_NAME_ENDS = ("=", ":", '"', "'", "_", "-", ".", "\\", " =")
-# (stem, what may follow it, the spellings that makes) in a secret name, and in a
-# `--password VALUE` style option; "" follows any.
-_NAME_GATE: Gate = tuple(
-    (stem, ends, tuple(stem + end for end in ends))
-    for stem, ends in (
-        *((word, ("",)) for word in ("token", "secret", "credential")),
-        ("sig", ("nature", *_NAME_ENDS)),
-        ("pass", ("word", "wd", "phrase", *_NAME_ENDS)),
-        *((word, _NAME_ENDS) for word in ("pwd", "key", "auth")),
-    )
+# (stem, what may follow it) in a secret name, and in a `--password VALUE` style option; ""
+# follows any. Spelled out: the hook would build them at every start.
+_NAME_GATE: Gate = (
+    ("token", ("",)),
+    ("secret", ("",)),
+    ("credential", ("",)),
+    ("sig", ("nature", "=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("pass", ("word", "wd", "phrase", "=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("pwd", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("key", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("auth", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
 )
-_OPTION_GATE: Gate = tuple(
-    (stem, ends, tuple(stem + end for end in ends))
-    for stem, ends in (
-        *((word, ("",)) for word in ("token", "secret", "credential")),
-        ("pass", ("word", "wd", "phrase", " ", "\t")),
-        *((word, (" ", "\t")) for word in ("pwd", "key")),
-    )
+_OPTION_GATE: Gate = (
+    ("token", ("",)),
+    ("secret", ("",)),
+    ("credential", ("",)),
+    ("pass", ("word", "wd", "phrase", " ", "\t")),
+    ("pwd", (" ", "\t")),
+    ("key", (" ", "\t")),
 )
 # Past this length a text is split at a stem once rather than scanned for each spelling.
 _SPLIT_CHARS = 256
@@ -84,10 +84,12 @@ _SPLIT_CHARS = 256
 
 # Whether a stem the text holds (found by _KEYWORDS) is followed by what the gate asks.
 def _mentions(lowered: str, found: Found, gate: Gate) -> bool:
-    for stem, ends, words in gate:
+    for stem, ends in gate:
         if stem in found:
-            if len(lowered) < _SPLIT_CHARS or "" in ends:
-                if any(word in lowered for word in words):
+            if "" in ends:
+                return True
+            if len(lowered) < _SPLIT_CHARS:
+                if any(stem + end in lowered for end in ends):
                     return True
             elif _followed(lowered, found, stem, ends):
                 return True
