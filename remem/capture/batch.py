@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from typing import Any
 
     from remem.db.snapshot import Execute
+    from remem.db.sqlite import Insert
     from remem.record.event import CapturedEvent
+
+# INSERT_EVENT for a driver that tells the new row's id itself (remem.db.sqlite.inserter):
+# RETURNING costs SQLite a temporary table for every statement.
+INSERT_EVENT_WITHOUT_ID = INSERT_EVENT.removesuffix(" RETURNING id")
 
 
 class Batch:
@@ -31,10 +36,12 @@ class Batch:
     for, each session touched at the end with its latest time. A session's task is raised once
     for its last event of a run sharing a capture time, which is what raising it for each event
     leaves (the watermark only rises, and a revived task is pending until the run ends).
-    `finish()` before the transaction commits."""
+    `finish()` before the transaction commits; `insert`, when given, inserts an event without
+    RETURNING and tells its id."""
 
-    def __init__(self, execute: Execute) -> None:
+    def __init__(self, execute: Execute, insert: Insert | None = None) -> None:
         self.execute = execute
+        self.insert = insert
         self.known = known_forgotten(execute)
         self.projects: dict[str, int] = {}
         self.sessions: dict[tuple[str, str, int], int] = {}
@@ -57,12 +64,17 @@ class Batch:
         session_id = self.sessions.get(session)
         if session_id is None:
             session_id = self.sessions[session] = upsert_session(execute, event, project_id)
-        rows = execute(INSERT_EVENT, event_params(event, project_id, session_id))
+        params = event_params(event, project_id, session_id)
+        if self.insert is None:
+            rows = execute(INSERT_EVENT, params)
+            new_id = int(rows[0][0]) if rows else None
+        else:
+            new_id = self.insert(INSERT_EVENT_WITHOUT_ID, params)
         if event.kind == "command":
             self._store_written_edit(event)
-        if not rows:
+        if new_id is None:
             return None
-        event_id = int(rows[0][0])
+        event_id = new_id
         self.touched[session_id] = max(self.touched.get(session_id, event.event_at), event.event_at)
         if event.kind != "session_start":
             raised = self.raised.get(session_id)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
     from remem.db.snapshot import Execute
+    from remem.db.sqlite import Insert
 
 HOSTS = ("claude-code", "codex")
 READERS: dict[str, Callable[[str, ReadStats], Iterator[TranscriptCall]]] = {
@@ -376,7 +377,7 @@ class _Writer:
                 known = sum(1 for event in self.pending if stored_already(execute, event))
         else:
             with self.engine.begin() as connection:
-                batch = Batch(_statements(connection))
+                batch = Batch(_statements(connection), _inserter(connection))
                 known = sum(1 for event in self.pending if batch.store(event) is None)
                 batch.finish()
         self.summary.events_known += known
@@ -394,6 +395,15 @@ def _statements(connection: Connection) -> Execute:
     if connection.dialect.name != "sqlite":
         return executor(connection)
     return sqlite.executor(connection.connection.driver_connection)  # type: ignore[arg-type]
+
+
+def _inserter(connection: Connection) -> Insert | None:
+    """On SQLite, an event's insert that tells its id without RETURNING (capture.batch)."""
+    from remem.db import sqlite
+
+    if connection.dialect.name != "sqlite":
+        return None
+    return sqlite.inserter(connection.connection.driver_connection)  # type: ignore[arg-type]
 
 
 def import_transcripts(

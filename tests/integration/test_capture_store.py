@@ -14,7 +14,7 @@ import pytest
 from remem.capture.batch import Batch
 from remem.capture.hosts import build_event
 from remem.capture.store import store_event
-from remem.db.sqlite import connect
+from remem.db.sqlite import connect, inserter
 from remem.record import forgotten
 from remem.record.event import CapturedEvent
 from tests.conftest import Home, load_fixture
@@ -141,9 +141,13 @@ def _rows(db: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     return {table: db.execute(f"SELECT * FROM {table} ORDER BY id").fetchall() for table in tables}
 
 
-def test_a_batch_stores_the_rows_that_storing_each_event_stores(home: Home, tmp_path: Path) -> None:
+@pytest.mark.parametrize("returning", [True, False], ids=["returning", "driver-id"])
+def test_a_batch_stores_the_rows_that_storing_each_event_stores(
+    home: Home, tmp_path: Path, returning: bool
+) -> None:
     """Batch (the import's writer) against store_event (the hook's), on databases that already
-    hold a session whose task is done and a forgotten word."""
+    hold a session whose task is done and a forgotten word; the new events' ids read through
+    RETURNING, or from the driver."""
     databases = []
     for name in ("each", "batch"):
         path = tmp_path / f"{name}.db"
@@ -166,7 +170,7 @@ def test_a_batch_stores_the_rows_that_storing_each_event_stores(home: Home, tmp_
     answers = [store_event(execute_on(each), event) for event in _events()]
     each.execute("COMMIT")
     batched.execute("BEGIN IMMEDIATE")
-    batch = Batch(execute_on(batched))
+    batch = Batch(execute_on(batched), None if returning else inserter(batched))
     assert [batch.store(event) for event in _events()] == answers
     batch.finish()
     batched.execute("COMMIT")
