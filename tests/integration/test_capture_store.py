@@ -114,12 +114,18 @@ FORGOTTEN = "zq8Kp2Vx7Lm4Rt9Wb3Nc6Yh1"
 
 def _events() -> list[CapturedEvent]:
     """Two sessions of two projects: a start, runs, a repeated run, a write through the shell
-    (an edit of its own), an edit, a forgotten word, and a later capture time."""
+    (an edit of its own), an edit, a forgotten word, a later capture time; and a run of another
+    host delivered twice."""
 
     def event(name: str, tool_use_id: str, now: float, **changes: Any) -> CapturedEvent:
         payload = {**load_fixture(f"claude-code/{name}.json"), **changes}
         payload["tool_use_id"] = tool_use_id
         return build_event(payload, "claude-code", now, lambda cwd: (cwd, "main", cwd, "."))
+
+    def generic(event_id: str) -> CapturedEvent:
+        payload = {"host": "generic", "session_id": "g", "cwd": "/srv/api", "command": "make"}
+        payload.update(event_id=event_id, exit_code=0)
+        return build_event(payload, "generic", 1000.0, lambda cwd: (cwd, None, cwd, "."))
 
     written = {"command": "cat > src/new.py <<'EOF'\nprint(1)\nEOF"}
     forgotten = {"command": f"deploy --label {FORGOTTEN}"}
@@ -133,6 +139,8 @@ def _events() -> list[CapturedEvent]:
         event("post_tool_use_bash_success", "t5", 1000.0, tool_input=forgotten),
         event("post_tool_use_bash_success", "t6", 2000.0),
         event("post_tool_use_bash_success", "t7", 2000.0, session_id="other", cwd="/srv/api"),
+        generic("e1"),
+        generic("e1"),  # no tool call to find it by: its key meets its conflict
     ]
 
 
@@ -175,7 +183,7 @@ def test_a_batch_stores_the_rows_that_storing_each_event_stores(
     batch.finish()
     batched.execute("COMMIT")
 
-    assert answers.count(None) == 1
+    assert answers.count(None) == 2
     assert _rows(batched) == _rows(each)
     assert FORGOTTEN not in json.dumps(_rows(each))
     for db in databases:
