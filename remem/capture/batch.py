@@ -19,13 +19,15 @@ from remem.capture.store import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from remem.db.snapshot import Execute
-    from remem.db.sqlite import Insert
+
+    Insert = Callable[[str, dict[str, object]], int | None]
     from remem.record.event import CapturedEvent
 
-# INSERT_EVENT for a driver that tells the new row's id itself (remem.db.sqlite.inserter):
+# INSERT_EVENT for a driver that tells the new row's id itself (transcripts.importer):
 # RETURNING costs SQLite a temporary table for every statement.
 INSERT_EVENT_WITHOUT_ID = INSERT_EVENT.removesuffix(" RETURNING id")
 

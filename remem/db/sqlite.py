@@ -10,11 +10,7 @@ import sqlite3
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from remem.db.snapshot import Execute
-
-    Insert = Callable[[str, dict[str, object]], int | None]
 
 # journal_mode=WAL is persistent in the file; it is set again on every connection because a
 # database copied or restored without its -wal file may come back in rollback mode.
@@ -77,14 +73,3 @@ def executor(connection: sqlite3.Connection) -> Execute:
         return connection.execute(sql, params).fetchall()
 
     return execute
-
-
-def inserter(connection: sqlite3.Connection) -> Insert:
-    """`insert(sql, params) -> the new row's id`, None when the statement inserted no row (an
-    INSERT ... ON CONFLICT DO NOTHING that met its conflict)."""
-
-    def insert(sql: str, params: dict[str, object]) -> int | None:
-        cursor = connection.execute(sql, params)
-        return cursor.lastrowid if cursor.rowcount == 1 else None
-
-    return insert

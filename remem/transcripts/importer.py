@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +31,8 @@ from remem.transcripts.common import ReadStats, TranscriptCall, parse_time, read
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
+    from remem.capture.batch import Insert
     from remem.db.snapshot import Execute
-    from remem.db.sqlite import Insert
 
 HOSTS = ("claude-code", "codex")
 READERS: dict[str, Callable[[str, ReadStats], Iterator[TranscriptCall]]] = {
@@ -399,11 +400,21 @@ def _statements(connection: Connection) -> Execute:
 
 def _inserter(connection: Connection) -> Insert | None:
     """On SQLite, an event's insert that tells its id without RETURNING (capture.batch)."""
-    from remem.db import sqlite
-
     if connection.dialect.name != "sqlite":
         return None
-    return sqlite.inserter(connection.connection.driver_connection)  # type: ignore[arg-type]
+    return sqlite_inserter(connection.connection.driver_connection)  # type: ignore[arg-type]
+
+
+def sqlite_inserter(connection: sqlite3.Connection) -> Insert:
+    """`insert(sql, params) -> the new row's id`, None when the statement inserted no row (an
+    INSERT ... ON CONFLICT DO NOTHING that met its conflict). Here, not in remem.db.sqlite:
+    the hook imports that module, and inserts one event."""
+
+    def insert(sql: str, params: dict[str, object]) -> int | None:
+        cursor = connection.execute(sql, params)
+        return cursor.lastrowid if cursor.rowcount == 1 else None
+
+    return insert
 
 
 def import_transcripts(

@@ -14,9 +14,10 @@ import pytest
 from remem.capture.batch import Batch
 from remem.capture.hosts import build_event
 from remem.capture.store import store_event
-from remem.db.sqlite import connect, inserter
+from remem.db.sqlite import connect
 from remem.record import forgotten
 from remem.record.event import CapturedEvent
+from remem.transcripts.importer import sqlite_inserter
 from tests.conftest import Home, load_fixture
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ def test_a_batch_stores_the_rows_that_storing_each_event_stores(
     answers = [store_event(execute_on(each), event) for event in _events()]
     each.execute("COMMIT")
     batched.execute("BEGIN IMMEDIATE")
-    batch = Batch(execute_on(batched), None if returning else inserter(batched))
+    batch = Batch(execute_on(batched), None if returning else sqlite_inserter(batched))
     assert [batch.store(event) for event in _events()] == answers
     batch.finish()
     batched.execute("COMMIT")
