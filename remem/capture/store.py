@@ -112,7 +112,7 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     """Insert one event and raise its session's task; None when it was already stored. A
     command that writes files in its work tree brings its edit along, stored after it: every
     way an event arrives (hook, spool, import) stores the same rows."""
-    if _run_stored(execute, event):
+    if run_stored(execute, event):
         if event.kind == "command":
             _store_written_edit(execute, event)
         return None
@@ -151,10 +151,10 @@ KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"
 
 def stored_already(execute: Execute, event: CapturedEvent) -> bool:
     """Whether store_event would find the event stored: by its key, or as its tool call."""
-    return bool(execute(KNOWN_KEY, {"key": event.idempotency_key})) or _run_stored(execute, event)
+    return bool(execute(KNOWN_KEY, {"key": event.idempotency_key})) or run_stored(execute, event)
 
 
-def _run_stored(execute: Execute, event: CapturedEvent) -> bool:
+def run_stored(execute: Execute, event: CapturedEvent) -> bool:
     """Whether this tool call is stored already, under whatever session."""
     if event.tool_use_id is None or event.host not in KEYED_BY_TOOL_CALL:
         return False
@@ -178,6 +178,10 @@ def forget_known(execute: Execute, event: CapturedEvent) -> CapturedEvent:
     known = known_forgotten(execute)
     if not known:
         return event
+    return mask_known(event, known)
+
+
+def mask_known(event: CapturedEvent, known: Known) -> CapturedEvent:
     fields = event.fields()
     for name in MASKED_EVENT_FIELDS:
         if isinstance(fields[name], str):

@@ -1,13 +1,40 @@
-"""What redaction puts in place of a secret, and the table of secret families (secret_families.py)
-applied to a text. Stdlib only: the hook's hot path."""
+"""What redaction puts in place of a secret, the table of secret families (secret_families.py)
+applied to a text, and the finding of the keywords that call for redaction's rules. Stdlib
+only: the hook's hot path."""
 
 from __future__ import annotations
 
 import re
 
+TYPE_CHECKING = False  # `typing` is not imported on the hot path
+if TYPE_CHECKING:
+    # The keywords a text holds, each with what follows it there once someone asked
+    # (remem.record.redact._followed).
+    Found = dict[str, frozenset[str] | None]
+    Keywords = tuple[tuple[str, ...], dict[str, tuple[str, ...]]]
+
 MASK = "[REDACTED]"
 
 _compiled: dict[str, re.Pattern[str]] = {}
+
+
+# Keywords are (roots, {parent: children}): each child is looked for only where its parent, a
+# keyword inside it, was found (`private key` where `key` was), so a text holding none of the
+# roots costs one scan for each of them. A parent comes before its children, or is in `found`.
+# (Comments, not docstrings, here and below: the hook unmarshals every docstring it imports.)
+def find_keywords(lowered: str, keywords: Keywords, found: Found | None = None) -> Found:
+    # The keywords the text holds, added to `found` (a new one when None).
+    roots, children = keywords
+    hits = [keyword for keyword in roots if keyword in lowered]
+    if found is None:
+        found = dict.fromkeys(hits)
+    elif hits:
+        found.update(dict.fromkeys(hits))
+    if found and not found.keys().isdisjoint(children):
+        for parent, inside in children.items():
+            if parent in found:
+                found.update(dict.fromkeys([keyword for keyword in inside if keyword in lowered]))
+    return found
 
 
 def pattern(text: str, flags: int = 0) -> re.Pattern[str]:
@@ -62,6 +89,7 @@ ANYWHERE = (
     'send "', "send -- ",
 )
 # fmt: on
+_ANYWHERE_SET = frozenset(ANYWHERE)
 # (the families each piece calls for, those each other keyword calls for, the families with a
 # keyword looked for anywhere), read from the table the first time a text calls for one.
 _index: tuple[dict[bytes, list[int]], dict[str, list[int]], frozenset[int]] | None = None
@@ -88,12 +116,16 @@ def family_index() -> tuple[dict[bytes, list[int]], dict[str, list[int]], frozen
     return _index
 
 
-def _families_due(lowered: str) -> list[int]:
+# `keywords_found`, when given, holds every keyword of ANYWHERE that the text holds.
+def _families_due(lowered: str, keywords_found: Found | None = None) -> list[int]:
     pieces = lowered.encode("utf-8", "surrogatepass")
     for separator in (b"_", b"-", b"."):
         pieces = pieces.replace(separator, separator + b" ")
     found = PIECES.intersection(pieces.translate(_SPACES).split())
-    keywords = [keyword for keyword in ANYWHERE if keyword in lowered]
+    if keywords_found is None:
+        keywords = [keyword for keyword in ANYWHERE if keyword in lowered]
+    else:
+        keywords = [keyword for keyword in keywords_found if keyword in _ANYWHERE_SET]
     if not found and not keywords:
         return []
     by_piece, by_keyword, _anywhere = family_index()
@@ -102,10 +134,10 @@ def _families_due(lowered: str) -> list[int]:
     return sorted({position for positions in rows for position in positions})
 
 
-def mask_families(text: str, lowered: str) -> str:
+def mask_families(text: str, lowered: str, keywords_found: Found | None = None) -> str:
     """The text with every secret of the families its keywords call for masked; a family found
     at a word start matches only there."""
-    due = _families_due(lowered)
+    due = _families_due(lowered, keywords_found)
     if not due:
         return text
     from remem.record.secret_families import FAMILIES

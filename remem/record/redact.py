@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from remem.record.masking import MASK as MASK
-from remem.record.masking import mask_families
+from remem.record.masking import find_keywords, mask_families
 from remem.record.masking import masked as _masked
 from remem.record.masking import pattern as _pattern
 from remem.record.password_flags import PASSWORD_FLAGS, WORD
@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    Rule = Callable[[str, str], str]
+    from remem.record.masking import Found, Keywords
+
+    Rule = Callable[[str, str, Found], str]
+    Gate = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 # A name (a variable, an option, a JSON key) names a secret when one of its segments, split on
@@ -55,23 +58,51 @@ _NOT_SECRET_OPTIONS = frozenset({"key"})
 # stems is present, then looks closer: a short word only counts with what may follow it in a
 # name ("pass" alone fires on every "4 passed"); glued compounds end in one (APIKEY=).
 _NAME_STEMS = ("pass", "pwd", "key", "auth", "sig", "token", "secret", "credential")
-_NAME_ENDS = ("=", ":", '"', "'", "_", "-", ".", "\\", " =")
-# (stem, the spellings to look for when it is present) of a secret name, and of a
-# `--password VALUE` style option.
-_NAME_GATE = (
-    *((word, (word,)) for word in ("token", "secret", "credential", "signature")),
-    ("pass", ("password", "passwd", "passphrase", *(f"pass{end}" for end in _NAME_ENDS))),
-    *((word, tuple(word + end for end in _NAME_ENDS)) for word in ("pwd", "key", "auth", "sig")),
+# (stem, what may follow it) in a secret name, and in a `--password VALUE` style option; ""
+# follows any. Spelled out: the hook would build them at every start.
+_NAME_GATE: Gate = (
+    ("token", ("",)),
+    ("secret", ("",)),
+    ("credential", ("",)),
+    ("sig", ("nature", "=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("pass", ("word", "wd", "phrase", "=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("pwd", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("key", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("auth", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
 )
-_OPTION_GATE = (
-    *((word, (word,)) for word in ("token", "secret", "credential")),
-    ("pass", ("password", "passwd", "passphrase", "pass ", "pass\t")),
-    *((word, (word + " ", word + "\t")) for word in ("pwd", "key")),
+_OPTION_GATE: Gate = (
+    ("token", ("",)),
+    ("secret", ("",)),
+    ("credential", ("",)),
+    ("pass", ("word", "wd", "phrase", " ", "\t")),
+    ("pwd", (" ", "\t")),
+    ("key", (" ", "\t")),
 )
+# Past this length a text is split at a stem once rather than scanned for each spelling.
+_SPLIT_CHARS = 256
 
 
-def _mentions(lowered: str, gate: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
-    return any(word in lowered for stem, words in gate if stem in lowered for word in words)
+# Whether a stem the text holds (found by _KEYWORDS) is followed by what the gate asks.
+def _mentions(lowered: str, found: Found, gate: Gate) -> bool:
+    for stem, ends in gate:
+        if stem in found:
+            if "" in ends:
+                return True
+            if len(lowered) < _SPLIT_CHARS:
+                if any(stem + end in lowered for end in ends):
+                    return True
+            elif _followed(lowered, found, stem, ends):
+                return True
+    return False
+
+
+def _followed(lowered: str, found: Found, stem: str, ends: tuple[str, ...]) -> bool:
+    # What follows each place the stem is at (no stem overlaps itself, so splitting finds every
+    # place) rules out most ends at once: "pass" is followed by "e" in every "4 passed".
+    after = found[stem]
+    if after is None:
+        after = found[stem] = frozenset([piece[:1] for piece in lowered.split(stem)[1:]])
+    return any(end[:1] in after and stem + end in lowered for end in ends)
 
 
 _secret_keys: dict[tuple[str, bool], bool] = {}  # names repeat in every payload
@@ -148,11 +179,9 @@ def _mask_options(text: str, command: str, option: str) -> str:
     return _masked(text, spans)
 
 
-def _option_rule(
-    command: str, option: str, gate: tuple[tuple[str, tuple[str, ...]], ...] = ()
-) -> Rule:
-    def rule(text: str, lowered: str) -> str:
-        if gate and not _mentions(lowered, gate):
+def _option_rule(command: str, option: str, gate: Gate = ()) -> Rule:
+    def rule(text: str, lowered: str, found: Found) -> str:
+        if gate and not _mentions(lowered, found, gate):
             return text
         return _mask_options(text, command, option)
 
@@ -174,8 +203,8 @@ _VALUE = (
 )
 
 
-def _mask_named_values(text: str, lowered: str) -> str:
-    if not _mentions(lowered, _NAME_GATE):
+def _mask_named_values(text: str, lowered: str, found: Found) -> str:
+    if not _mentions(lowered, found, _NAME_GATE):
         return text
     spans: list[tuple[int, int]] = []
     masked_until = 0
@@ -239,7 +268,7 @@ def _looks_like_token(text: str) -> bool:
     )
 
 
-def _mask_url_userinfo(text: str, _lowered: str) -> str:
+def _mask_url_userinfo(text: str, _lowered: str, _found: Found) -> str:
     if "@" not in text:
         return text
     pattern = _pattern(r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://)([^\s'\"<>`]*@[^\s'\"<>`]*)")
@@ -247,11 +276,12 @@ def _mask_url_userinfo(text: str, _lowered: str) -> str:
 
 
 def _sub(pattern: str, replacement: str, flags: int = 0) -> Rule:
-    return lambda text, _lowered: _pattern(pattern, flags).sub(replacement, text)
+    return lambda text, _lowered, _found: _pattern(pattern, flags).sub(replacement, text)
 
 
 # (triggers, rule), in order. Triggers are matched against the lowercased text; a rule gets the
-# text and the lowercased text it was given (masking adds no trigger, so it stays good enough).
+# text, the lowercased text it was given and the keywords found in that (masking adds no
+# trigger, so they stay good enough).
 _RULES: list[tuple[tuple[str, ...], Rule]] = [
     (
         ("private key",),  # PEM (RSA, EC, OPENSSH, ENCRYPTED) and PGP key blocks
@@ -292,19 +322,43 @@ _RULES += [
     (triggers, _option_rule(command, option))
     for _family, triggers, command, option, _example, _secret in PASSWORD_FLAGS
 ]
-# Each trigger once, with the rules it calls for: one pass over them tells which rules to run.
+# Each trigger once, with the rules it calls for; "" calls for its rules in every text.
 _TRIGGERS: dict[str, list[int]] = {}
 _OPTION_TRIGGERS: dict[str, list[int]] = {}
 for _position, (_triggers, _rule) in enumerate(_RULES):
     for _trigger in _triggers:
         _index = _TRIGGERS if _position < _FIRST_OPTION_RULE else _OPTION_TRIGGERS
         _index.setdefault(_trigger, []).append(_position)
+_ALWAYS = _TRIGGERS.pop("", [])
 
-
-def _due(lowered: str, index: dict[str, list[int]]) -> list[int]:
-    return [
-        position for trigger, rules in index.items() if trigger in lowered for position in rules
-    ]
+# Every trigger, and every keyword of a family looked for anywhere (masking.ANYWHERE), each
+# child looked for only where its parent was found: one pass over them tells which rules, which
+# families and which gates a text calls for. "_" and "send " are parents only. A test checks
+# that these are the triggers and the keywords.
+# fmt: off
+_KEYWORDS: Keywords = (
+    (
+        "cookie", "bearer", "://", "pass", "pwd", "secret", "token", "key", "credential",
+        "config", "auth", "sig", "aiza", "akia", "asia", "q~", "dapi", "eyj", "glpat-",
+        "atatt3", "pypi-", "xox", "machine", "_", "send ",
+    ),
+    {
+        "key": ("private key", "api-key"),
+        "auth": ("authorization", "x-auth"),
+        "pass": ("pgpass",),
+        "_": ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "dckr_", "whsec_"),
+        "send ": ('send "', "send -- "),
+    },
+)
+# The password options' triggers, looked for in a text with an option in it (" -").
+_OPTION_KEYWORDS: Keywords = (
+    (
+        "mysql", "mariadb", "login", "creds", "curl", "http", "xh", "mongo", "sqlcmd", "bcp",
+        "osql", "ldap", "twine", "zip", "7z", "redis-cli", "valkey-cli",
+    ),
+    {"pass": ("sshpass", "htpasswd", "pass:"), "key": ("keydb-cli", "keytool", "ssh-keygen")},
+)
+# fmt: on
 
 
 # Short strings (keys, ids, paths) repeat in every event of an import: their redaction is kept.
@@ -320,11 +374,13 @@ def redact_text(text: str) -> str:
         if kept is not None:
             return kept
     original, lowered = text, text.lower()
-    due = _due(lowered, _TRIGGERS)
+    found = find_keywords(lowered, _KEYWORDS)
+    due = [position for keyword in found for position in _TRIGGERS.get(keyword, ())]
     if " -" in lowered or "\t-" in lowered:
-        due += _due(lowered, _OPTION_TRIGGERS)
-    for position in sorted(set(due)):
-        text = _RULES[position][1](text, lowered)
+        find_keywords(lowered, _OPTION_KEYWORDS, found)
+        due += [position for keyword in found for position in _OPTION_TRIGGERS.get(keyword, ())]
+    for position in sorted({*due, *_ALWAYS}) if due else _ALWAYS:
+        text = _RULES[position][1](text, lowered, found)
     if short:
         if len(_short_redactions) >= _SHORT_KEPT:
             _short_redactions.clear()

@@ -2,8 +2,8 @@
 
 Each transcript is streamed through its reader, each call is built into an event by the hook's
 own adapter (redaction, identity, idempotency key) and stored with the hook's own statements,
-many to a transaction. The key is the host's tool-use id, so importing twice, or importing a
-session that the hooks also captured, stores each run once.
+many to a transaction (capture.batch). The key is the host's tool-use id, so importing
+twice, or importing a session that the hooks also captured, stores each run once.
 """
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ from __future__ import annotations
 import math
 import os
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from remem.capture.batch import Batch
 from remem.capture.hosts import FUTURE_SLACK_S, build_event
-from remem.capture.store import store_event, stored_already
+from remem.capture.store import stored_already
 from remem.errors import NotFound, RememError
 from remem.record.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
 from remem.record.identity import locate
@@ -29,6 +31,7 @@ from remem.transcripts.common import ReadStats, TranscriptCall, parse_time, read
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
+    from remem.capture.batch import Insert
     from remem.db.snapshot import Execute
 
 HOSTS = ("claude-code", "codex")
@@ -375,8 +378,9 @@ class _Writer:
                 known = sum(1 for event in self.pending if stored_already(execute, event))
         else:
             with self.engine.begin() as connection:
-                execute = _statements(connection)
-                known = sum(1 for event in self.pending if store_event(execute, event) is None)
+                batch = Batch(_statements(connection), _inserter(connection))
+                known = sum(1 for event in self.pending if batch.store(event) is None)
+                batch.finish()
         self.summary.events_known += known
         self.summary.events_new += len(self.pending) - known
         self.pending.clear()
@@ -392,6 +396,25 @@ def _statements(connection: Connection) -> Execute:
     if connection.dialect.name != "sqlite":
         return executor(connection)
     return sqlite.executor(connection.connection.driver_connection)  # type: ignore[arg-type]
+
+
+def _inserter(connection: Connection) -> Insert | None:
+    """On SQLite, an event's insert that tells its id without RETURNING (capture.batch)."""
+    if connection.dialect.name != "sqlite":
+        return None
+    return sqlite_inserter(connection.connection.driver_connection)  # type: ignore[arg-type]
+
+
+def sqlite_inserter(connection: sqlite3.Connection) -> Insert:
+    """`insert(sql, params) -> the new row's id`, None when the statement inserted no row (an
+    INSERT ... ON CONFLICT DO NOTHING that met its conflict). Here, not in remem.db.sqlite:
+    the hook imports that module, and inserts one event."""
+
+    def insert(sql: str, params: dict[str, object]) -> int | None:
+        cursor = connection.execute(sql, params)
+        return cursor.lastrowid if cursor.rowcount == 1 else None
+
+    return insert
 
 
 def import_transcripts(

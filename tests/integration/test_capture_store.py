@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from remem.capture.batch import Batch
 from remem.capture.hosts import build_event
 from remem.capture.store import store_event
 from remem.db.sqlite import connect
+from remem.record import forgotten
+from remem.record.event import CapturedEvent
+from remem.transcripts.importer import sqlite_inserter
 from tests.conftest import Home, load_fixture
+
+if TYPE_CHECKING:
+    from remem.db.snapshot import Execute
 
 
 @pytest.fixture
@@ -99,3 +108,84 @@ def test_files_are_stored_as_a_json_list(db: sqlite3.Connection) -> None:
     db.execute("COMMIT")
     files = db.execute("SELECT files FROM captured_events").fetchone()[0]
     assert json.loads(files) == ["src/cart.py"]
+
+
+FORGOTTEN = "zq8Kp2Vx7Lm4Rt9Wb3Nc6Yh1"
+
+
+def _events() -> list[CapturedEvent]:
+    """Two sessions of two projects: a start, runs, a repeated run, a write through the shell
+    (an edit of its own), an edit, a forgotten word, a later capture time; and a run of another
+    host delivered twice."""
+
+    def event(name: str, tool_use_id: str, now: float, **changes: Any) -> CapturedEvent:
+        payload = {**load_fixture(f"claude-code/{name}.json"), **changes}
+        payload["tool_use_id"] = tool_use_id
+        return build_event(payload, "claude-code", now, lambda cwd: (cwd, "main", cwd, "."))
+
+    def generic(event_id: str) -> CapturedEvent:
+        payload = {"host": "generic", "session_id": "g", "cwd": "/srv/api", "command": "make"}
+        payload.update(event_id=event_id, exit_code=0)
+        return build_event(payload, "generic", 1000.0, lambda cwd: (cwd, None, cwd, "."))
+
+    written = {"command": "cat > src/new.py <<'EOF'\nprint(1)\nEOF"}
+    forgotten = {"command": f"deploy --label {FORGOTTEN}"}
+    return [
+        event("session_start", "s", 1000.0),
+        event("post_tool_use_bash_success", "t1", 1000.0),
+        event("post_tool_use_bash_success", "t2", 1000.0, tool_input=written),
+        event("post_tool_use_bash_success", "t1", 1000.0),
+        event("post_tool_use_edit", "t3", 1000.0),
+        event("post_tool_use_bash_success", "t4", 1000.0, session_id="other", cwd="/srv/api"),
+        event("post_tool_use_bash_success", "t5", 1000.0, tool_input=forgotten),
+        event("post_tool_use_bash_success", "t6", 2000.0),
+        event("post_tool_use_bash_success", "t7", 2000.0, session_id="other", cwd="/srv/api"),
+        generic("e1"),
+        generic("e1"),  # no tool call to find it by: its key meets its conflict
+    ]
+
+
+def _rows(db: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
+    tables = ("projects", "sessions", "captured_events", "extraction_tasks")
+    return {table: db.execute(f"SELECT * FROM {table} ORDER BY id").fetchall() for table in tables}
+
+
+@pytest.mark.parametrize("returning", [True, False], ids=["returning", "driver-id"])
+def test_a_batch_stores_the_rows_that_storing_each_event_stores(
+    home: Home, tmp_path: Path, returning: bool
+) -> None:
+    """Batch (the import's writer) against store_event (the hook's), on databases that already
+    hold a session whose task is done and a forgotten word; the new events' ids read through
+    RETURNING, or from the driver."""
+    databases = []
+    for name in ("each", "batch"):
+        path = tmp_path / f"{name}.db"
+        shutil.copyfile(home.db, path)
+        connection = connect(str(path))
+        connection.execute(
+            "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at) VALUES (?, ?, ?, 1)",
+            forgotten.record(FORGOTTEN),
+        )
+        databases.append(connection)
+    each, batched = databases
+    for db in databases:
+        _store(db, "t0")
+        _set_task(db, status="done", attempts=3)
+
+    def execute_on(db: sqlite3.Connection) -> Execute:
+        return lambda sql, params: db.execute(sql, params).fetchall()
+
+    each.execute("BEGIN IMMEDIATE")
+    answers = [store_event(execute_on(each), event) for event in _events()]
+    each.execute("COMMIT")
+    batched.execute("BEGIN IMMEDIATE")
+    batch = Batch(execute_on(batched), None if returning else sqlite_inserter(batched))
+    assert [batch.store(event) for event in _events()] == answers
+    batch.finish()
+    batched.execute("COMMIT")
+
+    assert answers.count(None) == 2
+    assert _rows(batched) == _rows(each)
+    assert FORGOTTEN not in json.dumps(_rows(each))
+    for db in databases:
+        db.close()

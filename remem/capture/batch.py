@@ -1,0 +1,127 @@
+"""Storing many events in one transaction (`remem import`), each as store_event would store it.
+Stdlib only, like the rest of capture; the hook, which stores one event, does not import it."""
+
+from __future__ import annotations
+
+import json
+
+from remem.capture.hosts import written_edit
+from remem.capture.store import (
+    INSERT_EVENT,
+    TOUCH_SESSION,
+    UPSERT_PROJECT,
+    UPSERT_SESSION,
+    known_forgotten,
+    mask_known,
+    raise_task,
+    run_stored,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from remem.db.snapshot import Execute
+
+    Insert = Callable[[str, dict[str, object]], int | None]
+    from remem.record.event import CapturedEvent
+
+# INSERT_EVENT for a driver that tells the new row's id itself (transcripts.importer):
+# RETURNING costs SQLite a temporary table for every statement.
+INSERT_EVENT_WITHOUT_ID = INSERT_EVENT.removesuffix(" RETURNING id")
+
+
+class Batch:
+    """Many events stored in one transaction, each as store_event would store it, with what the
+    events repeat done once: the forgotten words read, each project's and session's id asked
+    for, each session touched at the end with its latest time. A session's task is raised once
+    for its last event of a run sharing a capture time, which is what raising it for each event
+    leaves (the watermark only rises, and a revived task is pending until the run ends).
+    `finish()` before the transaction commits; `insert`, when given, inserts an event without
+    RETURNING and tells its id."""
+
+    def __init__(self, execute: Execute, insert: Insert | None = None) -> None:
+        self.execute = execute
+        self.insert = insert
+        self.known = known_forgotten(execute)
+        self.projects: dict[str, int] = {}
+        self.sessions: dict[tuple[str, str, int], int] = {}
+        self.touched: dict[int, float] = {}
+        self.raised: dict[int, tuple[int, float]] = {}  # session id: (event id, now)
+
+    def store(self, event: CapturedEvent) -> int | None:
+        """store_event's answer: the new event's id, or None when it was stored already."""
+        execute = self.execute
+        if run_stored(execute, event):
+            if event.kind == "command":
+                self._store_written_edit(event)
+            return None
+        if self.known:
+            event = mask_known(event, self.known)
+        project_id = self.projects.get(event.project_root)
+        if project_id is None:
+            project_id = self.projects[event.project_root] = upsert_project(execute, event)
+        session = (event.host, event.session_key, project_id)
+        session_id = self.sessions.get(session)
+        if session_id is None:
+            session_id = self.sessions[session] = upsert_session(execute, event, project_id)
+        params = event_params(event, project_id, session_id)
+        if self.insert is None:
+            rows = execute(INSERT_EVENT, params)
+            new_id = int(rows[0][0]) if rows else None
+        else:
+            new_id = self.insert(INSERT_EVENT_WITHOUT_ID, params)
+        if event.kind == "command":
+            self._store_written_edit(event)
+        if new_id is None:
+            return None
+        event_id = new_id
+        self.touched[session_id] = max(self.touched.get(session_id, event.event_at), event.event_at)
+        if event.kind != "session_start":
+            raised = self.raised.get(session_id)
+            if raised is not None and raised[1] != event.captured_at:
+                raise_task(execute, session_id, *raised)
+            self.raised[session_id] = (event_id, event.captured_at)
+        return event_id
+
+    def finish(self) -> None:
+        for session_id, event_at in self.touched.items():
+            self.execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event_at})
+        for session_id, (event_id, now) in self.raised.items():
+            raise_task(self.execute, session_id, event_id, now)
+        self.touched.clear()
+        self.raised.clear()
+
+    def _store_written_edit(self, event: CapturedEvent) -> None:
+        try:
+            edit = written_edit(event)
+        except Exception:  # a command no reader understands still counts as itself
+            return
+        if edit is not None:
+            self.store(edit)
+
+
+# store_event's statements, as it runs them.
+def upsert_project(execute: Execute, event: CapturedEvent) -> int:
+    params = {"root": event.project_root, "now": event.captured_at}
+    return int(execute(UPSERT_PROJECT, params)[0][0])
+
+
+def upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> int:
+    params = {
+        "host": event.host,
+        "session_key": event.session_key,
+        "project_id": project_id,
+        "event_at": event.event_at,
+    }
+    return int(execute(UPSERT_SESSION, params)[0][0])
+
+
+def event_params(event: CapturedEvent, project_id: int, session_id: int) -> dict[str, Any]:
+    params = event.as_dict()
+    del params["project_root"], params["session_key"]
+    params["session_id"] = session_id
+    params["project_id"] = project_id
+    params["files"] = json.dumps(event.files) if event.files else None
+    return params
