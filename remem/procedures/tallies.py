@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rows
+from remem.db.driver import Driver, Rows, many_rows
 from remem.procedures import policy
 from remem.procedures.groups import Group, scoped_statement, send_by_group
 from remem.procedures.tally import (
@@ -39,11 +39,15 @@ INSERT_TALLY = text(
     ":directory, :workflow, :workflow_hash, :tally, :oldest_fresh_at, 1, :now) "
     "ON CONFLICT (project_id, scope, branch, directory, workflow_hash) DO NOTHING RETURNING id"
 )
-UPSERT_SESSION = text(
-    "INSERT INTO group_sessions (group_id, session_id, last_verified_at) "
-    "VALUES (:group_id, :session_id, :at) ON CONFLICT (group_id, session_id) DO UPDATE SET "
-    "last_verified_at = CASE WHEN excluded.last_verified_at > group_sessions.last_verified_at "
-    "THEN excluded.last_verified_at ELSE group_sessions.last_verified_at END"
+# A window's rows hold each (group, session) once.
+UPSERT_SESSION = many_rows(
+    text(
+        "INSERT INTO group_sessions (group_id, session_id, last_verified_at) "
+        "VALUES (:group_id, :session_id, :at) ON CONFLICT (group_id, session_id) DO UPDATE SET "
+        "last_verified_at = CASE WHEN excluded.last_verified_at > "
+        "group_sessions.last_verified_at THEN excluded.last_verified_at "
+        "ELSE group_sessions.last_verified_at END"
+    )
 )
 SESSIONS_AGED_OUT = text(
     "SELECT count(*) FROM group_sessions WHERE group_id = :group_id "
