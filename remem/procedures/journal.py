@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from remem.db.driver import Driver, Rows
+from remem.db.driver import Driver, Rows, many_rows
 from remem.procedures import lessons
 from remem.procedures.policy import Run
 
@@ -75,18 +75,21 @@ SELECT_LESSONS = text(
     "SELECT resolved_by_event_id, failed_attempts, first_error, last_error, error_key, "
     f"fix_files, repeats, body, pitfall, resolved_at FROM lessons WHERE {GROUP}"
 )
-UPSERT_LESSON = text(
-    "INSERT INTO lessons (project_id, branch, directory, workflow_hash, resolved_by_event_id, "
-    "failed_attempts, first_error, last_error, error_key, fix_files, repeats, body, pitfall, "
-    "resolved_at, created_at) VALUES (:project_id, :branch, :directory, :workflow_hash, "
-    ":resolved_by_event_id, :failed_attempts, :first_error, :last_error, :error_key, "
-    ":fix_files, :repeats, :body, :pitfall, :resolved_at, :now) "
-    "ON CONFLICT (project_id, branch, directory, workflow_hash, resolved_by_event_id) "
-    "DO UPDATE SET failed_attempts = excluded.failed_attempts, "
-    "first_error = excluded.first_error, last_error = excluded.last_error, "
-    "error_key = excluded.error_key, fix_files = excluded.fix_files, "
-    "repeats = excluded.repeats, body = excluded.body, pitfall = excluded.pitfall, "
-    "resolved_at = excluded.resolved_at"
+# A streak's lesson, keyed by the success that closed it: one row per key in a call.
+UPSERT_LESSON = many_rows(
+    text(
+        "INSERT INTO lessons (project_id, branch, directory, workflow_hash, resolved_by_event_id, "
+        "failed_attempts, first_error, last_error, error_key, fix_files, repeats, body, pitfall, "
+        "resolved_at, created_at) VALUES (:project_id, :branch, :directory, :workflow_hash, "
+        ":resolved_by_event_id, :failed_attempts, :first_error, :last_error, :error_key, "
+        ":fix_files, :repeats, :body, :pitfall, :resolved_at, :now) "
+        "ON CONFLICT (project_id, branch, directory, workflow_hash, resolved_by_event_id) "
+        "DO UPDATE SET failed_attempts = excluded.failed_attempts, "
+        "first_error = excluded.first_error, last_error = excluded.last_error, "
+        "error_key = excluded.error_key, fix_files = excluded.fix_files, "
+        "repeats = excluded.repeats, body = excluded.body, pitfall = excluded.pitfall, "
+        "resolved_at = excluded.resolved_at"
+    )
 )
 DELETE_LESSON = text(
     f"DELETE FROM lessons WHERE {GROUP} AND resolved_by_event_id = :resolved_by_event_id"
