@@ -136,10 +136,12 @@ class _Summed(Rows):
 
 @dataclass(frozen=True)
 class _ManyRows:
-    """A PostgreSQL INSERT's SQL split around its one row of values, positional."""
+    """A PostgreSQL INSERT's SQL split around its one row of values, in the server's own
+    placeholders (`$1`): psycopg reads a statement's text for its own (`%s`) at every call
+    when it is long or has many, which cost more than the rows saved."""
 
     head: str
-    row: str
+    row: tuple[str, ...]  # the row's text around its placeholders
     tail: str
     names: tuple[str, ...]
     texts: dict[int, str]  # rows -> the statement for that many
@@ -153,12 +155,18 @@ class _ManyRows:
             depth += {"(": 1, ")": -1}.get(sql[end], 0)
         row = sql[start : end + 1]
         names = tuple(_NAMED.findall(row))
-        return cls(sql[:start], _NAMED.sub("%s", row), sql[end + 1 :], names, {})
+        pieces = tuple(piece.replace("%%", "%") for piece in _NAMED.split(row)[::2])
+        head, tail = sql[:start].replace("%%", "%"), sql[end + 1 :].replace("%%", "%")
+        return cls(head, pieces, tail, names, {})
 
     def text(self, count: int) -> str:
         found = self.texts.get(count)
         if found is None:
-            found = self.texts[count] = self.head + ", ".join([self.row] * count) + self.tail
+            width, rows = len(self.names), []
+            for n in range(count):
+                marks = [f"${n * width + i + 1}" for i in range(width)]
+                rows.append("".join(p + m for p, m in zip(self.row, [*marks, ""], strict=True)))
+            found = self.texts[count] = self.head + ", ".join(rows) + self.tail
         return found
 
     def chunks(self, params: list[dict[str, Any]]) -> Iterator[tuple[str, list[Any]]]:
@@ -258,7 +266,7 @@ class Driver:
             if not params:
                 return Rows([], 0)
             if compiled.many_rows is not None and len(params) > 1:
-                return self._many_rows(compiled.many_rows, params, cursor)
+                return self._many_rows(compiled.many_rows, params)
             cursor.executemany(compiled.sql, [_values(p, compiled.positions) for p in params])
         else:
             bound = compiled.bind(params or {})
@@ -273,16 +281,19 @@ class Driver:
         make = _row_type(tuple(column[0] for column in description))
         return Rows([make(row) for row in cursor.fetchall()], cursor.rowcount)
 
-    def _many_rows(self, many: _ManyRows, params: list[dict[str, Any]], cursor: Any) -> Rows:
+    def _many_rows(self, many: _ManyRows, params: list[dict[str, Any]]) -> Rows:
+        from psycopg import RawCursor  # the PostgreSQL driver, there only
+
+        dbapi_connection: Any = self.connection.connection.dbapi_connection
         parts = []
-        for n, (sql, values) in enumerate(many.chunks(params)):
-            if self._pipeline is None:
-                cursor.execute(sql, values)
-                parts.append(Rows([], cursor.rowcount))
-                continue
-            cursor = cursor if n == 0 else self._new_cursor()
+        for sql, values in many.chunks(params):
+            cursor = RawCursor(dbapi_connection)
             cursor.execute(sql, values)
-            parts.append(Rows.sent(cursor, self._pipeline.sync))
+            if self._pipeline is None:
+                parts.append(Rows([], cursor.rowcount))
+                cursor.close()
+            else:
+                parts.append(Rows.sent(cursor, self._pipeline.sync))
         return parts[0] if len(parts) == 1 else _Summed(parts)
 
     def _through_sqlalchemy(self, statement: Any, params: Any) -> Rows:
