@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import text
@@ -127,6 +128,62 @@ def send_edits(
     if previous_run is None:
         return connection.execute(EDITS_SINCE_PREVIOUS_RUN, params)
     return connection.execute(EDITS_BETWEEN, {**params, "after": previous_run})
+
+
+# edits_before for many runs at once: each asked for as a row of VALUES (its position, session,
+# event, group, and the previous run when the caller knows it), one index range per run.
+_ASKED_GROUP = (
+    "{t}.project_id + 0 = r.column4 AND {t}.branch = r.column5 AND {t}.directory = r.column6 "
+    "AND {t}.workflow_hash = r.column7"
+)
+_EDITS_BEFORE_RUNS = (
+    "SELECT r.column1 AS run, e.files, e.change_hash FROM (VALUES {asked}) AS r "
+    "JOIN captured_events e ON e.session_id = r.column2 AND e.kind = 'edit' "
+    "AND e.id < r.column3 AND e.id > COALESCE(CAST(r.column8 AS INTEGER), ("
+    "SELECT c.id FROM captured_events c WHERE c.session_id = r.column2 AND c.id < r.column3 "
+    "AND c.kind = 'command' AND EXISTS ("
+    f"SELECT 1 FROM verifications v WHERE v.event_id = c.id AND {_ASKED_GROUP.format(t='v')} "
+    f"UNION ALL SELECT 1 FROM attempts a WHERE a.event_id = c.id AND {_ASKED_GROUP.format(t='a')}"
+    ") ORDER BY c.id DESC LIMIT 1), 0) ORDER BY r.column1, e.id"
+)
+_ASKED = (
+    "i",
+    "session_id",
+    "before",
+    "project_id",
+    "branch",
+    "directory",
+    "workflow_hash",
+    "after",
+)
+
+
+@lru_cache(maxsize=64)
+def _edits_before_runs(count: int) -> Any:
+    asked = ", ".join("(" + ", ".join(f":{name}{n}" for name in _ASKED) + ")" for n in range(count))
+    return text(_EDITS_BEFORE_RUNS.format(asked=asked))
+
+
+def send_edits_many(
+    connection: Driver, asked: Sequence[tuple[dict[str, Any], int, int, int | None]]
+) -> Callable[[], list[tuple[list[str], str | None]]]:
+    """edits_before of each (group, session, event, previous run or None), in one statement
+    sent now; their answers, in order, once called."""
+    if not asked:
+        return list
+    params: dict[str, Any] = {}
+    for n, (group, session_id, event_id, previous) in enumerate(asked):
+        values = {**group, "i": n, "session_id": session_id, "before": event_id}
+        params.update({f"{name}{n}": values.get(name, previous) for name in _ASKED})
+    sent = connection.execute(_edits_before_runs(len(asked)), params)
+
+    def found() -> list[tuple[list[str], str | None]]:
+        rows: list[list[tuple[str | None, str | None]]] = [[] for _ in asked]
+        for n, files, change_hash in sent:
+            rows[n].append((files, change_hash))
+        return [edits_from(edits) for edits in rows]
+
+    return found
 
 
 def edits_from(rows: Sequence[tuple[str | None, str | None]]) -> tuple[list[str], str | None]:

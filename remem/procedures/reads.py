@@ -101,6 +101,7 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         for run in window.steps.get(event.id, ()):
             group, group_run = _record(batch, event, run, resolution)
             found.setdefault(group, []).append(group_run)
+    batch.send()
     # A window applied again (its runs are stored) counts nothing twice.
     stored = _stored_events(connection, {r.event_id for runs in found.values() for r in runs})
     batch.land()
@@ -236,6 +237,9 @@ class _Batch:
         ]
         # What is filled in once the edits asked of the database are read (land()).
         self.later: list[Callable[[], None]] = []
+        self.asked: list[tuple[dict[str, Any], int, int, int | None]] = []
+        self.sent: Callable[[], list[tuple[list[str], str | None]]] = list
+        self.answers: list[tuple[list[str], str | None]] = []
 
     def add(self, verdict: str, params: dict[str, Any]) -> None:
         self.rows[verdict].append(params)
@@ -249,10 +253,16 @@ class _Batch:
             start, end = bisect_right(ids, previous), bisect_left(ids, event_id)
             edits = journal.edits_from([edit for edit in self.edits[start:end] if edit])
             return lambda: edits
-        sent = journal.send_edits(self.connection, group.params(), session_id, event_id, previous)
-        return lambda: journal.edits_from(sent.all())
+        self.asked.append((group.params(), session_id, event_id, previous))
+        n = len(self.asked) - 1
+        return lambda: self.answers[n]
+
+    def send(self) -> None:
+        """Ask the database for the edits the window's events do not tell: one statement."""
+        self.sent = journal.send_edits_many(self.connection, self.asked)
 
     def land(self) -> None:
+        self.answers = self.sent()
         for fill in self.later:
             fill()
         self.later = []
