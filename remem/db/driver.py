@@ -9,9 +9,9 @@ parameter style and escapes), then each call hands the driver a string and its v
 rows come back as named tuples: `row.name`, `row[0]` and unpacking work as on SQLAlchemy's rows.
 
 A list parameter (`IN :ids`) becomes as many placeholders as the list holds on SQLite, and one
-array (`= ANY(:ids)`) on PostgreSQL: one statement text whatever the list's length, which the
-server parses and plans once per connection (psycopg prepares a statement it sees again).
-Anything else (a table construct, an empty list, a list parameter in an executemany) goes
+array (`= ANY(:ids)`) on PostgreSQL: one statement text whatever the list's length, a plan that
+does not grow with it, and no list of fifty values that the planner prefers to read a whole
+table for. Anything else (a table construct, an empty list, a list parameter in an executemany) goes
 through SQLAlchemy as before, so callers need not know which statements take which road.
 
 A list of parameter sets runs as one executemany; on PostgreSQL that is still a statement per
@@ -42,7 +42,8 @@ from sqlalchemy.sql.elements import TextClause
 _COMPILED_KEPT = 1_024
 # (dialect, id of the statement) -> how the driver runs it.
 _compiled: dict[tuple[str, int], _Compiled] = {}
-# The most rows one multi-row INSERT holds (a power of two), and the most values.
+# The most rows one multi-row INSERT holds (a power of two), and the most values (PostgreSQL
+# takes 65,535 parameters in a statement).
 MANY_ROWS_MAX = 256
 MANY_ROWS_MAX_VALUES = 16_384
 # The execution option many_rows() sets.
