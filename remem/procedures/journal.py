@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 
 from remem.db.driver import Driver, Rows, many_rows
 from remem.procedures import lessons
@@ -92,9 +92,9 @@ UPSERT_LESSON = many_rows(
         "resolved_at = excluded.resolved_at"
     )
 )
-DELETE_LESSON = text(
-    f"DELETE FROM lessons WHERE {GROUP} AND resolved_by_event_id = :resolved_by_event_id"
-)
+DELETE_LESSONS = text(
+    f"DELETE FROM lessons WHERE {GROUP} AND resolved_by_event_id IN :resolvers"
+).bindparams(bindparam("resolvers", expanding=True))
 
 
 EDITS_BETWEEN = text(
@@ -474,9 +474,9 @@ def _write_lessons(
             written.append({**group, **values, "now": now})
     if written:
         connection.execute(UPSERT_LESSON, written)
-    stale = [{**group, "resolved_by_event_id": event_id} for event_id in set(existing) - wanted]
+    stale = sorted(set(existing) - wanted)
     if stale:
-        connection.execute(DELETE_LESSON, stale)
+        connection.execute(DELETE_LESSONS, {**group, "resolvers": stale})
 
 
 def _edits_between_failure_and_pass(
