@@ -8,9 +8,15 @@ lock. Here a `text()` statement is compiled once per dialect (SQLAlchemy still r
 parameter style and escapes), then each call hands the driver a string and its values, and
 rows come back as named tuples: `row.name`, `row[0]` and unpacking work as on SQLAlchemy's rows.
 
-A list parameter (`IN :ids`) becomes as many placeholders as the list holds. Anything else
-(a table construct, an empty list, a list parameter in an executemany) goes through SQLAlchemy
-as before, so callers need not know which statements take which road.
+A list parameter (`IN :ids`) becomes as many placeholders as the list holds on SQLite, and one
+array (`= ANY(:ids)`) on PostgreSQL: one statement text whatever the list's length, a plan that
+does not grow with it, and no list of fifty values that the planner prefers to read a whole
+table for. Anything else (a table construct, an empty list, a list parameter in an executemany) goes
+through SQLAlchemy as before, so callers need not know which statements take which road.
+
+A list of parameter sets runs as one executemany; on PostgreSQL that is still a statement per
+set, each executed on its own by the server. An INSERT marked `many_rows()` runs there as a few
+multi-row INSERTs instead: chunks of 2^k rows, so a few statement texts serve every count.
 
 On PostgreSQL every statement is a round trip to the server, and a window's statements came to
 a hundred of them. Inside `pipelined()` the statements are sent without waiting for one
@@ -22,6 +28,7 @@ statement at once as before.
 
 from __future__ import annotations
 
+import re
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -35,6 +42,12 @@ from sqlalchemy.sql.elements import TextClause
 _COMPILED_KEPT = 1_024
 # (dialect, id of the statement) -> how the driver runs it.
 _compiled: dict[tuple[str, int], _Compiled] = {}
+# The most rows one multi-row INSERT holds (a power of two), and the most values (PostgreSQL
+# takes 65,535 parameters in a statement).
+MANY_ROWS_MAX = 256
+MANY_ROWS_MAX_VALUES = 16_384
+# The execution option many_rows() sets.
+_MANY_ROWS = "remem_many_rows"
 # Column names -> a named tuple type's constructor.
 _row_types: dict[tuple[str, ...], Callable[[Iterable[Any]], Any]] = {}
 
@@ -108,12 +121,79 @@ class Rows:
         return [row[0] for row in self._rows]
 
 
+class _Summed(Rows):
+    """What a statement sent in chunks returned: their rows counted together."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: list[Rows]) -> None:
+        super().__init__([], -1)
+        self._parts = parts
+
+    @property
+    def rowcount(self) -> int:
+        return sum(part.rowcount for part in self._parts)
+
+
+@dataclass(frozen=True)
+class _ManyRows:
+    """A PostgreSQL INSERT's SQL split around its one row of values, in the server's own
+    placeholders (`$1`): psycopg reads a statement's text for its own (`%s`) at every call
+    when it is long or has many, which cost more than the rows saved."""
+
+    head: str
+    row: tuple[str, ...]  # the row's text around its placeholders
+    tail: str
+    names: tuple[str, ...]
+    texts: dict[int, str]  # rows -> the statement for that many
+
+    @classmethod
+    def of(cls, sql: str) -> _ManyRows:
+        start = sql.index("VALUES (") + len("VALUES ")
+        end, depth = start, 1
+        while depth:  # to the parenthesis that closes the row (`%(name)s` hold pairs)
+            end += 1
+            depth += {"(": 1, ")": -1}.get(sql[end], 0)
+        row = sql[start : end + 1]
+        names = tuple(_NAMED.findall(row))
+        pieces = tuple(piece.replace("%%", "%") for piece in _NAMED.split(row)[::2])
+        head, tail = sql[:start].replace("%%", "%"), sql[end + 1 :].replace("%%", "%")
+        return cls(head, pieces, tail, names, {})
+
+    def text(self, count: int) -> str:
+        found = self.texts.get(count)
+        if found is None:
+            width, rows = len(self.names), []
+            for n in range(count):
+                marks = [f"${n * width + i + 1}" for i in range(width)]
+                rows.append("".join(p + m for p, m in zip(self.row, [*marks, ""], strict=True)))
+            found = self.texts[count] = self.head + ", ".join(rows) + self.tail
+        return found
+
+    def chunks(self, params: list[dict[str, Any]]) -> Iterator[tuple[str, list[Any]]]:
+        """(SQL, values) of each chunk: the largest power of two that fits first."""
+        names, most = self.names, MANY_ROWS_MAX
+        while most > 1 and most * len(names) > MANY_ROWS_MAX_VALUES:
+            most //= 2
+        start = 0
+        while start < len(params):
+            count = min(most, 1 << ((len(params) - start).bit_length() - 1))
+            values = [p[name] for p in params[start : start + count] for name in names]
+            yield self.text(count), values
+            start += count
+
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
 @dataclass(frozen=True)
 class _Compiled:
     statement: TextClause  # kept alive, so the id it is cached by stays its own
     sql: str
     positions: tuple[str, ...] | None  # parameter names in order (positional drivers)
     expanding: frozenset[str]  # parameters that stand for a list: `IN :ids`
+    arrays: frozenset[str]  # those bound as one array (`= ANY(:ids)`, PostgreSQL)
+    many_rows: _ManyRows | None  # a list of parameter sets runs as multi-row INSERTs
 
     def bind(self, params: dict[str, Any]) -> tuple[str, Any] | None:
         """The driver's SQL and values; None for an empty list, whose SQL SQLAlchemy writes."""
@@ -124,6 +204,8 @@ class _Compiled:
             items = lists[name] = list(params[name])
             if not items:
                 return None
+            if name in self.arrays:
+                continue
             if self.positions is None:
                 marks = ", ".join(f"%({name}__{n})s" for n in range(len(items)))
             else:
@@ -136,7 +218,10 @@ class _Compiled:
             return sql, tuple(values)
         named = {k: v for k, v in params.items() if k not in lists}
         for name, items in lists.items():
-            named.update((f"{name}__{n}", item) for n, item in enumerate(items))
+            if name in self.arrays:
+                named[name] = items
+            else:
+                named.update((f"{name}__{n}", item) for n, item in enumerate(items))
         return sql, named
 
 
@@ -181,6 +266,8 @@ class Driver:
                 return self._through_sqlalchemy(statement, params)
             if not params:
                 return Rows([], 0)
+            if compiled.many_rows is not None and len(params) > 1:
+                return self._many_rows(compiled.many_rows, params)
             cursor.executemany(compiled.sql, [_values(p, compiled.positions) for p in params])
         else:
             bound = compiled.bind(params or {})
@@ -194,6 +281,21 @@ class Driver:
             return Rows([], cursor.rowcount)
         make = _row_type(tuple(column[0] for column in description))
         return Rows([make(row) for row in cursor.fetchall()], cursor.rowcount)
+
+    def _many_rows(self, many: _ManyRows, params: list[dict[str, Any]]) -> Rows:
+        from psycopg import RawCursor  # the PostgreSQL driver, there only
+
+        dbapi_connection: Any = self.connection.connection.dbapi_connection
+        parts = []
+        for sql, values in many.chunks(params):
+            cursor = RawCursor(dbapi_connection)
+            cursor.execute(sql, values)
+            if self._pipeline is None:
+                parts.append(Rows([], cursor.rowcount))
+                cursor.close()
+            else:
+                parts.append(Rows.sent(cursor, self._pipeline.sync))
+        return parts[0] if len(parts) == 1 else _Summed(parts)
 
     def _through_sqlalchemy(self, statement: Any, params: Any) -> Rows:
         if self._pipeline is not None:
@@ -223,9 +325,21 @@ class Driver:
         expanding = frozenset(
             name for name, parameter in statement._bindparams.items() if parameter.expanding
         )
+        sql, arrays, many_rows = compiled.string, set(), None
+        if positions is None and self.dialect.name == "postgresql":
+            for name in expanding:
+                marks = f"__[POSTCOMPILE_{name}]"
+                as_in = f" IN ({marks})"
+                if sql.count(marks) == sql.count(as_in) and sql.count(f" NOT{as_in}") == 0:
+                    sql = sql.replace(as_in, f" = ANY(%({name})s)")
+                    arrays.add(name)
+            if statement.get_execution_options().get(_MANY_ROWS):
+                many_rows = _ManyRows.of(sql)
         if len(_compiled) >= _COMPILED_KEPT:
             _compiled.clear()
-        found = _compiled[key] = _Compiled(statement, compiled.string, positions, expanding)
+        found = _compiled[key] = _Compiled(
+            statement, sql, positions, expanding, frozenset(arrays), many_rows
+        )
         return found
 
 
@@ -242,6 +356,14 @@ def _row_type(names: tuple[str, ...]) -> Callable[[Iterable[Any]], Any]:
         # Invalid or repeated names (`count(*)`, two `id`s) become _0, _1…, as positions.
         found = _row_types[names] = _named_tuple("Row", names, rename=True)._make
     return found
+
+
+def many_rows(statement: TextClause) -> TextClause:
+    """The INSERT … VALUES (one row) … statement, run with a list of parameter sets as
+    multi-row INSERTs on PostgreSQL (an executemany elsewhere). Only for statements whose
+    rows cannot meet one another: an ON CONFLICT … DO UPDATE may not touch a row twice in one
+    statement. RETURNING rows are not kept."""
+    return statement.execution_options(**{_MANY_ROWS: True})
 
 
 def with_ids(sql: str) -> TextClause:

@@ -78,13 +78,17 @@ def read_many(connection: Driver, wanted: Sequence[tuple[int, bool]]) -> list[Ev
     found = []
     for (procedure_id, with_files), sent in zip(wanted, latest, strict=True):
         rows = sent.all()
-        edited: Callable[[], dict[int, frozenset[str]]] = dict
-        if with_files:
-            edited = send_files_before(connection, _settled(connection, rows))
-        found.append((procedure_id, rows, edited))
+        found.append((procedure_id, rows, _settled(connection, rows) if with_files else []))
+    # A branch group's procedure and its project group's share their runs: each run once.
+    runs = sorted({run for _id, _rows, settled in found for run in settled})
+    edited = send_files_before(connection, runs)()
     return [
-        Evidence(procedure_id, tuple((at, e, session) for at, e, session, _h in rows), edited())
-        for procedure_id, rows, edited in found
+        Evidence(
+            procedure_id,
+            tuple((at, e, session) for at, e, session, _h in rows),
+            {event: edited[event] for _session, event in settled},
+        )
+        for procedure_id, rows, settled in found
     ]
 
 
@@ -104,28 +108,31 @@ def _settled(connection: Driver, rows: list[Any]) -> list[tuple[int, int]]:
     ]
 
 
-# The files edited right before one run: in its own session, after the session's previous run
-# of any workflow (verified, failed or unverified), up to the run itself. An edit the agent made
-# before running something else belongs to that other run, not to every later one. One EXISTS
-# over a UNION ALL (journal.PREVIOUS_RUN says why).
+# The files edited right before each run: in its own session, after the session's previous
+# run of any workflow (verified, failed or unverified), up to the run itself. An edit the agent
+# made before running something else belongs to that other run, not to every later one. One
+# EXISTS over a UNION ALL (journal.PREVIOUS_RUN says why). The runs come as rows of VALUES
+# (their position, session and event): one index range per run, and a plan as small for ten
+# runs as for one.
 _PREVIOUS_RUN = (
-    "SELECT p.id FROM captured_events p WHERE p.session_id = :s{i} AND p.id < :run{i} "
+    "SELECT p.id FROM captured_events p WHERE p.session_id = r.column2 AND p.id < r.column3 "
     "AND p.kind = 'command' AND EXISTS (SELECT 1 FROM verifications v WHERE v.event_id = p.id "
     "UNION ALL SELECT 1 FROM attempts a WHERE a.event_id = p.id "
     "UNION ALL SELECT 1 FROM unverified_runs u WHERE u.event_id = p.id) "
     "ORDER BY p.id DESC LIMIT 1"
 )
-_EDITED_BEFORE_RUN = (
-    "SELECT {i} AS run, e.files FROM captured_events e WHERE e.session_id = :s{i} "
-    "AND e.id <= :run{i} AND e.files IS NOT NULL "
+_EDITED_BEFORE_RUNS = (
+    "SELECT r.column1 AS run, e.files FROM (VALUES {runs}) AS r JOIN captured_events e "
+    "ON e.session_id = r.column2 AND e.id <= r.column3 AND e.files IS NOT NULL "
     f"AND e.id > COALESCE(({_PREVIOUS_RUN}), 0)"
 )
 
 
-@lru_cache(maxsize=FILES_FROM_LAST_RUNS)
+@lru_cache(maxsize=64)
 def _edited_before_runs(count: int) -> Any:
-    """One statement for `count` runs, one index range per run."""
-    return text(" UNION ALL ".join(_EDITED_BEFORE_RUN.format(i=i) for i in range(count)))
+    """One statement for `count` runs."""
+    runs = ", ".join(f"(:i{i}, :s{i}, :run{i})" for i in range(count))
+    return text(_EDITED_BEFORE_RUNS.format(runs=runs))
 
 
 def files_before(connection: Driver, runs: Sequence[tuple[int, int]]) -> dict[int, frozenset[str]]:
@@ -141,7 +148,7 @@ def send_files_before(
         return dict
     params: dict[str, Any] = {}
     for i, (session_id, event_id) in enumerate(runs):
-        params.update({f"s{i}": session_id, f"run{i}": event_id})
+        params.update({f"i{i}": i, f"s{i}": session_id, f"run{i}": event_id})
     sent = connection.execute(_edited_before_runs(len(runs)), params)
 
     def found() -> dict[int, frozenset[str]]:

@@ -7,11 +7,12 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rows
+from remem.db.driver import Driver, Rows, many_rows
 from remem.procedures import lessons
 from remem.procedures.policy import Run
 
@@ -75,22 +76,25 @@ SELECT_LESSONS = text(
     "SELECT resolved_by_event_id, failed_attempts, first_error, last_error, error_key, "
     f"fix_files, repeats, body, pitfall, resolved_at FROM lessons WHERE {GROUP}"
 )
-UPSERT_LESSON = text(
-    "INSERT INTO lessons (project_id, branch, directory, workflow_hash, resolved_by_event_id, "
-    "failed_attempts, first_error, last_error, error_key, fix_files, repeats, body, pitfall, "
-    "resolved_at, created_at) VALUES (:project_id, :branch, :directory, :workflow_hash, "
-    ":resolved_by_event_id, :failed_attempts, :first_error, :last_error, :error_key, "
-    ":fix_files, :repeats, :body, :pitfall, :resolved_at, :now) "
-    "ON CONFLICT (project_id, branch, directory, workflow_hash, resolved_by_event_id) "
-    "DO UPDATE SET failed_attempts = excluded.failed_attempts, "
-    "first_error = excluded.first_error, last_error = excluded.last_error, "
-    "error_key = excluded.error_key, fix_files = excluded.fix_files, "
-    "repeats = excluded.repeats, body = excluded.body, pitfall = excluded.pitfall, "
-    "resolved_at = excluded.resolved_at"
+# A streak's lesson, keyed by the success that closed it: one row per key in a call.
+UPSERT_LESSON = many_rows(
+    text(
+        "INSERT INTO lessons (project_id, branch, directory, workflow_hash, resolved_by_event_id, "
+        "failed_attempts, first_error, last_error, error_key, fix_files, repeats, body, pitfall, "
+        "resolved_at, created_at) VALUES (:project_id, :branch, :directory, :workflow_hash, "
+        ":resolved_by_event_id, :failed_attempts, :first_error, :last_error, :error_key, "
+        ":fix_files, :repeats, :body, :pitfall, :resolved_at, :now) "
+        "ON CONFLICT (project_id, branch, directory, workflow_hash, resolved_by_event_id) "
+        "DO UPDATE SET failed_attempts = excluded.failed_attempts, "
+        "first_error = excluded.first_error, last_error = excluded.last_error, "
+        "error_key = excluded.error_key, fix_files = excluded.fix_files, "
+        "repeats = excluded.repeats, body = excluded.body, pitfall = excluded.pitfall, "
+        "resolved_at = excluded.resolved_at"
+    )
 )
-DELETE_LESSON = text(
-    f"DELETE FROM lessons WHERE {GROUP} AND resolved_by_event_id = :resolved_by_event_id"
-)
+DELETE_LESSONS = text(
+    f"DELETE FROM lessons WHERE {GROUP} AND resolved_by_event_id IN :resolvers"
+).bindparams(bindparam("resolvers", expanding=True))
 
 
 EDITS_BETWEEN = text(
@@ -124,6 +128,62 @@ def send_edits(
     if previous_run is None:
         return connection.execute(EDITS_SINCE_PREVIOUS_RUN, params)
     return connection.execute(EDITS_BETWEEN, {**params, "after": previous_run})
+
+
+# edits_before for many runs at once: each asked for as a row of VALUES (its position, session,
+# event, group, and the previous run when the caller knows it), one index range per run.
+_ASKED_GROUP = (
+    "{t}.project_id + 0 = r.column4 AND {t}.branch = r.column5 AND {t}.directory = r.column6 "
+    "AND {t}.workflow_hash = r.column7"
+)
+_EDITS_BEFORE_RUNS = (
+    "SELECT r.column1 AS run, e.files, e.change_hash FROM (VALUES {asked}) AS r "
+    "JOIN captured_events e ON e.session_id = r.column2 AND e.kind = 'edit' "
+    "AND e.id < r.column3 AND e.id > COALESCE(CAST(r.column8 AS INTEGER), ("
+    "SELECT c.id FROM captured_events c WHERE c.session_id = r.column2 AND c.id < r.column3 "
+    "AND c.kind = 'command' AND EXISTS ("
+    f"SELECT 1 FROM verifications v WHERE v.event_id = c.id AND {_ASKED_GROUP.format(t='v')} "
+    f"UNION ALL SELECT 1 FROM attempts a WHERE a.event_id = c.id AND {_ASKED_GROUP.format(t='a')}"
+    ") ORDER BY c.id DESC LIMIT 1), 0) ORDER BY r.column1, e.id"
+)
+_ASKED = (
+    "i",
+    "session_id",
+    "before",
+    "project_id",
+    "branch",
+    "directory",
+    "workflow_hash",
+    "after",
+)
+
+
+@lru_cache(maxsize=64)
+def _edits_before_runs(count: int) -> Any:
+    asked = ", ".join("(" + ", ".join(f":{name}{n}" for name in _ASKED) + ")" for n in range(count))
+    return text(_EDITS_BEFORE_RUNS.format(asked=asked))
+
+
+def send_edits_many(
+    connection: Driver, asked: Sequence[tuple[dict[str, Any], int, int, int | None]]
+) -> Callable[[], list[tuple[list[str], str | None]]]:
+    """edits_before of each (group, session, event, previous run or None), in one statement
+    sent now; their answers, in order, once called."""
+    if not asked:
+        return list
+    params: dict[str, Any] = {}
+    for n, (group, session_id, event_id, previous) in enumerate(asked):
+        values = {**group, "i": n, "session_id": session_id, "before": event_id}
+        params.update({f"{name}{n}": values.get(name, previous) for name in _ASKED})
+    sent = connection.execute(_edits_before_runs(len(asked)), params)
+
+    def found() -> list[tuple[list[str], str | None]]:
+        rows: list[list[tuple[str | None, str | None]]] = [[] for _ in asked]
+        for n, files, change_hash in sent:
+            rows[n].append((files, change_hash))
+        return [edits_from(edits) for edits in rows]
+
+    return found
 
 
 def edits_from(rows: Sequence[tuple[str | None, str | None]]) -> tuple[list[str], str | None]:
@@ -414,9 +474,9 @@ def _write_lessons(
             written.append({**group, **values, "now": now})
     if written:
         connection.execute(UPSERT_LESSON, written)
-    stale = [{**group, "resolved_by_event_id": event_id} for event_id in set(existing) - wanted]
+    stale = sorted(set(existing) - wanted)
     if stale:
-        connection.execute(DELETE_LESSON, stale)
+        connection.execute(DELETE_LESSONS, {**group, "resolvers": stale})
 
 
 def _edits_between_failure_and_pass(

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from remem.db.driver import Driver, Rows
+from remem.db.driver import Driver, Rows, many_rows
 from remem.procedures import fixes, journal, lessons
 from remem.procedures.journal import GROUP, PREVIOUS_RUN, History, Key, Region, inside
 from remem.procedures.window import WindowEvent
@@ -29,23 +29,27 @@ SELECT_KNOWN = text(
     f"resolved_by_event_id, resolved_at FROM known_errors WHERE {GROUP} "
     "AND first_seen_at >= :since AND first_seen_at <= :until"
 )
-UPSERT_KNOWN = text(
-    "INSERT INTO known_errors (project_id, branch, directory, workflow, workflow_hash, "
-    "error_key, error, first_event_id, last_event_id, session_id, first_seen_at, last_seen_at, "
-    "times_seen, sessions, resolved_by_event_id, resolved_at, fix_files, fix_commands, "
-    "fix_in_command, updated_at) VALUES (:project_id, :branch, :directory, :workflow, "
-    ":workflow_hash, :error_key, :error, :first_event_id, :last_event_id, :session_id, "
-    ":first_seen_at, :last_seen_at, :times_seen, :sessions, :resolved_by_event_id, "
-    ":resolved_at, :fix_files, :fix_commands, :fix_in_command, :now) ON CONFLICT (project_id, "
-    "branch, directory, workflow_hash, first_event_id) DO UPDATE SET workflow = excluded.workflow, "
-    "error_key = excluded.error_key, error = excluded.error, "
-    "last_event_id = excluded.last_event_id, session_id = excluded.session_id, "
-    "first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at, "
-    "times_seen = excluded.times_seen, sessions = excluded.sessions, "
-    "resolved_by_event_id = excluded.resolved_by_event_id, resolved_at = excluded.resolved_at, "
-    "fix_files = excluded.fix_files, fix_commands = excluded.fix_commands, "
-    "fix_in_command = excluded.fix_in_command, "
-    "updated_at = excluded.updated_at"
+# Rows of one group, each sighting once (rederive).
+UPSERT_KNOWN = many_rows(
+    text(
+        "INSERT INTO known_errors (project_id, branch, directory, workflow, workflow_hash, "
+        "error_key, error, first_event_id, last_event_id, session_id, first_seen_at, last_seen_at, "
+        "times_seen, sessions, resolved_by_event_id, resolved_at, fix_files, fix_commands, "
+        "fix_in_command, updated_at) VALUES (:project_id, :branch, :directory, :workflow, "
+        ":workflow_hash, :error_key, :error, :first_event_id, :last_event_id, :session_id, "
+        ":first_seen_at, :last_seen_at, :times_seen, :sessions, :resolved_by_event_id, "
+        ":resolved_at, :fix_files, :fix_commands, :fix_in_command, :now) "
+        "ON CONFLICT (project_id, branch, directory, workflow_hash, first_event_id) "
+        "DO UPDATE SET workflow = excluded.workflow, "
+        "error_key = excluded.error_key, error = excluded.error, "
+        "last_event_id = excluded.last_event_id, session_id = excluded.session_id, "
+        "first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at, "
+        "times_seen = excluded.times_seen, sessions = excluded.sessions, "
+        "resolved_by_event_id = excluded.resolved_by_event_id, resolved_at = excluded.resolved_at, "
+        "fix_files = excluded.fix_files, fix_commands = excluded.fix_commands, "
+        "fix_in_command = excluded.fix_in_command, "
+        "updated_at = excluded.updated_at"
+    )
 )
 DELETE_KNOWN = text("DELETE FROM known_errors WHERE id = :id")
 OPEN_IN_SESSION = text(
@@ -140,7 +144,8 @@ def rederive(
     if stored_rows is None:
         stored_rows = send_stored(connection, group, region)
     stored = _stored(stored_rows, region)
-    written = []
+    # By first sighting, the key of a row: the last written of one key is the one that stays.
+    written: dict[int, dict[str, Any]] = {}
     for occurrence in found:
         first = occurrence.sightings[0].event_id
         row = stored.pop(first, None)
@@ -148,9 +153,9 @@ def rederive(
         if row is not None and _stands(row, occurrence, workflow):
             continue
         values = _values(connection, group, occurrence, history, workflow, around)
-        written.append({**group, **values, "now": now})
+        written[first] = {**group, **values, "now": now}
     if written:
-        connection.execute(UPSERT_KNOWN, written)
+        connection.execute(UPSERT_KNOWN, list(written.values()))
     if stored:
         connection.execute(DELETE_KNOWN, [{"id": row.id} for row in stored.values()])
 

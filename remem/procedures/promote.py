@@ -118,9 +118,11 @@ def _apply(connection: Driver, window: Window, settings: Settings, now: float) -
         if rows:
             connection.execute(INSERT_RUN[verdict], rows)
     around = known.Surroundings.of(settings.ignore_commands, _resolved(window))
-    sent = [step.send(connection, now) for step in steps]
+    sessions: list[dict[str, Any]] = []
+    sent = [step.send(connection, now, sessions) for step in steps]
     for step, write in zip(steps, sent, strict=True):
-        step.land(connection, write, rules, now)
+        step.land(connection, write, rules, now, sessions)
+    tallies.send_sessions(connection, sessions)
     # The journals of the branch groups, then every group's procedure, read under the
     # tallies' locks.
     _journals(connection, [step for step in steps if step.group.scope == BRANCH], now, around)
@@ -214,16 +216,25 @@ class _Step:
         )
         return cls(group, runs, reads, advanced)
 
-    def send(self, connection: Driver, now: float) -> tallies.Sent | None:
+    def send(
+        self, connection: Driver, now: float, sessions: list[dict[str, Any]]
+    ) -> tallies.Sent | None:
         if self.advanced is None:
             return None
         lasts = session_lasts(self.runs)
-        return tallies.send(connection, self.group, self.advanced, self.stored, now, lasts)
+        return tallies.send(
+            connection, self.group, self.advanced, self.stored, now, lasts, sessions
+        )
 
     def land(
-        self, connection: Driver, sent: tallies.Sent | None, rules: policy.Rules, now: float
+        self,
+        connection: Driver,
+        sent: tallies.Sent | None,
+        rules: policy.Rules,
+        now: float,
+        sessions: list[dict[str, Any]],
     ) -> None:
-        self.current = sent is not None and tallies.landed(connection, sent)
+        self.current = sent is not None and tallies.landed(connection, sent, sessions)
         if not self.current:
             self.tally, _lasts = tallies.rederive_locked(connection, self.group, rules, now)
 

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.config import Settings
-from remem.db.driver import Driver, with_ids
+from remem.db.driver import Driver, many_rows, with_ids
 from remem.procedures import evidence, journal, policy, tallies
 from remem.procedures.evidence import Evidence
 from remem.procedures.groups import BRANCH, Group, send_procedures
@@ -61,19 +61,25 @@ _RUN_VALUES = (
     ":event_id, :step, :project_id, :branch, :directory, :workflow, :workflow_hash, :command, "
     ":masked, :session_id, :host"
 )
-INSERT_VERIFICATION = text(
-    f"INSERT INTO verifications ({_RUN_COLUMNS}, verified_at) VALUES ({_RUN_VALUES}, :at) "
-    "ON CONFLICT (event_id, step) DO NOTHING"
+INSERT_VERIFICATION = many_rows(
+    text(
+        f"INSERT INTO verifications ({_RUN_COLUMNS}, verified_at) VALUES ({_RUN_VALUES}, :at) "
+        "ON CONFLICT (event_id, step) DO NOTHING"
+    )
 )
-INSERT_UNVERIFIED = text(
-    f"INSERT INTO unverified_runs ({_RUN_COLUMNS}, ran_at) VALUES ({_RUN_VALUES}, :at) "
-    "ON CONFLICT (event_id, step) DO NOTHING"
+INSERT_UNVERIFIED = many_rows(
+    text(
+        f"INSERT INTO unverified_runs ({_RUN_COLUMNS}, ran_at) VALUES ({_RUN_VALUES}, :at) "
+        "ON CONFLICT (event_id, step) DO NOTHING"
+    )
 )
-INSERT_ATTEMPT = text(
-    f"INSERT INTO attempts ({_RUN_COLUMNS}, exit_code, error_excerpt, salient_error, failed_at, "
-    f"files, change_hash, cannot_run) VALUES ({_RUN_VALUES}, :exit_code, :error_excerpt, "
-    ":salient_error, :at, :files, :change_hash, :cannot_run) "
-    "ON CONFLICT (event_id, step) DO NOTHING"
+INSERT_ATTEMPT = many_rows(
+    text(
+        f"INSERT INTO attempts ({_RUN_COLUMNS}, exit_code, error_excerpt, salient_error, "
+        f"failed_at, files, change_hash, cannot_run) VALUES ({_RUN_VALUES}, :exit_code, "
+        ":error_excerpt, :salient_error, :at, :files, :change_hash, :cannot_run) "
+        "ON CONFLICT (event_id, step) DO NOTHING"
+    )
 )
 # A run's verdict -> the table its row goes in, in the order they are written.
 INSERT_RUN = {VERIFIED: INSERT_VERIFICATION, FAILED: INSERT_ATTEMPT, UNVERIFIED: INSERT_UNVERIFIED}
@@ -95,6 +101,7 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         for run in window.steps.get(event.id, ()):
             group, group_run = _record(batch, event, run, resolution)
             found.setdefault(group, []).append(group_run)
+    batch.send()
     # A window applied again (its runs are stored) counts nothing twice.
     stored = _stored_events(connection, {r.event_id for runs in found.values() for r in runs})
     batch.land()
@@ -230,6 +237,9 @@ class _Batch:
         ]
         # What is filled in once the edits asked of the database are read (land()).
         self.later: list[Callable[[], None]] = []
+        self.asked: list[tuple[dict[str, Any], int, int, int | None]] = []
+        self.sent: Callable[[], list[tuple[list[str], str | None]]] = list
+        self.answers: list[tuple[list[str], str | None]] = []
 
     def add(self, verdict: str, params: dict[str, Any]) -> None:
         self.rows[verdict].append(params)
@@ -243,10 +253,16 @@ class _Batch:
             start, end = bisect_right(ids, previous), bisect_left(ids, event_id)
             edits = journal.edits_from([edit for edit in self.edits[start:end] if edit])
             return lambda: edits
-        sent = journal.send_edits(self.connection, group.params(), session_id, event_id, previous)
-        return lambda: journal.edits_from(sent.all())
+        self.asked.append((group.params(), session_id, event_id, previous))
+        n = len(self.asked) - 1
+        return lambda: self.answers[n]
+
+    def send(self) -> None:
+        """Ask the database for the edits the window's events do not tell: one statement."""
+        self.sent = journal.send_edits_many(self.connection, self.asked)
 
     def land(self) -> None:
+        self.answers = self.sent()
         for fill in self.later:
             fill()
         self.later = []

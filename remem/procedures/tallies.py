@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rows
+from remem.db.driver import Driver, Rows, many_rows
 from remem.procedures import policy
 from remem.procedures.groups import Group, scoped_statement, send_by_group
 from remem.procedures.tally import (
@@ -39,11 +39,15 @@ INSERT_TALLY = text(
     ":directory, :workflow, :workflow_hash, :tally, :oldest_fresh_at, 1, :now) "
     "ON CONFLICT (project_id, scope, branch, directory, workflow_hash) DO NOTHING RETURNING id"
 )
-UPSERT_SESSION = text(
-    "INSERT INTO group_sessions (group_id, session_id, last_verified_at) "
-    "VALUES (:group_id, :session_id, :at) ON CONFLICT (group_id, session_id) DO UPDATE SET "
-    "last_verified_at = CASE WHEN excluded.last_verified_at > group_sessions.last_verified_at "
-    "THEN excluded.last_verified_at ELSE group_sessions.last_verified_at END"
+# Rows of a window's groups, each (group, session) once.
+UPSERT_SESSION = many_rows(
+    text(
+        "INSERT INTO group_sessions (group_id, session_id, last_verified_at) "
+        "VALUES (:group_id, :session_id, :at) ON CONFLICT (group_id, session_id) DO UPDATE SET "
+        "last_verified_at = CASE WHEN excluded.last_verified_at > "
+        "group_sessions.last_verified_at THEN excluded.last_verified_at "
+        "ELSE group_sessions.last_verified_at END"
+    )
 )
 SESSIONS_AGED_OUT = text(
     "SELECT count(*) FROM group_sessions WHERE group_id = :group_id "
@@ -262,9 +266,11 @@ def send(
     stored: Stored | None,
     now: float,
     lasts: dict[int, float],
+    sessions: list[dict[str, Any]] | None = None,
 ) -> Sent:
     """Send the tally's write without waiting for it: a window sends every group's before it
-    reads whether any was refused."""
+    reads whether any was refused. Its sessions' rows are written now, or added to
+    `sessions` for the caller to write with other groups' (send_sessions)."""
     params = {"tally": tally.to_json(), "oldest_fresh_at": tally.oldest_fresh_at, "now": now}
     if stored is None:
         result = connection.execute(
@@ -274,25 +280,38 @@ def send(
     result = connection.execute(
         UPDATE_TALLY, {**params, "id": stored.id, "version": stored.version}
     )
-    # Sent whether or not the update is refused: these runs are the group's, stored in this
+    # Written whether or not the update is refused: these runs are the group's, stored in this
     # transaction, and a session's row only ever moves to a later run; a refused tally is
     # derived again from every run, these among them.
-    _send_sessions(connection, stored.id, lasts)
+    _send_sessions(connection, stored.id, lasts, sessions)
     return Sent(result, stored, lasts)
 
 
-def landed(connection: Driver, sent: Sent) -> bool:
-    """Whether a sent write stored the tally (see write)."""
+def landed(connection: Driver, sent: Sent, sessions: list[dict[str, Any]] | None = None) -> bool:
+    """Whether a sent write stored the tally (see write); `sessions` as for send."""
     if sent.stored is not None:
         return bool(sent.result.rowcount)
     group_id = sent.result.scalar()
     if group_id is None:
         return False
-    _send_sessions(connection, group_id, sent.lasts)
+    _send_sessions(connection, group_id, sent.lasts, sessions)
     return True
 
 
-def _send_sessions(connection: Driver, group_id: int, lasts: dict[int, float]) -> None:
-    if lasts:
-        rows = [{"group_id": group_id, "session_id": s, "at": at} for s, at in lasts.items()]
+def send_sessions(connection: Driver, sessions: list[dict[str, Any]]) -> None:
+    """The session rows send and landed added up, of different groups: one statement."""
+    if sessions:
+        connection.execute(UPSERT_SESSION, sessions)
+
+
+def _send_sessions(
+    connection: Driver,
+    group_id: int,
+    lasts: dict[int, float],
+    sessions: list[dict[str, Any]] | None,
+) -> None:
+    rows = [{"group_id": group_id, "session_id": s, "at": at} for s, at in lasts.items()]
+    if sessions is not None:
+        sessions.extend(rows)
+    elif rows:
         connection.execute(UPSERT_SESSION, rows)

@@ -13,7 +13,7 @@ import sqlalchemy
 from packaging.requirements import Requirement
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver
+from remem.db.driver import MANY_ROWS_MAX, Driver, many_rows
 from tests.integration.conftest import World
 
 CREATE = text("CREATE TABLE driver_probe (id INTEGER PRIMARY KEY, name TEXT, at REAL)")
@@ -110,6 +110,30 @@ def test_duplicate_and_unnamed_columns_stay_reachable_by_position(world: World) 
         ).first()
     assert tuple(row) == (1, 1, 1)
     assert row.id == 1
+
+
+def test_many_rows_insert_every_row_once_in_chunks_and_count_them(world: World) -> None:
+    """An INSERT marked many_rows() takes a list of any length, pipelined or not, and skips
+    what conflicts as its one-row form would."""
+    insert = many_rows(
+        text(
+            "INSERT INTO driver_probe (id, name, at) VALUES (:id, lower(:name), :at) "
+            "ON CONFLICT (id) DO NOTHING"
+        )
+    )
+    rows = [{"id": n, "name": f"Row {n}", "at": n / 4} for n in range(1, MANY_ROWS_MAX + 40)]
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+        driver = Driver(connection)
+        assert driver.execute(insert, rows[:37]).rowcount == 37
+        assert driver.execute(insert, rows[:1]).rowcount == 0
+        with driver.pipelined() as pipelined:
+            inserted = pipelined.execute(insert, rows[30:])
+            total = pipelined.execute(text("SELECT count(*), sum(at) FROM driver_probe"))
+            assert inserted.rowcount == len(rows) - 37
+            assert tuple(total.one()) == (len(rows), sum(row["at"] for row in rows))
+        names = driver.execute(text("SELECT name FROM driver_probe ORDER BY id")).scalars()
+    assert names == [f"row {n}" for n in range(1, len(rows) + 1)]
 
 
 # What driver.py takes from SQLAlchemy beyond its public API. When an upgrade changes one of
