@@ -171,12 +171,16 @@ def _resolved(window: Window) -> tuple[WindowEvent, ...]:
 
 
 def _late_passes(window: Window) -> tuple[WindowEvent, ...]:
-    """The earlier Codex events of the window's session that the rollout says passed."""
-    return tuple(
-        replace(event, outcome="success")
-        for event in window.late
-        if window.resolutions[event.id].exit_code == 0
-    )
+    """The earlier Codex events of the window's session that the rollout says passed (or that
+    are stored passed already)."""
+    passes = []
+    for event in window.late:
+        resolution = window.resolutions.get(event.id)
+        if resolution is None and event.outcome == "success":
+            passes.append(event)
+        elif resolution is not None and resolution.exit_code == 0:
+            passes.append(replace(event, outcome="success"))
+    return tuple(passes)
 
 
 class _Step:
