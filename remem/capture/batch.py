@@ -3,24 +3,22 @@ Stdlib only, like the rest of capture; the hook, which stores one event, does no
 
 from __future__ import annotations
 
-import json
-
-from remem.capture.hosts import written_edit
 from remem.capture.store import (
     INSERT_EVENT,
     TOUCH_SESSION,
-    UPSERT_PROJECT,
-    UPSERT_SESSION,
+    event_params,
     known_forgotten,
     mask_known,
     raise_task,
     run_stored,
+    store_written_edit,
+    upsert_project,
+    upsert_session,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
 
     from remem.db.snapshot import Execute
 
@@ -55,7 +53,7 @@ class Batch:
         execute = self.execute
         if run_stored(execute, event):
             if event.kind == "command":
-                self._store_written_edit(event)
+                store_written_edit(event, self.store)
             return None
         if self.known:
             event = mask_known(event, self.known)
@@ -73,17 +71,16 @@ class Batch:
         else:
             new_id = self.insert(INSERT_EVENT_WITHOUT_ID, params)
         if event.kind == "command":
-            self._store_written_edit(event)
+            store_written_edit(event, self.store)
         if new_id is None:
             return None
-        event_id = new_id
         self.touched[session_id] = max(self.touched.get(session_id, event.event_at), event.event_at)
         if event.kind != "session_start":
             raised = self.raised.get(session_id)
             if raised is not None and raised[1] != event.captured_at:
                 raise_task(execute, session_id, *raised)
-            self.raised[session_id] = (event_id, event.captured_at)
-        return event_id
+            self.raised[session_id] = (new_id, event.captured_at)
+        return new_id
 
     def finish(self) -> None:
         for session_id, event_at in self.touched.items():
@@ -92,36 +89,3 @@ class Batch:
             raise_task(self.execute, session_id, event_id, now)
         self.touched.clear()
         self.raised.clear()
-
-    def _store_written_edit(self, event: CapturedEvent) -> None:
-        try:
-            edit = written_edit(event)
-        except Exception:  # a command no reader understands still counts as itself
-            return
-        if edit is not None:
-            self.store(edit)
-
-
-# store_event's statements, as it runs them.
-def upsert_project(execute: Execute, event: CapturedEvent) -> int:
-    params = {"root": event.project_root, "now": event.captured_at}
-    return int(execute(UPSERT_PROJECT, params)[0][0])
-
-
-def upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> int:
-    params = {
-        "host": event.host,
-        "session_key": event.session_key,
-        "project_id": project_id,
-        "event_at": event.event_at,
-    }
-    return int(execute(UPSERT_SESSION, params)[0][0])
-
-
-def event_params(event: CapturedEvent, project_id: int, session_id: int) -> dict[str, Any]:
-    params = event.as_dict()
-    del params["project_root"], params["session_key"]
-    params["session_id"] = session_id
-    params["project_id"] = project_id
-    params["files"] = json.dumps(event.files) if event.files else None
-    return params

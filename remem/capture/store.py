@@ -13,6 +13,7 @@ from remem.record.event import CapturedEvent
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from remem.db.snapshot import Execute
@@ -114,36 +115,46 @@ def store_event(execute: Execute, event: CapturedEvent) -> int | None:
     way an event arrives (hook, spool, import) stores the same rows."""
     if run_stored(execute, event):
         if event.kind == "command":
-            _store_written_edit(execute, event)
+            store_written_edit(event, lambda edit: store_event(execute, edit))
         return None
     event = forget_known(execute, event)
-    now = event.captured_at
-    project_id = execute(UPSERT_PROJECT, {"root": event.project_root, "now": now})[0][0]
-    session_id = execute(
-        UPSERT_SESSION,
-        {
-            "host": event.host,
-            "session_key": event.session_key,
-            "project_id": project_id,
-            "event_at": event.event_at,
-        },
-    )[0][0]
-    params = event.as_dict()
-    del params["project_root"], params["session_key"]
-    params["session_id"] = session_id
-    params["project_id"] = project_id
-    params["files"] = json.dumps(event.files) if event.files else None
-    rows = execute(INSERT_EVENT, params)
+    project_id = upsert_project(execute, event)
+    session_id = upsert_session(execute, event, project_id)
+    rows = execute(INSERT_EVENT, event_params(event, project_id, session_id))
     if event.kind == "command":
         # Even when the command was stored already: importing again adds what a write edited.
-        _store_written_edit(execute, event)
+        store_written_edit(event, lambda edit: store_event(execute, edit))
     if not rows:
         return None
     event_id = int(rows[0][0])
     execute(TOUCH_SESSION, {"session_id": session_id, "event_at": event.event_at})
     if event.kind != "session_start":
-        raise_task(execute, session_id, event_id, now)
+        raise_task(execute, session_id, event_id, event.captured_at)
     return event_id
+
+
+def upsert_project(execute: Execute, event: CapturedEvent) -> int:
+    params = {"root": event.project_root, "now": event.captured_at}
+    return int(execute(UPSERT_PROJECT, params)[0][0])
+
+
+def upsert_session(execute: Execute, event: CapturedEvent, project_id: int) -> int:
+    params = {
+        "host": event.host,
+        "session_key": event.session_key,
+        "project_id": project_id,
+        "event_at": event.event_at,
+    }
+    return int(execute(UPSERT_SESSION, params)[0][0])
+
+
+def event_params(event: CapturedEvent, project_id: int, session_id: int) -> dict[str, Any]:
+    params = event.as_dict()
+    del params["project_root"], params["session_key"]
+    params["session_id"] = session_id
+    params["project_id"] = project_id
+    params["files"] = json.dumps(event.files) if event.files else None
+    return params
 
 
 KNOWN_KEY = "SELECT 1 FROM captured_events WHERE idempotency_key = :key"
@@ -191,13 +202,14 @@ def mask_known(event: CapturedEvent, known: Known) -> CapturedEvent:
     return CapturedEvent(**fields)
 
 
-def _store_written_edit(execute: Execute, event: CapturedEvent) -> None:
+def store_written_edit(event: CapturedEvent, store: Callable[[CapturedEvent], object]) -> None:
+    """Store the edit a command's file write made, if it made one, with `store`."""
     try:
         edit = written_edit(event)
     except Exception:  # a command no reader understands still counts as itself
         return
     if edit is not None:
-        store_event(execute, edit)
+        store(edit)
 
 
 def raise_task(execute: Execute, session_id: int, event_id: int, now: float) -> None:
