@@ -60,15 +60,16 @@ _NOT_SECRET_OPTIONS = frozenset({"key"})
 _NAME_STEMS = ("pass", "pwd", "key", "auth", "sig", "token", "secret", "credential")
 # (stem, what may follow it) in a secret name, and in a `--password VALUE` style option; ""
 # follows any. Spelled out: the hook would build them at every start.
+_NAME_ENDS = ("=", ":", '"', "'", "_", "-", ".", "\\", " =")
 _NAME_GATE: Gate = (
     ("token", ("",)),
     ("secret", ("",)),
     ("credential", ("",)),
-    ("sig", ("nature", "=", ":", '"', "'", "_", "-", ".", "\\", " =")),
-    ("pass", ("word", "wd", "phrase", "=", ":", '"', "'", "_", "-", ".", "\\", " =")),
-    ("pwd", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
-    ("key", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
-    ("auth", ("=", ":", '"', "'", "_", "-", ".", "\\", " =")),
+    ("sig", ("nature", *_NAME_ENDS)),
+    ("pass", ("word", "wd", "phrase", *_NAME_ENDS)),
+    ("pwd", _NAME_ENDS),
+    ("key", _NAME_ENDS),
+    ("auth", _NAME_ENDS),
 )
 _OPTION_GATE: Gate = (
     ("token", ("",)),
