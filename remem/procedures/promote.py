@@ -165,7 +165,7 @@ def _resolved(window: Window) -> tuple[WindowEvent, ...]:
             outcome = "success" if resolution.exit_code == 0 else "failure"
             excerpt = event.error_excerpt or resolution.excerpt
             output = event.output_excerpt or resolution.output
-            event = replace(event, outcome=outcome, error_excerpt=excerpt, output_excerpt=output)
+            event = event._replace(outcome=outcome, error_excerpt=excerpt, output_excerpt=output)
         events.append(event)
     return tuple(events)
 
@@ -179,7 +179,7 @@ def _late_passes(window: Window) -> tuple[WindowEvent, ...]:
         if resolution is None and event.outcome == "success":
             passes.append(event)
         elif resolution is not None and resolution.exit_code == 0:
-            passes.append(replace(event, outcome="success"))
+            passes.append(event._replace(outcome="success"))
     return tuple(passes)
 
 

@@ -14,10 +14,11 @@ import hashlib
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from remem.record.identity import spelt_root
 from remem.shell import recognisers
-from remem.shell.analysis import Step, analyse, resolve_directory
+from remem.shell.analysis import CACHED_COMMAND_CHARS, Step, analyse, resolve_directory
 from remem.shell.arguments import without_messages
 from remem.shell.named import named_line
 from remem.shell.runnable import cannot_run
@@ -39,6 +40,7 @@ class StepRun:
     messages: tuple[str, ...] = ()  # the messages elided, to clear from its stored output
 
 
+@lru_cache(maxsize=4_096)
 def workflow_hash(workflow: str) -> str:
     return hashlib.sha256(workflow.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -57,6 +59,33 @@ def classify(
     known errors of theirs, never procedures, as their passes are no runs. Other read-only
     steps, inline scripts, file writes, steps that never ran and steps whose directory cannot
     be known are left out."""
+    if succeeded and len(command) <= CACHED_COMMAND_CHARS:
+        passed = _passed(command, cwd, directory, tuple(ignore_commands))
+        if passed is not None:
+            return list(passed)
+    return _classify(command, succeeded, output, cwd, directory, ignore_commands, exit_code)
+
+
+@lru_cache(maxsize=4_096)
+def _passed(
+    command: str, cwd: str, directory: str, ignore_commands: tuple[str, ...]
+) -> tuple[StepRun, ...] | None:
+    """A passing command's runs when every step's status is its exit status's: its output
+    decides nothing, and an agent runs the same few commands all day. None when it may."""
+    if not all(step.decisive for step in analyse(command, ignore_commands).steps):
+        return None
+    return tuple(_classify(command, True, None, cwd, directory, ignore_commands))
+
+
+def _classify(
+    command: str,
+    succeeded: bool,
+    output: str | None,
+    cwd: str,
+    directory: str,
+    ignore_commands: Sequence[str],
+    exit_code: int | None = None,
+) -> list[StepRun]:
     steps = analyse(command, ignore_commands).steps
     verdicts = _verdicts(steps, succeeded, output)
     work_tree = spelt_root(cwd, directory)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import text
 
@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("remem.worker")
 
 
-@dataclass(frozen=True)
-class WindowEvent:
+class WindowEvent(NamedTuple):
+    """A stored event as a window reads it: a tuple, made from its row at once (a window
+    makes one per event)."""
+
     id: int
     session_id: int
     project_id: int
@@ -58,7 +60,7 @@ class Window:
     reads: Reads | None = None
 
 
-_STORED = [name for name in WindowEvent.__dataclass_fields__ if name != "root"]
+_STORED = [name for name in WindowEvent._fields if name != "root"]
 # The stored payload only when an old command event has no output column to read instead.
 _COLUMNS = ", ".join(f"e.{name}" for name in _STORED) + (
     ", p.root, CASE WHEN e.output_excerpt IS NULL AND e.kind = 'command' THEN e.payload END"
@@ -93,8 +95,7 @@ def build_window(
         resolution = resolutions.get(event.id)
         if resolution is not None:
             outcome = "success" if resolution.exit_code == 0 else "failure"
-            event = replace(
-                event,
+            event = event._replace(
                 outcome=outcome,
                 exit_code=resolution.exit_code,
                 output_excerpt=resolution.output,
@@ -110,15 +111,15 @@ def event_of(row: Any) -> WindowEvent:
     """A window event; events stored before directories and outputs were recorded get them
     from their cwd and their stored payload."""
     payload = row[-1]
-    event = WindowEvent(*row[:-1])  # the stored columns, then the project's root
+    event = WindowEvent._make(row[:-1])  # the stored columns, then the project's root
     if event.directory is None:
-        event = replace(event, directory=directory_under(event.cwd, event.root))
+        event = event._replace(directory=directory_under(event.cwd, event.root))
     if event.output_excerpt is None and payload and event.kind == "command":
         try:
             found = output_text(event.host, json.loads(payload))
         except ValueError:
             found = None
-        event = replace(event, output_excerpt=output_excerpt(found))
+        event = event._replace(output_excerpt=output_excerpt(found))
     return event
 
 

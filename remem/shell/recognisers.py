@@ -889,6 +889,7 @@ def _branch_name(branch: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.-]){name}(?![\w/-]|\.\w)")
 
 
+@lru_cache(maxsize=8)  # judge and salient_line both read a failed run's output
 def _clean(output: str) -> str:
     return _ANSI.sub("", output).replace("\r\n", "\n").replace("\r", "\n")
 
@@ -896,7 +897,11 @@ def _clean(output: str) -> str:
 def _verdict(
     text: str, failing: tuple[Recogniser, ...], passing: tuple[Recogniser, ...]
 ) -> str | None:
-    if any(r.failure is not None and r.failure.search(text) for r in failing):
+    if failing is RECOGNISERS:
+        failed = _failure_shown(text) is not None
+    else:
+        failed = any(r.failure is not None and r.failure.search(text) for r in failing)
+    if failed:
         return "failure"
     if any(r.success is not None and r.success.search(text) for r in passing):
         return "success"
@@ -905,9 +910,15 @@ def _verdict(
 
 def _family_shown(text: str) -> Recogniser | None:
     """The row whose failure summary, else success summary, the output shows."""
-    failing = (r for r in RECOGNISERS if r.failure is not None and r.failure.search(text))
     passing = (r for r in RECOGNISERS if r.success is not None and r.success.search(text))
-    return next(failing, None) or next(passing, None)
+    return _failure_shown(text) or next(passing, None)
+
+
+@lru_cache(maxsize=8)
+def _failure_shown(text: str) -> Recogniser | None:
+    """The first row whose failure summary the output shows (remembered a little: judging a
+    failed run and picking its salient line both look)."""
+    return next((r for r in RECOGNISERS if r.failure is not None and r.failure.search(text)), None)
 
 
 def _traceback_last(lines: list[str]) -> str | None:
