@@ -28,6 +28,8 @@ statement at once as before.
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
@@ -91,7 +93,7 @@ class Rows:
         description = cursor.description
         if description is not None:
             make = _row_type(tuple(column[0] for column in description))
-            self._found = [make(row) for row in cursor.fetchall()]
+            self._found = list(map(make, cursor.fetchall()))
         cursor.close()
 
     def __iter__(self) -> Iterator[Any]:
@@ -194,11 +196,12 @@ class _Compiled:
     expanding: frozenset[str]  # parameters that stand for a list: `IN :ids`
     arrays: frozenset[str]  # those bound as one array (`= ANY(:ids)`, PostgreSQL)
     many_rows: _ManyRows | None  # a list of parameter sets runs as multi-row INSERTs
+    values: Callable[[dict[str, Any]], Any]  # a parameter set as the driver takes it
 
     def bind(self, params: dict[str, Any]) -> tuple[str, Any] | None:
         """The driver's SQL and values; None for an empty list, whose SQL SQLAlchemy writes."""
         if not self.expanding:
-            return self.sql, _values(params, self.positions)
+            return self.sql, self.values(params)
         sql, lists = self.sql, {}
         for name in self.expanding:
             items = lists[name] = list(params[name])
@@ -268,7 +271,7 @@ class Driver:
                 return Rows([], 0)
             if compiled.many_rows is not None and len(params) > 1:
                 return self._many_rows(compiled.many_rows, params)
-            cursor.executemany(compiled.sql, [_values(p, compiled.positions) for p in params])
+            cursor.executemany(compiled.sql, [compiled.values(p) for p in params])
         else:
             bound = compiled.bind(params or {})
             if bound is None:
@@ -280,7 +283,7 @@ class Driver:
         if description is None:
             return Rows([], cursor.rowcount)
         make = _row_type(tuple(column[0] for column in description))
-        return Rows([make(row) for row in cursor.fetchall()], cursor.rowcount)
+        return Rows(list(map(make, cursor.fetchall())), cursor.rowcount)
 
     def _many_rows(self, many: _ManyRows, params: list[dict[str, Any]]) -> Rows:
         from psycopg import RawCursor  # the PostgreSQL driver, there only
@@ -338,13 +341,26 @@ class Driver:
         if len(_compiled) >= _COMPILED_KEPT:
             _compiled.clear()
         found = _compiled[key] = _Compiled(
-            statement, sql, positions, expanding, frozenset(arrays), many_rows
+            statement, sql, positions, expanding, frozenset(arrays), many_rows, _values(positions)
         )
         return found
 
 
-def _values(params: dict[str, Any], positions: tuple[str, ...] | None) -> Any:
-    return params if positions is None else tuple(params[name] for name in positions)
+def _values(positions: tuple[str, ...] | None) -> Callable[[dict[str, Any]], Any]:
+    """What makes a parameter set the driver's: the set itself for named parameters, else
+    the tuple of its values in order (itemgetter's tuple from two names on)."""
+    if positions is None:
+        return _named
+    if len(positions) > 1:
+        return operator.itemgetter(*positions)
+    if positions:
+        (name,) = positions
+        return lambda params: (params[name],)
+    return lambda _params: ()
+
+
+def _named(params: dict[str, Any]) -> dict[str, Any]:
+    return params
 
 
 _named_tuple: Any = namedtuple  # its names are known only at run time
@@ -354,7 +370,9 @@ def _row_type(names: tuple[str, ...]) -> Callable[[Iterable[Any]], Any]:
     found = _row_types.get(names)
     if found is None:
         # Invalid or repeated names (`count(*)`, two `id`s) become _0, _1…, as positions.
-        found = _row_types[names] = _named_tuple("Row", names, rename=True)._make
+        # The row from the driver's tuple without _make's Python frame: its length is right.
+        row_type = _named_tuple("Row", names, rename=True)
+        found = _row_types[names] = functools.partial(tuple.__new__, row_type)
     return found
 
 
