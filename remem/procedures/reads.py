@@ -149,8 +149,11 @@ def _evidence(
     precede)."""
     if window.late or not window.events:
         return {}, {}
+    # As apply adds them to the procedures' evidence (Evidence.adding).
     verified_by_group = {
-        group: {run.event_id for run in group_runs if run.verdict == VERIFIED}
+        group: {
+            (run.at, run.event_id, run.session_id) for run in group_runs if run.verdict == VERIFIED
+        }
         for group, group_runs in runs.items()
     }
     procedures = {
@@ -158,11 +161,11 @@ def _evidence(
         for group, row in send_procedures(connection, runs)().items()
         if row is not None
     }
-    wanted = [(procedure_id, bool(verified_by_group[g])) for g, procedure_id in procedures.items()]
+    wanted = [(procedure_id, verified_by_group[g]) for g, procedure_id in procedures.items()]
     found, verified = {}, set()
     for group, known in zip(procedures, evidence.read_many(connection, wanted), strict=True):
         found[group] = known
-        verified |= verified_by_group[group]
+        verified.update(event_id for _at, event_id, _session in verified_by_group[group])
     if not verified:
         return found, {}  # no procedure gains a run here
     # A Codex call of the session that maintenance resolves meanwhile comes with the window's
