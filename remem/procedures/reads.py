@@ -233,6 +233,9 @@ class _Batch:
         self.rows: dict[str, list[dict[str, Any]]] = {verdict: [] for verdict in INSERT_RUN}
         self.last_run: dict[tuple[Group, int], tuple[int, str]] = {}  # event id, verdict
         self.fixes: dict[Group, dict[int, list[str]]] = {}
+        # A run's branch group and its key, made once per window (the events are of one
+        # project: its root is the same for every key).
+        self.groups: dict[tuple[Any, ...], tuple[Group, dict[str, Any]]] = {}
         # The window is every event of its session in a range of ids, in order.
         self.ids = [event.id for event in events]
         self.edits = [
@@ -274,17 +277,22 @@ class _Batch:
 def _record(
     batch: _Batch, event: WindowEvent, run: StepRun, resolution: Resolution | None
 ) -> tuple[Group, GroupRun]:
-    group = Group(
-        event.project_id,
-        BRANCH,
-        event.branch or "",
-        run.directory,
-        run.workflow,
-        run.workflow_hash,
-        event.root,
-    )
+    key = (event.project_id, event.branch, run.directory, run.workflow, run.workflow_hash)
+    known = batch.groups.get(key)
+    if known is None:
+        group = Group(
+            event.project_id,
+            BRANCH,
+            event.branch or "",
+            run.directory,
+            run.workflow,
+            run.workflow_hash,
+            event.root,
+        )
+        known = batch.groups[key] = (group, group.params())
+    group, group_params = known
     params: dict[str, Any] = {
-        **group.params(),
+        **group_params,
         "event_id": event.id,
         "step": run.step,
         "workflow": run.workflow,
