@@ -68,12 +68,17 @@ def latest(connection: Driver, procedure_id: int, since: float) -> list[tuple[in
     return [(event, session) for _at, event, session, _host in rows]
 
 
-def read_many(connection: Driver, wanted: Sequence[tuple[int, Collection[Run]]]) -> list[Evidence]:
+def read_many(
+    connection: Driver,
+    wanted: Sequence[tuple[int, Collection[Run]]],
+    also: Sequence[tuple[int, int]] = (),
+) -> tuple[list[Evidence], dict[int, frozenset[str]]]:
     """The evidence of procedures given as (id, the window's verified runs of its group): its
     newest runs and, when the window brings it runs, the files edited before the stored runs
     that may be among the newest once the window's are added. Those before which a run may
     yet be stored (after a Codex command whose outcome is unknown) are left to be read under
-    the write lock. Each stage's statements are sent for every procedure before any is read."""
+    the write lock. Each stage's statements are sent for every procedure before any is read.
+    `also` are more runs (session, event) whose files are read with theirs, returned apart."""
     params = {"since": float("-inf"), "n": EVIDENCE_LISTED}
     sent = [connection.execute(LATEST_EVIDENCE, {**params, "id": i}) for i, _runs in wanted]
     rows_of = [found.all() for found in sent]
@@ -93,9 +98,9 @@ def read_many(connection: Driver, wanted: Sequence[tuple[int, Collection[Run]]])
         for rows in listed
     ]
     # A branch group's procedure and its project group's share their runs: each run once.
-    runs = sorted({run for runs in settled for run in runs})
+    runs = sorted({run for runs in settled for run in runs}.union(also))
     edited = send_files_before(connection, runs)()
-    return [
+    found = [
         Evidence(
             procedure_id,
             tuple((at, e, session) for at, e, session, _h in rows),
@@ -103,6 +108,7 @@ def read_many(connection: Driver, wanted: Sequence[tuple[int, Collection[Run]]])
         )
         for (procedure_id, _runs), rows, kept in zip(wanted, rows_of, settled, strict=True)
     ]
+    return found, {event: edited[event] for _session, event in also}
 
 
 def _listed(rows: list[Any], window_runs: Collection[Run]) -> list[Any]:
@@ -180,19 +186,16 @@ def send_files_before(
 
 
 def files_in_window(
-    connection: Driver,
-    session_id: int,
-    events: Iterable[tuple[int, str | None]],
-    runs: Collection[int],
-    verified: Collection[int],
-) -> dict[int, frozenset[str]]:
+    events: Iterable[tuple[int, str | None]], runs: Collection[int], verified: Collection[int]
+) -> tuple[dict[int, frozenset[str]], int | None]:
     """The files edited right before each verified run of a window, from the window's events
     (id and files, in order: every event of its session in a range of ids); `runs` are the
     events with runs of any verdict. The window's first run follows a run before the window:
-    its files are read, as its own runs are not stored yet."""
+    it comes apart (None when it is not verified), its files to be read (files_before), as the
+    window's own runs are not stored yet."""
     edited: dict[int, frozenset[str]] = {}
     names: set[str] = set()
-    previous = None
+    previous = first = None
     for event_id, files in events:
         if files is not None:
             names.update(json.loads(files))
@@ -200,11 +203,11 @@ def files_in_window(
             continue
         if event_id in verified:
             if previous is None:
-                edited.update(files_before(connection, [(session_id, event_id)]))
+                first = event_id
             else:
                 edited[event_id] = frozenset(names)
         previous, names = event_id, set()
-    return edited
+    return edited, first
 
 
 def rank(edited: Iterable[frozenset[str]]) -> tuple[list[str], int]:

@@ -162,17 +162,19 @@ def _evidence(
         if row is not None
     }
     wanted = [(procedure_id, verified_by_group[g]) for g, procedure_id in procedures.items()]
-    found, verified = {}, set()
-    for group, known in zip(procedures, evidence.read_many(connection, wanted), strict=True):
-        found[group] = known
-        verified.update(event_id for _at, event_id, _session in verified_by_group[group])
-    if not verified:
-        return found, {}  # no procedure gains a run here
+    verified = {event_id for g in procedures for _at, event_id, _session in verified_by_group[g]}
     # A Codex call of the session that maintenance resolves meanwhile comes with the window's
     # own calls, resolved as well then: their runs are stored by then and the window adds none.
     events = ((event.id, event.files) for event in window.events)
-    session_id = window.events[0].session_id
-    edited = evidence.files_in_window(connection, session_id, events, window.steps, verified)
+    edited, first = (
+        evidence.files_in_window(events, window.steps, verified) if verified else ({}, None)
+    )
+    also = [] if first is None else [(window.events[0].session_id, first)]
+    read, edited_first = evidence.read_many(connection, wanted, also)
+    found = dict(zip(procedures, read, strict=True))
+    if not verified:
+        return found, {}  # no procedure gains a run here
+    edited.update(edited_first)
     return found, edited
 
 
