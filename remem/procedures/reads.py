@@ -95,12 +95,11 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
 
 def _read_window(connection: Driver, window: Window, settings: Settings) -> Reads:
     batch = _Batch(connection, window.events)
-    found: dict[Group, list[GroupRun]] = {}
     for event in window.events + window.late:
         resolution = window.resolutions.get(event.id)
         for run in window.steps.get(event.id, ()):
-            group, group_run = _record(batch, event, run, resolution)
-            found.setdefault(group, []).append(group_run)
+            _record(batch, event, run, resolution)
+    found = {group: group_runs for group, _params, group_runs in batch.groups.values()}
     batch.send()
     # A window applied again (its runs are stored) counts nothing twice.
     stored = _stored_events(connection, {r.event_id for runs in found.values() for r in runs})
@@ -233,11 +232,12 @@ class _Batch:
     def __init__(self, connection: Driver, events: tuple[WindowEvent, ...]) -> None:
         self.connection = connection
         self.rows: dict[str, list[dict[str, Any]]] = {verdict: [] for verdict in INSERT_RUN}
-        self.last_run: dict[tuple[Group, int], tuple[int, str]] = {}  # event id, verdict
+        # A branch group's runs in the window, found by a tuple of its key (the group is made
+        # once, its root that of its project): the group, its parameters and its runs.
+        self.groups: dict[tuple[Any, ...], tuple[Group, dict[str, Any], list[GroupRun]]] = {}
+        # (group's tuple, session) -> the event id and verdict of the last run before.
+        self.last_run: dict[tuple[tuple[Any, ...], int], tuple[int, str]] = {}
         self.fixes: dict[Group, dict[int, list[str]]] = {}
-        # A run's branch group and its key, made once per window (the events are of one
-        # project: its root is the same for every key).
-        self.groups: dict[tuple[Any, ...], tuple[Group, dict[str, Any]]] = {}
         # The window is every event of its session in a range of ids, in order.
         self.ids = [event.id for event in events]
         self.edits = [
@@ -276,23 +276,23 @@ class _Batch:
         self.later = []
 
 
-def _record(
-    batch: _Batch, event: WindowEvent, run: StepRun, resolution: Resolution | None
-) -> tuple[Group, GroupRun]:
-    key = (event.project_id, event.branch, run.directory, run.workflow, run.workflow_hash)
+def _record(batch: _Batch, event: WindowEvent, run: StepRun, resolution: Resolution | None) -> None:
+    """A run as the row of its table and as a run of its branch group (batch.groups)."""
+    branch = event.branch or ""
+    key = (event.project_id, branch, run.directory, run.workflow, run.workflow_hash)
     known = batch.groups.get(key)
     if known is None:
         group = Group(
             event.project_id,
             BRANCH,
-            event.branch or "",
+            branch,
             run.directory,
             run.workflow,
             run.workflow_hash,
             event.root,
         )
-        known = batch.groups[key] = (group, group.params())
-    group, group_params = known
+        known = batch.groups[key] = (group, group.params(), [])
+    group, group_params, group_runs = known
     params: dict[str, Any] = {
         **group_params,
         "event_id": event.id,
@@ -304,21 +304,23 @@ def _record(
         "host": event.host,
         "at": event.event_at,
     }
-    group_run = GroupRun(
-        event.id,
-        event.session_id,
-        event.event_at,
-        run.verdict,
-        group.branch,
-        run.command,
-        run.masked,
-        run.cannot_run,
+    group_runs.append(
+        GroupRun(
+            event.id,
+            event.session_id,
+            event.event_at,
+            run.verdict,
+            branch,
+            run.command,
+            run.masked,
+            run.cannot_run,
+        )
     )
     if run.verdict == UNVERIFIED:
         batch.add(UNVERIFIED, params)
-        return group, group_run
-    last = batch.last_run.get((group, event.session_id))
-    batch.last_run[(group, event.session_id)] = (event.id, run.verdict)
+        return
+    last = batch.last_run.get((key, event.session_id))
+    batch.last_run[(key, event.session_id)] = (event.id, run.verdict)
     previous = last[0] if last else None
     if run.verdict == VERIFIED:
         batch.add(VERIFIED, params)
@@ -328,7 +330,7 @@ def _record(
             edits = batch.edits_between(group, event.session_id, previous, event.id)
             fixes = batch.fixes.setdefault(group, {})
             batch.later.append(lambda: fixes.__setitem__(event.id, edits()[0]))
-        return group, group_run
+        return
     edits = batch.edits_between(group, event.session_id, previous, event.id)
     params.update(
         exit_code=resolution.exit_code if resolution else event.exit_code,
@@ -345,4 +347,3 @@ def _record(
 
     batch.later.append(fill)
     batch.add(FAILED, params)
-    return group, group_run
