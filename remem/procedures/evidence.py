@@ -11,6 +11,7 @@ earlier events resolved late, whose runs may come between a stored run and its e
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -67,45 +68,69 @@ def latest(connection: Driver, procedure_id: int, since: float) -> list[tuple[in
     return [(event, session) for _at, event, session, _host in rows]
 
 
-def read_many(connection: Driver, wanted: Sequence[tuple[int, bool]]) -> list[Evidence]:
-    """The evidence of procedures given as (id, with_files): its newest runs and, with files
-    (a window brings it verified runs), the files edited before the newest runs that may stay
-    listed. Those before which a run may yet be stored (after a Codex command whose outcome
-    is unknown) are left to be read under the write lock. Each stage's statements are sent
-    for every procedure before any is read."""
+def read_many(
+    connection: Driver,
+    wanted: Sequence[tuple[int, Collection[Run]]],
+    also: Sequence[tuple[int, int]] = (),
+) -> tuple[list[Evidence], dict[int, frozenset[str]]]:
+    """The evidence of procedures given as (id, the window's verified runs of its group): its
+    newest runs and, when the window brings it runs, the files edited before the stored runs
+    that may be among the newest once the window's are added. Those before which a run may
+    yet be stored (after a Codex command whose outcome is unknown) are left to be read under
+    the write lock. Each stage's statements are sent for every procedure before any is read.
+    `also` are more runs (session, event) whose files are read with theirs, returned apart."""
     params = {"since": float("-inf"), "n": EVIDENCE_LISTED}
-    latest = [connection.execute(LATEST_EVIDENCE, {**params, "id": i}) for i, _files in wanted]
-    found = []
-    for (procedure_id, with_files), sent in zip(wanted, latest, strict=True):
-        rows = sent.all()
-        found.append((procedure_id, rows, _settled(connection, rows) if with_files else []))
+    sent = [connection.execute(LATEST_EVIDENCE, {**params, "id": i}) for i, _runs in wanted]
+    rows_of = [found.all() for found in sent]
+    listed = [
+        _listed(rows, window_runs) if window_runs else []
+        for rows, (_id, window_runs) in zip(rows_of, wanted, strict=True)
+    ]
+    unsettled = _first_unsettled(
+        connection, {row[2] for rows in listed for row in rows if row[3] == "codex"}
+    )
+    settled = [
+        [
+            (session, event)
+            for _at, event, session, _host in rows
+            if unsettled.get(session) is None or unsettled[session] > event
+        ]
+        for rows in listed
+    ]
     # A branch group's procedure and its project group's share their runs: each run once.
-    runs = sorted({run for _id, _rows, settled in found for run in settled})
+    runs = sorted({run for runs in settled for run in runs}.union(also))
     edited = send_files_before(connection, runs)()
-    return [
+    found = [
         Evidence(
             procedure_id,
             tuple((at, e, session) for at, e, session, _h in rows),
-            {event: edited[event] for _session, event in settled},
+            {event: edited[event] for _session, event in kept},
         )
-        for procedure_id, rows, settled in found
+        for (procedure_id, _runs), rows, kept in zip(wanted, rows_of, settled, strict=True)
     ]
+    return found, {event: edited[event] for _session, event in also}
 
 
-def _settled(connection: Driver, rows: list[Any]) -> list[tuple[int, int]]:
-    """(session, event) of the newest runs whose files are read now: not those after a Codex
-    command of their session whose outcome is still unknown."""
-    listed = rows[:FILES_FROM_LAST_RUNS]
-    unsettled = {
-        session: connection.execute(FIRST_UNSETTLED, {"session_id": session}).scalar()
-        for _at, _event, session, host in listed
-        if host == "codex"
+def _listed(rows: list[Any], window_runs: Collection[Run]) -> list[Any]:
+    """The stored runs (rows, newest first) that may be among the newest a procedure lists
+    once the window's runs are added (Evidence.adding): those whose files `latest` may ask
+    for. A row is ranked after the stored rows before it and the window's runs newer than it."""
+    newer = sorted((at, event) for at, event, _session in window_runs)
+    top = rows[:FILES_FROM_LAST_RUNS]
+    for kept, (at, event, _session, _host) in enumerate(top):
+        if kept + len(newer) - bisect_right(newer, (at, event)) >= FILES_FROM_LAST_RUNS:
+            return top[:kept]
+    return top
+
+
+def _first_unsettled(connection: Driver, sessions: Collection[int]) -> dict[int, int | None]:
+    """Session -> its first Codex command whose outcome is still unknown (None: none): a run
+    after it may yet be stored before the runs that follow."""
+    sent = {
+        session: connection.execute(FIRST_UNSETTLED, {"session_id": session})
+        for session in sorted(sessions)
     }
-    return [
-        (session, event)
-        for _at, event, session, _host in listed
-        if unsettled.get(session) is None or unsettled[session] > event
-    ]
+    return {session: found.scalar() for session, found in sent.items()}
 
 
 # The files edited right before each run: in its own session, after the session's previous
@@ -161,19 +186,16 @@ def send_files_before(
 
 
 def files_in_window(
-    connection: Driver,
-    session_id: int,
-    events: Iterable[tuple[int, str | None]],
-    runs: Collection[int],
-    verified: Collection[int],
-) -> dict[int, frozenset[str]]:
+    events: Iterable[tuple[int, str | None]], runs: Collection[int], verified: Collection[int]
+) -> tuple[dict[int, frozenset[str]], int | None]:
     """The files edited right before each verified run of a window, from the window's events
     (id and files, in order: every event of its session in a range of ids); `runs` are the
     events with runs of any verdict. The window's first run follows a run before the window:
-    its files are read, as its own runs are not stored yet."""
+    it comes apart (None when it is not verified), its files to be read (files_before), as the
+    window's own runs are not stored yet."""
     edited: dict[int, frozenset[str]] = {}
     names: set[str] = set()
-    previous = None
+    previous = first = None
     for event_id, files in events:
         if files is not None:
             names.update(json.loads(files))
@@ -181,11 +203,11 @@ def files_in_window(
             continue
         if event_id in verified:
             if previous is None:
-                edited.update(files_before(connection, [(session_id, event_id)]))
+                first = event_id
             else:
                 edited[event_id] = frozenset(names)
         previous, names = event_id, set()
-    return edited
+    return edited, first
 
 
 def rank(edited: Iterable[frozenset[str]]) -> tuple[list[str], int]:

@@ -242,6 +242,10 @@ def _fill_evidence(connection: Driver, group: Group, procedure_id: int) -> None:
     )
 
 
+# json.dumps(…, ensure_ascii=False), its encoder made once.
+_dumps_unicode = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _values(
     connection: Driver,
     group: Group,
@@ -275,7 +279,7 @@ def _values(
     return {
         "status": decision.status,
         "command": command,
-        "variants": json.dumps(variants, ensure_ascii=False),
+        "variants": _dumps_unicode(variants),
         "confidence": decision.confidence,
         "verified_runs": decision.verified_runs,
         "distinct_sessions": decision.distinct_sessions,

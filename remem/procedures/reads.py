@@ -95,12 +95,11 @@ def read_window(connection: Driver, window: Window, settings: Settings) -> Reads
 
 def _read_window(connection: Driver, window: Window, settings: Settings) -> Reads:
     batch = _Batch(connection, window.events)
-    found: dict[Group, list[GroupRun]] = {}
     for event in window.events + window.late:
         resolution = window.resolutions.get(event.id)
         for run in window.steps.get(event.id, ()):
-            group, group_run = _record(batch, event, run, resolution)
-            found.setdefault(group, []).append(group_run)
+            _record(batch, event, run, resolution)
+    found = {group: group_runs for group, _params, group_runs in batch.groups.values()}
     batch.send()
     # A window applied again (its runs are stored) counts nothing twice.
     stored = _stored_events(connection, {r.event_id for runs in found.values() for r in runs})
@@ -149,8 +148,11 @@ def _evidence(
     precede)."""
     if window.late or not window.events:
         return {}, {}
+    # As apply adds them to the procedures' evidence (Evidence.adding).
     verified_by_group = {
-        group: {run.event_id for run in group_runs if run.verdict == VERIFIED}
+        group: {
+            (run.at, run.event_id, run.session_id) for run in group_runs if run.verdict == VERIFIED
+        }
         for group, group_runs in runs.items()
     }
     procedures = {
@@ -158,18 +160,20 @@ def _evidence(
         for group, row in send_procedures(connection, runs)().items()
         if row is not None
     }
-    wanted = [(procedure_id, bool(verified_by_group[g])) for g, procedure_id in procedures.items()]
-    found, verified = {}, set()
-    for group, known in zip(procedures, evidence.read_many(connection, wanted), strict=True):
-        found[group] = known
-        verified |= verified_by_group[group]
-    if not verified:
-        return found, {}  # no procedure gains a run here
+    wanted = [(procedure_id, verified_by_group[g]) for g, procedure_id in procedures.items()]
+    verified = {event_id for g in procedures for _at, event_id, _session in verified_by_group[g]}
     # A Codex call of the session that maintenance resolves meanwhile comes with the window's
     # own calls, resolved as well then: their runs are stored by then and the window adds none.
     events = ((event.id, event.files) for event in window.events)
-    session_id = window.events[0].session_id
-    edited = evidence.files_in_window(connection, session_id, events, window.steps, verified)
+    edited, first = (
+        evidence.files_in_window(events, window.steps, verified) if verified else ({}, None)
+    )
+    also = [] if first is None else [(window.events[0].session_id, first)]
+    read, edited_first = evidence.read_many(connection, wanted, also)
+    found = dict(zip(procedures, read, strict=True))
+    if not verified:
+        return found, {}  # no procedure gains a run here
+    edited.update(edited_first)
     return found, edited
 
 
@@ -228,7 +232,11 @@ class _Batch:
     def __init__(self, connection: Driver, events: tuple[WindowEvent, ...]) -> None:
         self.connection = connection
         self.rows: dict[str, list[dict[str, Any]]] = {verdict: [] for verdict in INSERT_RUN}
-        self.last_run: dict[tuple[Group, int], tuple[int, str]] = {}  # event id, verdict
+        # A branch group's runs in the window, found by a tuple of its key (the group is made
+        # once, its root that of its project): the group, its parameters and its runs.
+        self.groups: dict[tuple[Any, ...], tuple[Group, dict[str, Any], list[GroupRun]]] = {}
+        # (group's tuple, session) -> the event id and verdict of the last run before.
+        self.last_run: dict[tuple[tuple[Any, ...], int], tuple[int, str]] = {}
         self.fixes: dict[Group, dict[int, list[str]]] = {}
         # The window is every event of its session in a range of ids, in order.
         self.ids = [event.id for event in events]
@@ -268,20 +276,25 @@ class _Batch:
         self.later = []
 
 
-def _record(
-    batch: _Batch, event: WindowEvent, run: StepRun, resolution: Resolution | None
-) -> tuple[Group, GroupRun]:
-    group = Group(
-        event.project_id,
-        BRANCH,
-        event.branch or "",
-        run.directory,
-        run.workflow,
-        run.workflow_hash,
-        event.root,
-    )
+def _record(batch: _Batch, event: WindowEvent, run: StepRun, resolution: Resolution | None) -> None:
+    """A run as the row of its table and as a run of its branch group (batch.groups)."""
+    branch = event.branch or ""
+    key = (event.project_id, branch, run.directory, run.workflow, run.workflow_hash)
+    known = batch.groups.get(key)
+    if known is None:
+        group = Group(
+            event.project_id,
+            BRANCH,
+            branch,
+            run.directory,
+            run.workflow,
+            run.workflow_hash,
+            event.root,
+        )
+        known = batch.groups[key] = (group, group.params(), [])
+    group, group_params, group_runs = known
     params: dict[str, Any] = {
-        **group.params(),
+        **group_params,
         "event_id": event.id,
         "step": run.step,
         "workflow": run.workflow,
@@ -291,21 +304,23 @@ def _record(
         "host": event.host,
         "at": event.event_at,
     }
-    group_run = GroupRun(
-        event.id,
-        event.session_id,
-        event.event_at,
-        run.verdict,
-        group.branch,
-        run.command,
-        run.masked,
-        run.cannot_run,
+    group_runs.append(
+        GroupRun(
+            event.id,
+            event.session_id,
+            event.event_at,
+            run.verdict,
+            branch,
+            run.command,
+            run.masked,
+            run.cannot_run,
+        )
     )
     if run.verdict == UNVERIFIED:
         batch.add(UNVERIFIED, params)
-        return group, group_run
-    last = batch.last_run.get((group, event.session_id))
-    batch.last_run[(group, event.session_id)] = (event.id, run.verdict)
+        return
+    last = batch.last_run.get((key, event.session_id))
+    batch.last_run[(key, event.session_id)] = (event.id, run.verdict)
     previous = last[0] if last else None
     if run.verdict == VERIFIED:
         batch.add(VERIFIED, params)
@@ -315,7 +330,7 @@ def _record(
             edits = batch.edits_between(group, event.session_id, previous, event.id)
             fixes = batch.fixes.setdefault(group, {})
             batch.later.append(lambda: fixes.__setitem__(event.id, edits()[0]))
-        return group, group_run
+        return
     edits = batch.edits_between(group, event.session_id, previous, event.id)
     params.update(
         exit_code=resolution.exit_code if resolution else event.exit_code,
@@ -332,4 +347,3 @@ def _record(
 
     batch.later.append(fill)
     batch.add(FAILED, params)
-    return group, group_run

@@ -112,3 +112,27 @@ def test_a_window_reads_its_procedure_s_evidence_and_streaks_before_the_lock(
     assert sorted(json.loads(files)) == ["src/app.py", "src/total.py"]
     [(fix_files,)] = world.execute("SELECT fix_files FROM lessons", {})
     assert json.loads(fix_files) == ["src/total.py"]
+
+
+def test_a_window_reads_before_the_lock_the_files_of_the_runs_its_own_leave_listed(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More runs than a procedure takes its files from, each after an edit of its own file.
+    older = evidence.FILES_FROM_LAST_RUNS + 1
+    for n in range(older):
+        world.edit(f"src/m{n:02}.py", session=f"s{n}")
+        world.post(TEST, session=f"s{n}")
+    world.burst()
+    # Two more verified runs: the newest ten are theirs and eight stored ones.
+    for session in ("t1", "t2"):
+        world.edit(f"src/{session}.py", session=session)
+        world.post(TEST, session=session)
+    ran = _statements_under_the_lock(world, monkeypatch)
+    assert world.burst()["tasks_done"] == 2
+
+    assert not [sql for sql in ran if "AS run, e.files" in sql]
+    [(listed, files, files_more)] = world.procedures("evidence_event_ids", "files", "files_more")
+    assert len(json.loads(listed)) == older + 2
+    shown = json.loads(files)
+    assert len(shown) + files_more == evidence.FILES_FROM_LAST_RUNS
+    assert not {"src/m00.py", "src/m01.py", "src/m02.py"} & set(shown)
