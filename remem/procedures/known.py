@@ -5,9 +5,9 @@ change (lessons.occurrences, fixes.read_fix)."""
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
-from collections.abc import Sequence
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import text
@@ -80,29 +80,48 @@ class Surroundings:
     ignore: tuple[str, ...] = ()
     events: tuple[WindowEvent, ...] = ()
     ids: tuple[int, ...] = ()  # the events' ids
+    # Those of the events a fix reads (EVENTS_AFTER's), their ids, and each as a fix reads
+    # it once it was (many errors of a window read the same few events).
+    read: tuple[WindowEvent, ...] = ()
+    read_ids: tuple[int, ...] = ()
+    _read_as: dict[int, fixes.Between] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, ignore: tuple[str, ...], events: tuple[WindowEvent, ...]) -> Surroundings:
-        return cls(ignore, events, tuple(event.id for event in events))
+        read = tuple(
+            event
+            for event in events
+            if event.kind == "edit"
+            or (event.kind == "command" and event.outcome in ("success", "failure"))
+        )
+        return cls(
+            ignore,
+            events,
+            tuple(event.id for event in events),
+            read,
+            tuple(event.id for event in read),
+        )
 
-    def after(self, session_id: int, after: int, before: int) -> list[fixes.Between] | None:
+    def after(self, session_id: int, after: int, before: int) -> Iterator[fixes.Between] | None:
         """The session's events after `after` and before `before`, as the database would give
-        them (EVENTS_AFTER), when the window holds them all; else None."""
+        them (EVENTS_AFTER), when the window holds them all; else None. Each is made as it is
+        read: a fix is read up to the first run of its tool."""
         events = self.events
         if not events or events[0].session_id != session_id or after < events[0].id:
             return None
         if before > events[-1].id + 1 and before != OPEN:
             return None
-        start = bisect_right(self.ids, after)
-        found: list[fixes.Between] = []
-        for event in events[start:]:
-            if event.id >= before or len(found) == EVENTS_READ:
-                break
-            if event.kind == "edit" or (
-                event.kind == "command" and event.outcome in ("success", "failure")
-            ):
-                found.append(_from_window(event))
-        return found
+        start = bisect_right(self.read_ids, after)
+        stop = min(bisect_left(self.read_ids, before, start), start + EVENTS_READ)
+        return self._between(start, stop)
+
+    def _between(self, start: int, stop: int) -> Iterator[fixes.Between]:
+        read_as, read = self._read_as, self.read
+        for index in range(start, stop):
+            between = read_as.get(index)
+            if between is None:
+                between = read_as[index] = _from_window(read[index])
+            yield between
 
 
 def rederive(
@@ -127,12 +146,8 @@ def rederive(
         lessons.JournalRun(row.event_id, row.verified_at, True) for row in successes.values()
     ]
     seen = {
-        row.event_id: lessons.sighting(
-            row.event_id,
-            row.failed_at,
-            row.session_id,
-            lessons.AttemptDetail(0, row.exit_code, row.error_excerpt, None, row.salient_error),
-            branch,
+        row.event_id: lessons.sighting_of(
+            row.event_id, row.failed_at, row.session_id, row.salient_error, row.error_excerpt, branch
         )
         for row in attempts.values()
     }
@@ -227,8 +242,8 @@ def _values(
         "sessions": len({s.session_id for s in occurrence.sightings}),
         "resolved_by_event_id": resolved[0] if resolved else None,
         "resolved_at": resolved[1] if resolved else None,
-        "fix_files": json.dumps(list(fix.files)),
-        "fix_commands": json.dumps(list(fix.commands)),
+        "fix_files": json.dumps(list(fix.files)) if fix.files else "[]",
+        "fix_commands": json.dumps(list(fix.commands)) if fix.commands else "[]",
         "fix_in_command": int(_in_command(fix, occurrence, history)),
     }
 
@@ -265,7 +280,7 @@ def _fix(
     if resolver is None and not fixes.may_resolve(failing.workflow):
         return NO_FIX, None  # only a run of its own workflow can resolve it: none did yet
     before = resolver.event_id if resolver is not None else OPEN
-    events = around.after(last.session_id, last.event_id, before)
+    events: Iterable[fixes.Between] | None = around.after(last.session_id, last.event_id, before)
     if events is None:
         params = {"session_id": last.session_id, "after": last.event_id, "before": before}
         events = [_between(row) for row in connection.execute(EVENTS_AFTER, params).all()]

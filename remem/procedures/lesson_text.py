@@ -30,8 +30,7 @@ class AttemptDetail(Record):
 
     def error(self) -> str | None:
         """The line that says what went wrong; None when no output was recorded."""
-        line = self.salient_error or telling_line(self.error_excerpt)
-        return line if line and line.strip() else None
+        return error_line(self.salient_error, self.error_excerpt)
 
 
 class Lesson(Record):
@@ -81,6 +80,15 @@ def _error_line(which: str, exit_code: int | None, error: str | None) -> str:
     if error is None:
         return f"{which} attempt (exit {_code(exit_code)}): no output recorded."
     return f"{which} error (exit {_code(exit_code)}): {quote(error)}"
+
+
+@lru_cache(maxsize=4_096)
+def error_line(salient_error: str | None, error_excerpt: str | None) -> str | None:
+    """An attempt's line that says what went wrong: the one the recognisers table picked, else
+    the telling line of its excerpt; None when no output was recorded. The runs a window may
+    change are read again at every window: their lines are picked once."""
+    line = salient_error or telling_line(error_excerpt)
+    return line if line and line.strip() else None
 
 
 @lru_cache(maxsize=4_096)
