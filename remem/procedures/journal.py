@@ -189,11 +189,18 @@ def send_edits_many(
 def edits_from(rows: Sequence[tuple[str | None, str | None]]) -> tuple[list[str], str | None]:
     """The files of edit events (JSON lists) and the hash of their changes, as edits_before
     gives them."""
-    files = sorted({name for encoded, _hash in rows if encoded for name in json.loads(encoded)})
+    files = sorted({name for encoded, _hash in rows if encoded for name in names_of(encoded)})
     hashes = sorted(change for _files, change in rows if change)
     if not hashes:
         return files, None
     return files, hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:32]
+
+
+@lru_cache(maxsize=4_096)
+def names_of(encoded: str) -> tuple[str, ...]:
+    """The files of an edit event, from their JSON list: an agent edits the same few files
+    again and again, and the journal reads each edit for many runs."""
+    return tuple(json.loads(encoded))
 
 
 @dataclass(frozen=True)

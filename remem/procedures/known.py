@@ -299,7 +299,7 @@ def _fix(
 
 
 def _from_window(event: WindowEvent) -> fixes.Between:
-    files = tuple(json.loads(event.files)) if event.kind == "edit" and event.files else ()
+    files = journal.names_of(event.files) if event.kind == "edit" and event.files else ()
     output = event.output_excerpt or event.error_excerpt if event.outcome == "failure" else None
     succeeded = event.outcome == "success"
     return fixes.Between(
@@ -308,7 +308,7 @@ def _from_window(event: WindowEvent) -> fixes.Between:
 
 
 def _between(row: Any) -> fixes.Between:
-    files = tuple(json.loads(row.files)) if row.kind == "edit" and row.files else ()
+    files = journal.names_of(row.files) if row.kind == "edit" and row.files else ()
     return fixes.Between(
         row.id,
         row.event_at,
