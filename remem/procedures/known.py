@@ -132,12 +132,13 @@ def rederive(
     region: Region | None = None,
     around: Surroundings = Surroundings(),
     stored_rows: Rows | None = None,
+    writes: journal.Writes | None = None,
 ) -> None:
     """The known errors of the group's streaks in `region` (None: all of them) from their
     runs in `history`; those that first showed outside the region stand. A resolved error
     whose attempts did not change keeps its fix; an open one is looked at again, as a later
     command may have resolved it. `stored_rows`: send_stored's for the region, when the
-    caller sent it."""
+    caller sent it; `writes`: where its rows are gathered (None: written at once)."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return  # no failure in the region: none of its errors (attempts are never deleted)
@@ -169,10 +170,11 @@ def rederive(
             continue
         values = _values(connection, group, occurrence, history, workflow, around)
         written[first] = {**group, **values, "now": now}
-    if written:
-        connection.execute(UPSERT_KNOWN, list(written.values()))
+    if writes is None:
+        writes = journal.Writes(connection, gather=False)
+    writes.add(UPSERT_KNOWN, list(written.values()))
     if stored:
-        connection.execute(DELETE_KNOWN, [{"id": row.id} for row in stored.values()])
+        writes.now(DELETE_KNOWN, [{"id": row.id} for row in stored.values()], after=UPSERT_KNOWN)
 
 
 def _bounds(region: Region | None) -> tuple[Key, Key | None]:
