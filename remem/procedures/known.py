@@ -148,7 +148,12 @@ def rederive(
     ]
     seen = {
         row.event_id: lessons.sighting_of(
-            row.event_id, row.failed_at, row.session_id, row.salient_error, row.error_excerpt, branch
+            row.event_id,
+            row.failed_at,
+            row.session_id,
+            row.salient_error,
+            row.error_excerpt,
+            branch,
         )
         for row in attempts.values()
     }
