@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from remem.procedures.lessons import in_project
 from remem.shell import recognisers
@@ -71,27 +72,38 @@ def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] 
         for step in analyse(event.command, ignore).steps:
             if not (step.procedural or step.read_only):
                 continue  # an inline script or a file write: no command to name
-            if failing.workflow in (step.workflow, step.family):  # its run, on any file
+            own, same, more, reads_only = _relation(step.workflow, step.family, failing.workflow)
+            if own:  # its run, on any file
                 if step.read_only and event.succeeded:
                     return Fix(_sorted(files), _kept(commands), event)
                 continue
-            forms = (step.workflow, step.family)
-            if not any(_same_tool(form, failing.workflow) for form in forms):
-                if (
-                    event.succeeded
-                    and step.procedural
-                    and not recognisers.reads_only(step.workflow)
-                ):
+            if not same:
+                if event.succeeded and step.procedural and not reads_only:
                     commands[recognisers.mask_branch(step.workflow, failing.branch)] = None
                 continue
             if not event.succeeded and _shows(step.workflow, event.output, failing):
                 continue
             resolved = None
-            if event.succeeded and any(runs_more(form, failing.workflow) for form in forms):
+            if event.succeeded and more:
                 commands[recognisers.mask_branch(step.workflow, failing.branch)] = None
                 resolved = event
             return Fix(_sorted(files), _kept(commands), resolved)
     return Fix(_sorted(files), _kept(commands))
+
+
+@lru_cache(maxsize=4_096)
+def _relation(workflow: str, family: str, failing: str) -> tuple[bool, bool, bool, bool]:
+    """How a step (its workflow and family) stands to the failing workflow, remembered: the
+    same few commands follow a session's failures. Whether it is a run of the failing workflow
+    itself, of its tool (_same_tool), a variant that resolves it (runs_more), and whether its
+    family changes nothing it checks."""
+    forms = (workflow, family)
+    return (
+        failing in forms,
+        any(_same_tool(form, failing) for form in forms),
+        any(runs_more(form, failing) for form in forms),
+        recognisers.reads_only(workflow),
+    )
 
 
 def _same_tool(step: str, workflow: str) -> bool:

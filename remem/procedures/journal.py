@@ -189,11 +189,18 @@ def send_edits_many(
 def edits_from(rows: Sequence[tuple[str | None, str | None]]) -> tuple[list[str], str | None]:
     """The files of edit events (JSON lists) and the hash of their changes, as edits_before
     gives them."""
-    files = sorted({name for encoded, _hash in rows if encoded for name in json.loads(encoded)})
+    files = sorted({name for encoded, _hash in rows if encoded for name in names_of(encoded)})
     hashes = sorted(change for _files, change in rows if change)
     if not hashes:
         return files, None
     return files, hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:32]
+
+
+@lru_cache(maxsize=4_096)
+def names_of(encoded: str) -> tuple[str, ...]:
+    """The files of an edit event, from their JSON list: an agent edits the same few files
+    again and again, and the journal reads each edit for many runs."""
+    return tuple(json.loads(encoded))
 
 
 @dataclass(frozen=True)
@@ -346,6 +353,37 @@ def _send_neighbour(
     return found
 
 
+class Writes:
+    """The rows of many-row statements (upserts, updates by id) that the journals of a window's
+    groups write: each statement is sent once with every group's rows, when `send` is called
+    (`gather` False: at once). A statement run at once (a delete) first sends the rows gathered
+    for its table, so that new rows take the ids they would have taken group by group."""
+
+    def __init__(self, connection: Driver, gather: bool = True) -> None:
+        self.connection, self.gather = connection, gather
+        self._rows: dict[Any, list[dict[str, Any]]] = {}
+
+    def add(self, statement: Any, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        if self.gather:
+            self._rows.setdefault(statement, []).extend(rows)
+        else:
+            self.connection.execute(statement, rows)
+
+    def now(self, statement: Any, params: Any, after: Any) -> None:
+        """Run `statement` now, once the rows gathered for `after` are sent."""
+        rows = self._rows.pop(after, None)
+        if rows:
+            self.connection.execute(after, rows)
+        self.connection.execute(statement, params)
+
+    def send(self) -> None:
+        for statement, rows in self._rows.items():
+            self.connection.execute(statement, rows)
+        self._rows.clear()
+
+
 def rebuild(
     connection: Driver,
     group: dict[str, Any],
@@ -354,6 +392,7 @@ def rebuild(
     region: Region | None = None,
     fixes: dict[int, list[str]] | None = None,
     stored_lessons: Rows | None = None,
+    writes: Writes | None = None,
 ) -> None:
     """Re-derive the group's streaks from its runs, in time order, whatever order the windows
     arrived in; write only what changed. Journal rows are never deleted. A history of only the
@@ -361,10 +400,13 @@ def rebuild(
     streaks there: those outside it and their lessons stand. `fixes` are the files edited
     before verified runs, as a window read them: a lesson closed by one of those runs takes
     them instead of asking for them. `stored_lessons` are the group's lessons as send_lessons
-    sent for them, when the caller did."""
+    sent for them, when the caller did. `writes`: where its rows are gathered (None: written
+    at once)."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return
+    if writes is None:
+        writes = Writes(connection, gather=False)
     runs = [
         lessons.JournalRun(row.event_id, row.failed_at, False, row.change_hash)
         for row in attempts.values()
@@ -382,7 +424,7 @@ def rebuild(
                 updates.append({"id": row.id, **numbered.__dict__})
                 changed.add(numbered.resolved_by_event_id)
     if updates:
-        connection.execute(UPDATE_ATTEMPT, updates)
+        writes.add(UPDATE_ATTEMPT, updates)
     if not changed - {None}:
         return  # only the open streak (which has no lesson yet) moved: every lesson stands
     closed = [streak for streak in found if streak.resolved_by is not None]
@@ -398,6 +440,7 @@ def rebuild(
         stored_lessons,
         region,
         fixes,
+        writes,
     )
 
 
@@ -415,8 +458,9 @@ def _write_lessons(
     changed: set[int | None],
     now: float,
     stored_lessons: Rows,
-    region: Region | None = None,
-    fixes: dict[int, list[str]] | None = None,
+    region: Region | None,
+    fixes: dict[int, list[str]] | None,
+    writes: Writes,
 ) -> None:
     attempts = runs.attempts
     existing = {row.resolved_by_event_id: tuple(row) for row in stored_lessons}
@@ -472,11 +516,10 @@ def _write_lessons(
         }
         if existing.get(resolver.event_id) != tuple(values.values()):
             written.append({**group, **values, "now": now})
-    if written:
-        connection.execute(UPSERT_LESSON, written)
+    writes.add(UPSERT_LESSON, written)
     stale = sorted(set(existing) - wanted)
     if stale:
-        connection.execute(DELETE_LESSONS, {**group, "resolvers": stale})
+        writes.now(DELETE_LESSONS, {**group, "resolvers": stale}, after=UPSERT_LESSON)
 
 
 def _edits_between_failure_and_pass(

@@ -5,9 +5,9 @@ change (lessons.occurrences, fixes.read_fix)."""
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
-from collections.abc import Sequence
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import text
@@ -80,29 +80,48 @@ class Surroundings:
     ignore: tuple[str, ...] = ()
     events: tuple[WindowEvent, ...] = ()
     ids: tuple[int, ...] = ()  # the events' ids
+    # Those of the events a fix reads (EVENTS_AFTER's), their ids, and each as a fix reads
+    # it once it was (many errors of a window read the same few events).
+    read: tuple[WindowEvent, ...] = ()
+    read_ids: tuple[int, ...] = ()
+    _read_as: dict[int, fixes.Between] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, ignore: tuple[str, ...], events: tuple[WindowEvent, ...]) -> Surroundings:
-        return cls(ignore, events, tuple(event.id for event in events))
+        read = tuple(
+            event
+            for event in events
+            if event.kind == "edit"
+            or (event.kind == "command" and event.outcome in ("success", "failure"))
+        )
+        return cls(
+            ignore,
+            events,
+            tuple(event.id for event in events),
+            read,
+            tuple(event.id for event in read),
+        )
 
-    def after(self, session_id: int, after: int, before: int) -> list[fixes.Between] | None:
+    def after(self, session_id: int, after: int, before: int) -> Iterator[fixes.Between] | None:
         """The session's events after `after` and before `before`, as the database would give
-        them (EVENTS_AFTER), when the window holds them all; else None."""
+        them (EVENTS_AFTER), when the window holds them all; else None. Each is made as it is
+        read: a fix is read up to the first run of its tool."""
         events = self.events
         if not events or events[0].session_id != session_id or after < events[0].id:
             return None
         if before > events[-1].id + 1 and before != OPEN:
             return None
-        start = bisect_right(self.ids, after)
-        found: list[fixes.Between] = []
-        for event in events[start:]:
-            if event.id >= before or len(found) == EVENTS_READ:
-                break
-            if event.kind == "edit" or (
-                event.kind == "command" and event.outcome in ("success", "failure")
-            ):
-                found.append(_from_window(event))
-        return found
+        start = bisect_right(self.read_ids, after)
+        stop = min(bisect_left(self.read_ids, before, start), start + EVENTS_READ)
+        return self._between(start, stop)
+
+    def _between(self, start: int, stop: int) -> Iterator[fixes.Between]:
+        read_as, read = self._read_as, self.read
+        for index in range(start, stop):
+            between = read_as.get(index)
+            if between is None:
+                between = read_as[index] = _from_window(read[index])
+            yield between
 
 
 def rederive(
@@ -113,12 +132,13 @@ def rederive(
     region: Region | None = None,
     around: Surroundings = Surroundings(),
     stored_rows: Rows | None = None,
+    writes: journal.Writes | None = None,
 ) -> None:
     """The known errors of the group's streaks in `region` (None: all of them) from their
     runs in `history`; those that first showed outside the region stand. A resolved error
     whose attempts did not change keeps its fix; an open one is looked at again, as a later
     command may have resolved it. `stored_rows`: send_stored's for the region, when the
-    caller sent it."""
+    caller sent it; `writes`: where its rows are gathered (None: written at once)."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return  # no failure in the region: none of its errors (attempts are never deleted)
@@ -127,11 +147,12 @@ def rederive(
         lessons.JournalRun(row.event_id, row.verified_at, True) for row in successes.values()
     ]
     seen = {
-        row.event_id: lessons.sighting(
+        row.event_id: lessons.sighting_of(
             row.event_id,
             row.failed_at,
             row.session_id,
-            lessons.AttemptDetail(0, row.exit_code, row.error_excerpt, None, row.salient_error),
+            row.salient_error,
+            row.error_excerpt,
             branch,
         )
         for row in attempts.values()
@@ -154,10 +175,11 @@ def rederive(
             continue
         values = _values(connection, group, occurrence, history, workflow, around)
         written[first] = {**group, **values, "now": now}
-    if written:
-        connection.execute(UPSERT_KNOWN, list(written.values()))
+    if writes is None:
+        writes = journal.Writes(connection, gather=False)
+    writes.add(UPSERT_KNOWN, list(written.values()))
     if stored:
-        connection.execute(DELETE_KNOWN, [{"id": row.id} for row in stored.values()])
+        writes.now(DELETE_KNOWN, [{"id": row.id} for row in stored.values()], after=UPSERT_KNOWN)
 
 
 def _bounds(region: Region | None) -> tuple[Key, Key | None]:
@@ -227,8 +249,8 @@ def _values(
         "sessions": len({s.session_id for s in occurrence.sightings}),
         "resolved_by_event_id": resolved[0] if resolved else None,
         "resolved_at": resolved[1] if resolved else None,
-        "fix_files": json.dumps(list(fix.files)),
-        "fix_commands": json.dumps(list(fix.commands)),
+        "fix_files": json.dumps(list(fix.files)) if fix.files else "[]",
+        "fix_commands": json.dumps(list(fix.commands)) if fix.commands else "[]",
         "fix_in_command": int(_in_command(fix, occurrence, history)),
     }
 
@@ -265,7 +287,7 @@ def _fix(
     if resolver is None and not fixes.may_resolve(failing.workflow):
         return NO_FIX, None  # only a run of its own workflow can resolve it: none did yet
     before = resolver.event_id if resolver is not None else OPEN
-    events = around.after(last.session_id, last.event_id, before)
+    events: Iterable[fixes.Between] | None = around.after(last.session_id, last.event_id, before)
     if events is None:
         params = {"session_id": last.session_id, "after": last.event_id, "before": before}
         events = [_between(row) for row in connection.execute(EVENTS_AFTER, params).all()]
@@ -284,7 +306,7 @@ def _fix(
 
 
 def _from_window(event: WindowEvent) -> fixes.Between:
-    files = tuple(json.loads(event.files)) if event.kind == "edit" and event.files else ()
+    files = journal.names_of(event.files) if event.kind == "edit" and event.files else ()
     output = event.output_excerpt or event.error_excerpt if event.outcome == "failure" else None
     succeeded = event.outcome == "success"
     return fixes.Between(
@@ -293,7 +315,7 @@ def _from_window(event: WindowEvent) -> fixes.Between:
 
 
 def _between(row: Any) -> fixes.Between:
-    files = tuple(json.loads(row.files)) if row.kind == "edit" and row.files else ()
+    files = journal.names_of(row.files) if row.kind == "edit" and row.files else ()
     return fixes.Between(
         row.id,
         row.event_at,

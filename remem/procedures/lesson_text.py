@@ -30,8 +30,7 @@ class AttemptDetail(Record):
 
     def error(self) -> str | None:
         """The line that says what went wrong; None when no output was recorded."""
-        line = self.salient_error or telling_line(self.error_excerpt)
-        return line if line and line.strip() else None
+        return error_line(self.salient_error, self.error_excerpt)
 
 
 class Lesson(Record):
@@ -63,24 +62,45 @@ def distill(
     if repeats:
         repeated = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
         body.append(repeated[0].upper() + repeated[1:] + ".")
-    fix = f"fixed after editing {name_files(fix_files)}" if fix_files else NO_EDIT
-    body.append(fix[0].upper() + fix[1:] + ".")
+    files = tuple(fix_files)
+    body.append(_fixed(files))
     return Lesson(
         count,
         first_error,
         last_error,
-        tuple(fix_files),
+        files,
         repeats,
         "\n".join(body),
-        pitfall_text(count, last_error, repeats, fix_files),
+        _pitfall(count, last_error, repeats, files),
         error_key_of(last_error, branch),
     )
 
 
+# A lesson is told again as its streak's runs are re-derived, and many end alike: what it
+# says is remembered by what it is told from.
+_pitfall = lru_cache(maxsize=1_024)(pitfall_text)
+
+
+@lru_cache(maxsize=1_024)
+def _fixed(files: tuple[str, ...]) -> str:
+    fix = f"fixed after editing {name_files(files)}" if files else NO_EDIT
+    return fix[0].upper() + fix[1:] + "."
+
+
+@lru_cache(maxsize=1_024)
 def _error_line(which: str, exit_code: int | None, error: str | None) -> str:
     if error is None:
         return f"{which} attempt (exit {_code(exit_code)}): no output recorded."
     return f"{which} error (exit {_code(exit_code)}): {quote(error)}"
+
+
+@lru_cache(maxsize=4_096)
+def error_line(salient_error: str | None, error_excerpt: str | None) -> str | None:
+    """An attempt's line that says what went wrong: the one the recognisers table picked, else
+    the telling line of its excerpt; None when no output was recorded. The runs a window may
+    change are read again at every window: their lines are picked once."""
+    line = salient_error or telling_line(error_excerpt)
+    return line if line and line.strip() else None
 
 
 @lru_cache(maxsize=4_096)

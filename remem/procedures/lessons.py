@@ -13,6 +13,7 @@ from remem.procedures.lesson_text import AttemptDetail as AttemptDetail
 from remem.procedures.lesson_text import Lesson as Lesson
 from remem.procedures.lesson_text import distill as distill
 from remem.procedures.lesson_text import error_key_of as error_key_of
+from remem.procedures.lesson_text import error_line as error_line
 from remem.procedures.lesson_text import name_files as name_files
 
 LESSONS_KEPT = 3
@@ -111,7 +112,19 @@ class Occurrence:
 def sighting(
     event_id: int, at: float, session_id: int, detail: AttemptDetail, branch: str | None
 ) -> Sighting:
-    line = detail.error()
+    return sighting_of(event_id, at, session_id, detail.salient_error, detail.error_excerpt, branch)
+
+
+def sighting_of(
+    event_id: int,
+    at: float,
+    session_id: int,
+    salient_error: str | None,
+    error_excerpt: str | None,
+    branch: str | None,
+) -> Sighting:
+    """sighting of an attempt's stored lines."""
+    line = error_line(salient_error, error_excerpt)
     return Sighting(event_id, at, session_id, line, error_key_of(line, branch))
 
 

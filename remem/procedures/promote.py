@@ -261,7 +261,7 @@ def _journals(
     """Only the streaks from a group's last success before the window's earliest run to its
     first success after the window's latest run can change: they are re-derived from the runs
     between, read by time. Every group's runs there, lessons and known errors are sent for
-    before any is read."""
+    before any is read, and their rows are written together (journal.Writes)."""
     sent = []
     for step in steps:
         previous = step.stored.tally if step.current and step.stored else None
@@ -275,11 +275,13 @@ def _journals(
         stored_lessons = journal.send_lessons(connection, params)
         stored_known = known.send_stored(connection, params, (start, end))
         sent.append((step, params, (start, end), tail, stored_lessons, stored_known))
+    writes = journal.Writes(connection)
     for step, params, region, tail, stored_lessons, stored_known in sent:
         history = tail()
         fixes = step.reads.fixes.get(step.group, {})
-        journal.rebuild(connection, params, history, now, region, fixes, stored_lessons)
-        known.rederive(connection, params, history, now, region, around, stored_known)
+        journal.rebuild(connection, params, history, now, region, fixes, stored_lessons, writes)
+        known.rederive(connection, params, history, now, region, around, stored_known, writes)
+    writes.send()
 
 
 SELECT_UNRESOLVED_SESSIONS = text(

@@ -407,3 +407,29 @@ def test_each_error_is_its_own_known_error_with_its_own_fix(world: World) -> Non
     # Window by window or all at once, on either branch: the same known errors.
     assert _known(world, "feat-2") == known
     assert_full_derivation_agrees(world)
+
+
+PROBE = text("CREATE TABLE writes_probe (name TEXT PRIMARY KEY)")
+PROBE_INSERT = text("INSERT INTO writes_probe (name) VALUES (:name)")
+PROBE_DELETE = text("DELETE FROM writes_probe WHERE name = :name")
+PROBE_NAMES = text("SELECT name FROM writes_probe ORDER BY name")
+
+
+def test_gathered_writes_land_as_if_written_group_by_group(world: World) -> None:
+    """A window's groups write their journals' rows together: nothing lands before `send`, and
+    a delete run at once first sends the rows gathered before it, so it meets them as a group
+    by group write would."""
+    with world.engine.begin() as connection:
+        connection.execute(PROBE)
+        driver = Driver(connection)
+        writes = journal.Writes(driver)
+        writes.add(PROBE_INSERT, [{"name": "a"}, {"name": "c"}])
+        assert driver.execute(PROBE_NAMES).all() == []
+        writes.now(PROBE_DELETE, {"name": "a"}, after=PROBE_INSERT)
+        writes.add(PROBE_INSERT, [{"name": "b"}])
+        assert [row.name for row in driver.execute(PROBE_NAMES).all()] == ["c"]
+        writes.send()
+        assert [row.name for row in driver.execute(PROBE_NAMES).all()] == ["b", "c"]
+        at_once = journal.Writes(driver, gather=False)
+        at_once.add(PROBE_INSERT, [{"name": "d"}])
+        assert [row.name for row in driver.execute(PROBE_NAMES).all()] == ["b", "c", "d"]
