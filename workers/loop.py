@@ -101,13 +101,14 @@ class Loop:
         """Process due tasks until there are none, the loop is stopping or time is up."""
         deadline = None if max_seconds is None else self.clock() + max_seconds
         done = 0
-        while not self.worker.stopping() and (deadline is None or self.clock() < deadline):
-            if not self.worker.run_once():
-                break
-            done += 1
-            if on_task is not None:
-                on_task()
-            self._run_due(self.between)
+        with self.worker.claiming_ahead():
+            while not self.worker.stopping() and (deadline is None or self.clock() < deadline):
+                if not self.worker.run_once():
+                    break
+                done += 1
+                if on_task is not None:
+                    on_task()
+                self._run_due(self.between)
         return done
 
     def _run_due(self, due: list[Duty]) -> None:
