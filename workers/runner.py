@@ -148,8 +148,9 @@ class Worker:
     def claim(self) -> queue.ClaimedTask | None:
         ahead, self.claimed_ahead = self.claimed_ahead, None
         if ahead is not None:
-            self.draining = ahead != NOTHING_DUE
-            return ahead if isinstance(ahead, queue.ClaimedTask) else None
+            task = ahead if isinstance(ahead, queue.ClaimedTask) else None
+            self.draining = task is not None
+            return task
         task = queue.claim_next(
             self.engine,
             self.worker_id,
@@ -205,8 +206,6 @@ class Worker:
             held_s = time.perf_counter() - locked_at
             self.write_lock_s.append(held_s)
             self.claimed_ahead = ahead
-            if isinstance(ahead, queue.ClaimedTask):
-                queue.claimed(ahead)
         except queue.LeaseLost:
             self.stats["leases_lost"] += 1
             log.warning(
@@ -234,6 +233,8 @@ class Worker:
                 task.id,
                 extra={"action": "complete", "task_id": task.id, "write_lock_ms": held_s * 1e3},
             )
+            if isinstance(ahead, queue.ClaimedTask):
+                queue.claimed(ahead)
             self.stats["tasks_done"] += 1
             self.stats.update(result)
             if result.get("promoted"):
