@@ -7,8 +7,6 @@ Between two tasks, and last in a tick, the WAL is checkpointed when due: the wor
 never do it (see `checkpoint_apart` in remem/db/engine.py), so no window holds the write lock
 while the WAL is copied. (Commits that checkpointed put the write lock's p99 with hooks firing at
 21.6 ms in bench/scale.py, over its 20 ms target.)
-While it drains, each task's completing transaction also claims the next task (one commit per
-task instead of two); a task so claimed that the drain stops before running is released.
 A burst is one tick with every duty due: it drains what is due and returns when the queue is
 idle. The daemon (workers/daemon.py) runs the same tick on one thread, at every poll interval.
 Everything the loop changes (the worker's stats, when each duty last ran) is its own: no other
@@ -34,11 +32,8 @@ log = logging.getLogger("remem.worker")
 REAP_INTERVAL_S = 30.0
 INGEST_INTERVAL_S = 10.0
 MAINTENANCE_INTERVAL_S = 600.0
-# Between two checkpoints the WAL gathers what the worker wrote meanwhile: tens of MB while it
-# drains a backlog. A checkpoint copies each page once however often it was written since the
-# last one, and syncs both files once: in a burst of 100,000 events, checkpoints every second
-# took 4.8% of its time, every 4 s 3.0%.
-CHECKPOINT_INTERVAL_S = 4.0
+# Between two checkpoints the WAL gathers what the worker wrote meanwhile (a few MB at most).
+CHECKPOINT_INTERVAL_S = 1.0
 
 
 @dataclass(frozen=True)
