@@ -103,8 +103,9 @@ class Worker:
     # Whether the last claim found a task: the next one goes straight for the write lock.
     draining: bool = False
     # Inside `claiming_ahead` (a loop's drain), each task's completing transaction claims the
-    # next: what it claimed, or NOTHING_DUE when it found none (run_once then returns False).
-    claims_ahead: bool = False
+    # next when this says so: what it claimed, or NOTHING_DUE when it found none (run_once then
+    # returns False).
+    claims_ahead: Callable[[], bool] | None = None
     claimed_ahead: queue.ClaimedTask | str | None = None
     # SQLite: the worker's commits never checkpoint; `checkpoint`, a duty of the loop, does.
     checkpoints: bool = field(init=False)
@@ -163,16 +164,16 @@ class Worker:
         return task
 
     @contextmanager
-    def claiming_ahead(self) -> Iterator[None]:
+    def claiming_ahead(self, when: Callable[[], bool] = lambda: True) -> Iterator[None]:
         """For a loop that drains the queue: each task's completing transaction claims the next
-        one too (one commit per task instead of two). A task claimed ahead and not run when the
-        loop ends is released; should the loop fail, it stays in hand, for the next run_once,
-        or for whoever finds its lease run out."""
-        self.claims_ahead = True
+        one too, `when` it says so (one commit per task instead of two). A task claimed ahead
+        and not run when the loop ends is released; should the loop fail, it stays in hand, for
+        the next run_once, or for whoever finds its lease run out."""
+        self.claims_ahead = when
         try:
             yield
         finally:
-            self.claims_ahead = False
+            self.claims_ahead = None
         ahead, self.claimed_ahead = self.claimed_ahead, None
         if isinstance(ahead, queue.ClaimedTask):
             queue.release(self.engine, ahead, self.clock())
@@ -249,7 +250,7 @@ class Worker:
     def _claim_ahead(self, connection: Connection, now: float) -> queue.ClaimedTask | str | None:
         """The next task, claimed in the transaction that completes this one, inside
         `claiming_ahead` unless the worker is stopping."""
-        if not self.claims_ahead or self.stopping():
+        if self.claims_ahead is None or not self.claims_ahead() or self.stopping():
             return None
         task = queue.claim_in(
             connection, self.worker_id, now, self.settings.lease_s, self.project_id
