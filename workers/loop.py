@@ -7,6 +7,9 @@ Between two tasks, and last in a tick, the WAL is checkpointed when due: the wor
 never do it (see `checkpoint_apart` in remem/db/engine.py), so no window holds the write lock
 while the WAL is copied. (Commits that checkpointed put the write lock's p99 with hooks firing at
 21.6 ms in bench/scale.py, over its 20 ms target.)
+While it drains, each task's completing transaction also claims the next task (one commit per
+task instead of two), unless a checkpoint comes first; a task so claimed that the drain stops
+before running is released.
 A burst is one tick with every duty due: it drains what is due and returns when the queue is
 idle. The daemon (workers/daemon.py) runs the same tick on one thread, at every poll interval.
 Everything the loop changes (the worker's stats, when each duty last ran) is its own: no other
@@ -101,14 +104,21 @@ class Loop:
         """Process due tasks until there are none, the loop is stopping or time is up."""
         deadline = None if max_seconds is None else self.clock() + max_seconds
         done = 0
-        while not self.worker.stopping() and (deadline is None or self.clock() < deadline):
-            if not self.worker.run_once():
-                break
-            done += 1
-            if on_task is not None:
-                on_task()
-            self._run_due(self.between)
+        with self.worker.claiming_ahead(self._no_checkpoint_next):
+            while not self.worker.stopping() and (deadline is None or self.clock() < deadline):
+                if not self.worker.run_once():
+                    break
+                done += 1
+                if on_task is not None:
+                    on_task()
+                self._run_due(self.between)
         return done
+
+    def _no_checkpoint_next(self) -> bool:
+        """Whether no checkpoint runs before the next task. The first write after one starts the
+        WAL over and cuts the file back to its bound (remem/db/sqlite.py), in its write lock:
+        a claim of its own takes that, not the next window's write lock."""
+        return not self.worker.checkpoints or self.clock() < self.due_at["checkpoint"]
 
     def _run_due(self, due: list[Duty]) -> None:
         for duty in due:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from remem.capture.ingest import ingest_spool
@@ -34,6 +34,8 @@ from workers.handlers import Handler, default_handlers
 
 log = logging.getLogger("remem.worker")
 WRITE_LOCKS_KEPT = 10_000
+# What a completing transaction's claim of the next task found when the queue had none due.
+NOTHING_DUE = "nothing due"
 
 
 @contextmanager
@@ -100,6 +102,11 @@ class Worker:
     project_id: int | None = None
     # Whether the last claim found a task: the next one goes straight for the write lock.
     draining: bool = False
+    # Inside `claiming_ahead` (a loop's drain), each task's completing transaction claims the
+    # next when this says so: what it claimed, or NOTHING_DUE when it found none (run_once then
+    # returns False).
+    claims_ahead: Callable[[], bool] | None = None
+    claimed_ahead: queue.ClaimedTask | str | None = None
     # SQLite: the worker's commits never checkpoint; `checkpoint`, a duty of the loop, does.
     checkpoints: bool = field(init=False)
     # SQLite: the file the engine opened, which its path may stop naming.
@@ -140,6 +147,11 @@ class Worker:
         return True
 
     def claim(self) -> queue.ClaimedTask | None:
+        ahead, self.claimed_ahead = self.claimed_ahead, None
+        if ahead is not None:
+            task = ahead if isinstance(ahead, queue.ClaimedTask) else None
+            self.draining = task is not None
+            return task
         task = queue.claim_next(
             self.engine,
             self.worker_id,
@@ -150,6 +162,22 @@ class Worker:
         )
         self.draining = task is not None
         return task
+
+    @contextmanager
+    def claiming_ahead(self, when: Callable[[], bool] = lambda: True) -> Iterator[None]:
+        """For a loop that drains the queue: each task's completing transaction claims the next
+        one too, `when` it says so (one commit per task instead of two). A task claimed ahead
+        and not run when the loop ends is released; should the loop fail, it stays in hand, for
+        the next run_once, or for whoever finds its lease run out."""
+        self.claims_ahead = when
+        try:
+            yield
+        finally:
+            self.claims_ahead = None
+        ahead, self.claimed_ahead = self.claimed_ahead, None
+        if isinstance(ahead, queue.ClaimedTask):
+            queue.release(self.engine, ahead, self.clock())
+            self.draining = False
 
     def run_task(self, task: queue.ClaimedTask) -> None:
         self.in_hand = InHand(task)
@@ -175,8 +203,10 @@ class Worker:
                 crash_point("apply")
                 queue.complete(connection, task, now)
                 crash_point("complete")
+                ahead = self._claim_ahead(connection, now)
             held_s = time.perf_counter() - locked_at
             self.write_lock_s.append(held_s)
+            self.claimed_ahead = ahead
         except queue.LeaseLost:
             self.stats["leases_lost"] += 1
             log.warning(
@@ -204,6 +234,8 @@ class Worker:
                 task.id,
                 extra={"action": "complete", "task_id": task.id, "write_lock_ms": held_s * 1e3},
             )
+            if isinstance(ahead, queue.ClaimedTask):
+                queue.claimed(ahead)
             self.stats["tasks_done"] += 1
             self.stats.update(result)
             if result.get("promoted"):
@@ -214,6 +246,16 @@ class Worker:
                     task.id,
                     extra={"action": "promote_procedure", "task_id": task.id},
                 )
+
+    def _claim_ahead(self, connection: Connection, now: float) -> queue.ClaimedTask | str | None:
+        """The next task, claimed in the transaction that completes this one, inside
+        `claiming_ahead` unless the worker is stopping."""
+        if self.claims_ahead is None or not self.claims_ahead() or self.stopping():
+            return None
+        task = queue.claim_in(
+            connection, self.worker_id, now, self.settings.lease_s, self.project_id
+        )
+        return NOTHING_DUE if task is None else task
 
     def ingest(self) -> None:
         report = ingest_spool(self.engine, self.settings.spool_dir, self.check_database)

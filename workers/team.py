@@ -60,10 +60,11 @@ class TeamPromoter:
                     break
                 self.worker.project_id = project
                 try:
-                    while max_tasks is None or done < max_tasks:
-                        if self.worker.stopping() or not self.worker.run_once():
-                            break
-                        done += 1
+                    with self.worker.claiming_ahead():
+                        while max_tasks is None or done < max_tasks:
+                            if self.worker.stopping() or not self.worker.run_once():
+                                break
+                            done += 1
                 finally:
                     self.worker.project_id = None
                     locks.execute(UNLOCK, {"space": PROJECT_LOCK_SPACE, "project_id": project})

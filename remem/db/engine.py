@@ -4,17 +4,21 @@ are told how to behave (PRAGMAs, transactions, compaction)."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import InvalidatePoolError
 
 from remem.db import sqlite as sqlite_settings
 from remem.paths import sqlite_path
 
 READ_ONLY = "remem_read_only"
 AUTOCOMMIT = "AUTOCOMMIT"  # SQLAlchemy's isolation level: no transaction at all
+# Marks, in a pooled connection's info, a connection told not to checkpoint as it commits.
+AUTOCHECKPOINT_OFF = "remem_autocheckpoint_off"
 
 
 def make_engine(url: str, busy_timeout_s: float = sqlite_settings.DEFAULT_BUSY_TIMEOUT_S) -> Engine:
@@ -58,6 +62,13 @@ def make_engine(url: str, busy_timeout_s: float = sqlite_settings.DEFAULT_BUSY_T
 # A connection attempt to an unreachable server gives up after this, instead of the minutes
 # the operating system would wait: the caller backs off and tries again later.
 CONNECT_TIMEOUT_S = 10
+# A pooled server connection idle for longer is pinged before use, and replaced (with every
+# pooled connection older than it) if the server went away meanwhile. One back sooner goes
+# straight to work: should the server have gone in that second, its first statement fails
+# instead, and the pool replaces its connections as above.
+PING_AFTER_IDLE_S = 1.0
+# Where a pooled connection's info keeps when it last went back to the pool.
+RETURNED_AT = "remem_returned_at"
 
 
 def _server_engine(url: str) -> Engine:
@@ -69,7 +80,30 @@ def _server_engine(url: str) -> Engine:
     connect_args: dict[str, Any] = {}
     if url.startswith("postgresql") and "connect_timeout" not in make_url(url).query:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    engine = create_engine(url, connect_args=connect_args)
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info[RETURNED_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        # What pool_pre_ping does, for a connection idle long enough for the server to have
+        # gone: a draining worker checks one out a few times a task, and would pay as many
+        # round trips. A connection new from the server is not asked.
+        returned_at = record.info.get(RETURNED_AT)
+        if returned_at is None or time.monotonic() - returned_at < PING_AFTER_IDLE_S:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as error:
+            if not dialect.is_disconnect(error, dbapi_connection, None):
+                raise
+            # The pool replaces every connection older than now, then this one.
+            raise InvalidatePoolError() from error
+
+    return engine
 
 
 def is_sqlite(engine: Engine) -> bool:
@@ -129,8 +163,12 @@ def vacuum_full(engine: Engine, tables: list[str]) -> list[str]:
     return list(tables)
 
 
-def _no_automatic_checkpoints(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-    dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
+def _no_automatic_checkpoints(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    # Once per driver connection: the setting lasts as long as the connection, and the info
+    # dictionary goes with it (a connection replaced after an error starts a new one).
+    if AUTOCHECKPOINT_OFF not in record.info:
+        dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
+        record.info[AUTOCHECKPOINT_OFF] = True
 
 
 def checkpoint_apart(engine: Engine) -> bool:

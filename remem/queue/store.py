@@ -87,19 +87,31 @@ def claim_next(
     takes; a worker draining a backlog skips that read."""
     if look_first and not has_due_task(engine, now):
         return None
+    with engine.begin() as connection:
+        task = claim_in(connection, owner, now, lease_s, project_id)
+    if task is not None:
+        claimed(task)
+    return task
+
+
+def claim_in(
+    connection: Connection, owner: str, now: float, lease_s: float, project_id: int | None = None
+) -> ClaimedTask | None:
+    """claim_next inside the caller's write transaction: a draining worker claims its next
+    task in the transaction that completes the one before, and the claim commits with it.
+    The caller logs it (`claimed`) once that transaction has committed."""
     params = {
         "owner": owner,
         "now": now,
         "lease_expires_at": policy.lease_expires_at(now, lease_s),
         "project_id": project_id,
     }
-    statement = _statement(_claim_sql(engine, project_id is not None))
-    with engine.begin() as connection:
-        row = Driver(connection).execute(statement, params).first()
-        crash_point("claim")
+    statement = _statement(_claim_sql(connection.engine, project_id is not None))
+    row = Driver(connection).execute(statement, params).first()
+    crash_point("claim")
     if row is None:
         return None
-    task = ClaimedTask(
+    return ClaimedTask(
         row.id,
         row.session_id,
         row.kind,
@@ -108,8 +120,10 @@ def claim_next(
         row.attempts,
         owner,
     )
+
+
+def claimed(task: ClaimedTask) -> None:
     log.info("claimed task %s", task.id, extra={"action": "claim_next", "task_id": task.id})
-    return task
 
 
 def complete(connection: Connection, task: ClaimedTask, now: float) -> None:

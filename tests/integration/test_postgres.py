@@ -17,11 +17,13 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy.exc import OperationalError
 
 from remem import hook
 from remem.admin.home import open_engine
 from remem.capture.store import store_event
 from remem.config import load_settings
+from remem.db import engine as engine_module
 from remem.db import migrate
 from remem.db.engine import executor, make_engine
 from remem.db.schema import metadata
@@ -320,6 +322,51 @@ def test_a_url_naming_no_driver_connects_through_psycopg(pg_url: str) -> None:
         assert connection.execute(text("SELECT 1")).scalar() == 1
     assert engine.dialect.driver == "psycopg"
     engine.dispose()
+
+
+# ---- connections --------------------------------------------------------------------------------
+
+
+def _backend_dropped(engine: Engine, pg_url: str) -> None:
+    """The server ends the one pooled connection's backend, as a restart would."""
+    with engine.connect() as connection:
+        pid = connection.execute(text("SELECT pg_backend_pid()")).scalar()
+    other = make_engine(pg_url)
+    try:
+        with other.connect() as connection:
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    finally:
+        other.dispose()
+
+
+def test_a_connection_idle_past_the_ping_interval_is_pinged_and_replaced(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(pg_url)
+    try:
+        _backend_dropped(engine, pg_url)
+        monkeypatch.setattr(engine_module, "PING_AFTER_IDLE_S", 0.0)
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT 1")).scalar() == 1
+    finally:
+        engine.dispose()
+
+
+def test_a_connection_back_within_the_ping_interval_goes_to_work_unasked(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ping while a worker drains: a server gone meanwhile fails the first statement, and
+    the pool replaces its connections for the next."""
+    engine = make_engine(pg_url)
+    try:
+        _backend_dropped(engine, pg_url)
+        monkeypatch.setattr(engine_module, "PING_AFTER_IDLE_S", 3600.0)
+        with pytest.raises(OperationalError), engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT 1")).scalar() == 1
+    finally:
+        engine.dispose()
 
 
 # ---- the queue ----------------------------------------------------------------------------------

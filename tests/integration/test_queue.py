@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from collections import Counter
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, event, text
 
 from remem.config import Settings
 from remem.db.driver import Driver
@@ -16,6 +17,7 @@ from remem.queue import store as queue
 from tests.conftest import REMEM
 from tests.integration.conftest import World
 from workers.handlers import PromoteHandler
+from workers.loop import Loop
 
 TEST = "make test"
 
@@ -329,3 +331,43 @@ def test_an_idle_worker_looks_before_it_locks_and_a_draining_one_goes_straight_o
     claimed = [world.worker.run_once() for _ in range(4)]
     assert claimed == [True, True, False, False]
     assert statements == ["look", "claim", "claim", "claim", "look"]
+
+
+def test_a_draining_loop_commits_once_per_task(world: World) -> None:
+    """Each task's completing transaction claims the next, and the last one finds the queue
+    empty: one claim of its own before the first task, then one commit per task; on SQLite,
+    the task after a checkpoint has a claim of its own (the loop's clock stands still: one
+    checkpoint, after the first task)."""
+    for session in ("s1", "s2", "s3"):
+        world.post(TEST, session=session)
+    commits: list[None] = []
+
+    def committed(_connection: Any) -> None:
+        commits.append(None)
+
+    event.listen(world.engine, "commit", committed)
+    try:
+        assert Loop(world.worker, burst=True, clock=lambda: 0.0).drain() == 3
+    finally:
+        event.remove(world.engine, "commit", committed)
+    assert len(commits) == 1 + 3 + world.worker.checkpoints
+    assert [task[1:3] for task in world.tasks()] == [("done", 0)] * 3
+    assert world.worker.run_once() is False
+
+
+def test_a_drain_out_of_time_releases_the_task_it_claimed_ahead(world: World) -> None:
+    for session in ("s1", "s2"):
+        world.post(TEST, session=session)
+    now = [0.0]
+    loop = Loop(world.worker, burst=True, clock=lambda: now[0])
+    loop.due_at["checkpoint"] = math.inf  # none between the tasks: the first claims ahead
+
+    def out_of_time() -> None:
+        now[0] += 10.0
+
+    assert loop.drain(max_seconds=5.0, on_task=out_of_time) == 1
+    first, second = world.tasks()
+    assert first[1] == "done"
+    # Claimed ahead in the first task's transaction, then put back as it was.
+    assert (second[1], second[2], second[5]) == ("pending", 0, None)
+    assert world.burst()["tasks_done"] == 1
