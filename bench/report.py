@@ -556,6 +556,10 @@ EARLIER = (
     "on an empty database 1.16×",
     "import before the table of secret families, the forgotten words and the one-run-per-tool-"
     "call check (commit 4c86525, `make bench` of 20:03 on 2026-12-01): 5,968 events/s",
+    "burst before its windows were classified, read and written in fewer steps (commit bc7829e, "
+    "`make bench` of 03:31 on 2026-12-02): 7,256 events/s (7,222–7,280), 24.9× raw inserts; "
+    "write lock p99 over the large group 23.8 ms; team promote 1,705 events/s with one worker, "
+    "0.33 of the local burst beside it (5,277 events/s), 2 workers 1.64×, 4 workers 1.42×",
 )
 
 
