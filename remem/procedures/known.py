@@ -79,7 +79,6 @@ class Surroundings:
 
     ignore: tuple[str, ...] = ()
     events: tuple[WindowEvent, ...] = ()
-    ids: tuple[int, ...] = ()  # the events' ids
     # Those of the events a fix reads (EVENTS_AFTER's), their ids, and each as a fix reads
     # it once it was (many errors of a window read the same few events).
     read: tuple[WindowEvent, ...] = ()
@@ -94,13 +93,7 @@ class Surroundings:
             if event.kind == "edit"
             or (event.kind == "command" and event.outcome in ("success", "failure"))
         )
-        return cls(
-            ignore,
-            events,
-            tuple(event.id for event in events),
-            read,
-            tuple(event.id for event in read),
-        )
+        return cls(ignore, events, read, tuple(event.id for event in read))
 
     def after(self, session_id: int, after: int, before: int) -> Iterator[fixes.Between] | None:
         """The session's events after `after` and before `before`, as the database would give

@@ -809,8 +809,10 @@ def judge(command: str, output: str | None) -> str | None:
     if row is not None:
         return _verdict(text, (row,), (row,))
     if _RUNNER.search(command):
+        if _failure_shown(text) is not None:
+            return "failure"
         final = tuple(r for r in RECOGNISERS if r.family not in _PRELUDES)
-        return _verdict(text, RECOGNISERS, final)
+        return _verdict(text, (), final)
     return None
 
 
@@ -897,11 +899,7 @@ def _clean(output: str) -> str:
 def _verdict(
     text: str, failing: tuple[Recogniser, ...], passing: tuple[Recogniser, ...]
 ) -> str | None:
-    if failing is RECOGNISERS:
-        failed = _failure_shown(text) is not None
-    else:
-        failed = any(r.failure is not None and r.failure.search(text) for r in failing)
-    if failed:
+    if any(r.failure is not None and r.failure.search(text) for r in failing):
         return "failure"
     if any(r.success is not None and r.success.search(text) for r in passing):
         return "success"
