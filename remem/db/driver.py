@@ -235,6 +235,10 @@ class Driver:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.dialect = connection.dialect
+        if self.dialect.name == "postgresql" and not connection.in_transaction():
+            # The driver's statements bypass SQLAlchemy, which would begin on its first own:
+            # begun here, the engine's begin event applies to them (remem/db/engine.py).
+            connection.begin()
         self._cursor: Any = None
         self._pipeline: Any = None
 

@@ -4,6 +4,7 @@ are told how to behave (PRAGMAs, transactions, compaction)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -82,6 +83,21 @@ def _server_engine(url: str) -> Engine:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
     engine = create_engine(url, connect_args=connect_args)
     dialect = engine.dialect
+    if engine.driver == "psycopg":
+
+        @event.listens_for(engine, "do_connect")
+        def _on_do_connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+            options = cparams.get("options", "")
+            cparams["options"] = f"{options} -c plan_cache_mode=force_custom_plan".strip()
+            return _psycopg_connection().connect(*cargs, **cparams)
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(connection: Any) -> None:
+            # Readers say so: the server refuses their writes, and they end by commit.
+            read_only = True if connection.get_execution_options().get(READ_ONLY) else None
+            dbapi_connection = connection.connection.dbapi_connection
+            if dbapi_connection.read_only is not read_only:
+                dbapi_connection.read_only = read_only
 
     @event.listens_for(engine, "checkin")
     def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
@@ -104,6 +120,32 @@ def _server_engine(url: str) -> Engine:
             raise InvalidatePoolError() from error
 
     return engine
+
+
+@functools.cache
+def _psycopg_connection() -> Any:
+    import psycopg  # the PostgreSQL driver, there only
+
+    class ReadersCommit(psycopg.Connection[Any]):
+        """psycopg prepares a statement the fifth time a connection runs it, and remem's
+        connections run the same few hundred all day: the server then skips parsing them.
+        But psycopg forgets what it prepared at every rollback, and a reader ends with one
+        (a worker's every task): here a read-only transaction ends with COMMIT instead, all
+        one to the server.
+
+        Each execution is still planned for its values (plan_cache_mode, set as the
+        connection opens): a plan made once for any values, from the statistics of the
+        moment, stays bad in a database that grew since, by 10x and more on promotion's
+        statements after a team's first import."""
+
+        def rollback(self) -> None:
+            in_transaction = self.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+            if self.read_only and in_transaction:
+                self.commit()
+            else:
+                super().rollback()
+
+    return ReadersCommit
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from remem import hook
 from remem.admin.home import open_engine
@@ -25,7 +26,8 @@ from remem.capture.store import store_event
 from remem.config import load_settings
 from remem.db import engine as engine_module
 from remem.db import migrate
-from remem.db.engine import executor, make_engine
+from remem.db.driver import Driver
+from remem.db.engine import READ_ONLY, executor, make_engine
 from remem.db.schema import metadata
 from remem.errors import SchemaBehind
 from remem.queue import store as queue
@@ -365,6 +367,54 @@ def test_a_connection_back_within_the_ping_interval_goes_to_work_unasked(
             connection.execute(text("SELECT 1"))
         with engine.connect() as connection:
             assert connection.execute(text("SELECT 1")).scalar() == 1
+    finally:
+        engine.dispose()
+
+
+def test_a_reader_keeps_the_statements_its_connection_prepared(pg_engine: Engine) -> None:
+    """psycopg prepares a statement the fifth time a connection runs it and forgets them all
+    at a rollback: a worker's readers end by commit, so its connection keeps them from one
+    task to the next. Each execution is still planned for its values, and options the URL
+    gives the server stay."""
+    engine = pg_engine
+    marker = text("SELECT count(*) FROM extraction_tasks WHERE id > :id /* a reader's */")
+    try:
+        for _ in range(6):
+            with engine.connect().execution_options(**{READ_ONLY: True}) as sa_connection:
+                assert Driver(sa_connection).execute(marker, {"id": 0}).scalar() == 0
+        with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            prepared = connection.execute(
+                text("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")
+            ).scalars()
+            assert [s for s in prepared if "a reader's" in s]
+            assert connection.execute(text("SHOW plan_cache_mode")).scalar() == (
+                "force_custom_plan"
+            )
+            assert connection.execute(text("SHOW lock_timeout")).scalar() == "10s"
+    finally:
+        engine.dispose()
+
+
+# As SQLAlchemy raises it, and as psycopg does under the driver (remem/db/driver.py).
+WRITE_REFUSED = (DBAPIError, psycopg.errors.ReadOnlySqlTransaction)
+
+
+def test_a_reader_is_refused_writes_on_the_server(pg_engine: Engine) -> None:
+    """What ends by commit instead of rollback can have written nothing."""
+    engine = pg_engine
+    write = text("UPDATE extraction_tasks SET attempts = attempts + 1")
+    try:
+        for through_driver in (False, True):
+            with (
+                engine.connect().execution_options(**{READ_ONLY: True}) as connection,
+                pytest.raises(WRITE_REFUSED, match="read-only transaction"),
+            ):
+                if through_driver:
+                    Driver(connection).execute(write)
+                else:
+                    connection.execute(write)
+        with engine.begin() as connection:  # and a writer is one
+            connection.execute(write)
     finally:
         engine.dispose()
 
