@@ -24,6 +24,11 @@ another: what they return is read when the caller first asks for it, and that re
 for every statement sent before it. Writes whose result nobody reads cost no wait at all, and
 reads sent one after another before any is read share one. SQLite, in the process, runs each
 statement at once as before.
+
+Work that reads in several rounds, each depending on the last (the journals of a window's
+groups), is written as generators that yield once they have sent a round's statements:
+`side_by_side` runs many of them a round at a time, so a round of every group waits once, not
+once per group. `Driver.waits` counts the waits.
 """
 
 from __future__ import annotations
@@ -32,10 +37,10 @@ import functools
 import operator
 import re
 from collections import namedtuple
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, bindparam, text
 from sqlalchemy.sql.elements import TextClause
@@ -50,6 +55,9 @@ MANY_ROWS_MAX = 256
 MANY_ROWS_MAX_VALUES = 16_384
 # The execution option many_rows() sets.
 _MANY_ROWS = "remem_many_rows"
+# Work that reads in rounds: it yields once it has sent a round's statements (see side_by_side).
+T = TypeVar("T")
+Rounds = Generator[None, None, T]
 # Column names -> a named tuple type's constructor.
 _row_types: dict[tuple[str, ...], Callable[[Iterable[Any]], Any]] = {}
 
@@ -241,6 +249,10 @@ class Driver:
             connection.begin()
         self._cursor: Any = None
         self._pipeline: Any = None
+        # How often the pipeline waited on the server for what it was sent, and whether it
+        # was sent anything since it last did.
+        self.waits = 0
+        self._unread = False
 
     @contextmanager
     def pipelined(self) -> Iterator[Driver]:
@@ -257,6 +269,8 @@ class Driver:
                 yield self
             finally:
                 self._pipeline = None
+                if self._unread:
+                    self.waits += 1  # the pipeline's end waits for what is left
 
     def execute(
         self, statement: Any, params: dict[str, Any] | list[dict[str, Any]] | None = None
@@ -282,7 +296,8 @@ class Driver:
                 return self._through_sqlalchemy(statement, params)
             cursor.execute(*bound)
         if pipelined:  # read when first asked for
-            return Rows.sent(cursor, self._pipeline.sync)
+            self._unread = True
+            return Rows.sent(cursor, self._wait)
         description = cursor.description
         if description is None:
             return Rows([], cursor.rowcount)
@@ -301,8 +316,14 @@ class Driver:
                 parts.append(Rows([], cursor.rowcount))
                 cursor.close()
             else:
-                parts.append(Rows.sent(cursor, self._pipeline.sync))
+                self._unread = True
+                parts.append(Rows.sent(cursor, self._wait))
         return parts[0] if len(parts) == 1 else _Summed(parts)
+
+    def _wait(self) -> None:
+        self.waits += 1
+        self._unread = False
+        self._pipeline.sync()
 
     def _through_sqlalchemy(self, statement: Any, params: Any) -> Rows:
         if self._pipeline is not None:
@@ -378,6 +399,36 @@ def _row_type(names: tuple[str, ...]) -> Callable[[Iterable[Any]], Any]:
         row_type = _named_tuple("Row", names, rename=True)
         found = _row_types[names] = functools.partial(tuple.__new__, row_type)
     return found
+
+
+def side_by_side(works: Sequence[Rounds[T]]) -> Rounds[list[T]]:
+    """Work that reads in rounds, run a round at a time: each runs until it yields (its
+    round's statements sent) before any is resumed to read them, so on a server the round
+    waits once for all of them. Their results, in order."""
+    results: list[Any] = [None] * len(works)
+    pending = list(range(len(works)))
+    while pending:
+        going = []
+        for index in pending:
+            try:
+                next(works[index])
+            except StopIteration as done:
+                results[index] = done.value
+            else:
+                going.append(index)
+        pending = going
+        if pending:
+            yield
+    return results
+
+
+def run(work: Rounds[T]) -> T:
+    """Work that reads in rounds, run alone to its end."""
+    while True:
+        try:
+            next(work)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
 
 def many_rows(statement: TextClause) -> TextClause:

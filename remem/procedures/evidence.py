@@ -41,7 +41,7 @@ class Evidence:
         return Evidence(self.procedure_id, tuple(newest), {**self.edited, **edited})
 
     def latest(self, since: float) -> list[tuple[int, int]]:
-        """(event, session) of the newest runs from `since`, as `latest` reads them: those
+        """(event, session) of the newest runs from `since`, as `send_latest` reads them: those
         past `since` are a prefix of the newest whatever their age."""
         return [(event, session) for at, event, session in self.newest if at >= since]
 
@@ -61,11 +61,14 @@ FIRST_UNSETTLED = text(
 )
 
 
-def latest(connection: Driver, procedure_id: int, since: float) -> list[tuple[int, int]]:
-    """(event, session) of a procedure's newest evidence runs from `since`, newest first."""
+def send_latest(
+    connection: Driver, procedure_id: int, since: float
+) -> Callable[[], list[tuple[int, int]]]:
+    """(event, session) of a procedure's newest evidence runs from `since`, newest first:
+    sent, read once called."""
     params = {"id": procedure_id, "since": since, "n": EVIDENCE_LISTED}
     rows = connection.execute(LATEST_EVIDENCE, params)
-    return [(event, session) for _at, event, session, _host in rows]
+    return lambda: [(event, session) for _at, event, session, _host in rows]
 
 
 def read_many(
@@ -160,15 +163,11 @@ def _edited_before_runs(count: int) -> Any:
     return text(_EDITED_BEFORE_RUNS.format(runs=runs))
 
 
-def files_before(connection: Driver, runs: Sequence[tuple[int, int]]) -> dict[int, frozenset[str]]:
-    """Event id -> the files edited right before it, for runs given as (session, event)."""
-    return send_files_before(connection, runs)()
-
-
 def send_files_before(
     connection: Driver, runs: Sequence[tuple[int, int]]
 ) -> Callable[[], dict[int, frozenset[str]]]:
-    """files_before's statement, sent; its answer once called."""
+    """Event id -> the files edited right before it, for runs given as (session, event):
+    sent, read once called."""
     if not runs:
         return dict
     params: dict[str, Any] = {}
@@ -191,7 +190,7 @@ def files_in_window(
     """The files edited right before each verified run of a window, from the window's events
     (id and files, in order: every event of its session in a range of ids); `runs` are the
     events with runs of any verdict. The window's first run follows a run before the window:
-    it comes apart (None when it is not verified), its files to be read (files_before), as the
+    it comes apart (None when it is not verified), its files to be read (send_files_before), as the
     window's own runs are not stored yet."""
     edited: dict[int, frozenset[str]] = {}
     names: set[str] = set()

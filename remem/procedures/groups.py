@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, many_rows
+from remem.db.driver import Driver, Rounds, many_rows, run
 from remem.procedures import evidence, policy
 from remem.procedures.tally import Tally, variant_rows
 from remem.procedures.tally import decide as decide_from_tally
@@ -255,14 +255,19 @@ def _values(
     now: float,
     existing: Any = None,
     known: evidence.Evidence | None = None,
-) -> dict[str, Any]:
-    root = group.root or connection.execute(SELECT_ROOT, {"id": group.project_id}).scalar_one()
-    command, variants = shown(variant_rows(tally), group.workflow, group.directory, root)
+) -> Rounds[dict[str, Any]]:
     since = tally.cutoff if tally.fresh_runs else float("-inf")
+    root_sent = None if group.root else connection.execute(SELECT_ROOT, {"id": group.project_id})
     if known is None:
-        latest = evidence.latest(connection, procedure_id, since)
+        latest_sent = evidence.send_latest(connection, procedure_id, since)
+        yield
+        latest = latest_sent()
     else:
+        if root_sent is not None:
+            yield
         latest = known.latest(since)
+    root = group.root if root_sent is None else root_sent.scalar_one()
+    command, variants = shown(variant_rows(tally), group.workflow, group.directory, root)
     listed = json.dumps(sorted(event_id for event_id, _session in latest))
     if existing is not None and existing.evidence_event_ids == listed:
         # Files come from the edits before the evidence runs: same runs, same files.
@@ -273,7 +278,9 @@ def _values(
             edited = [known.edited[event] for event, _session in newest]
         else:
             runs = [(session, event) for event, session in newest]
-            edited = list(evidence.files_before(connection, runs).values())
+            edited_sent = evidence.send_files_before(connection, runs)
+            yield
+            edited = list(edited_sent().values())
         files, files_more = evidence.rank(edited)
     where = policy.Where(root, group.branch, group.directory, group.scope == PROJECT)
     return {
@@ -311,20 +318,35 @@ def evaluate(
     known: evidence.Evidence | None = None,
     existing: Any = UNREAD,
 ) -> str:
+    return run(evaluate_rounds(connection, group, tally, now, new_evidence, known, existing))
+
+
+def evaluate_rounds(
+    connection: Driver,
+    group: Group,
+    tally: Tally,
+    now: float,
+    new_evidence: list[dict[str, Any]] | None = None,
+    known: evidence.Evidence | None = None,
+    existing: Any = UNREAD,
+) -> Rounds[str]:
     """Re-decide one group's procedure from its tally and store it if anything changed.
     `new_evidence` are the window's verified runs of the group ({event_id, verified_at});
     `known` its procedure's evidence as the window's prepare read it, with them added;
     `existing` its procedure row as send_procedures read it once the group's tally was
     written (UNREAD: read it here).
-    Returns what happened: promoted, refreshed, broken, stale, unchanged or unpromoted."""
+    Returns what happened: promoted, refreshed, broken, stale, unchanged or unpromoted.
+    Work that reads in rounds (remem/db/driver.py): `evaluate` runs it alone."""
     if existing is UNREAD:
-        existing = connection.execute(SELECT_PROCEDURE, group.key()).first()
+        sent = connection.execute(SELECT_PROCEDURE, group.key())
+        yield
+        existing = sent.first()
     status = existing.status if existing else None
     decision = decide_from_tally(tally, status)
     if decision is None:
         return "unpromoted" if existing is None else "unchanged"
     if existing is None:
-        _promote(connection, group, tally, decision, now)
+        yield from _promote(connection, group, tally, decision, now)
         return "promoted"
     if new_evidence:
         connection.execute(
@@ -332,7 +354,9 @@ def evaluate(
         )
     if known is not None and known.procedure_id != existing.id:
         known = None  # the procedure was deleted and promoted again meanwhile
-    values = _values(connection, group, tally, decision, existing.id, now, existing, known)
+    values = yield from _values(
+        connection, group, tally, decision, existing.id, now, existing, known
+    )
     if tuple(getattr(existing, key) for key in COMPARED) == tuple(values[k] for k in COMPARED):
         return "unchanged"
     connection.execute(UPDATE_PROCEDURE, {**values, "id": existing.id})
@@ -354,7 +378,7 @@ _PLACEHOLDER = {
 
 def _promote(
     connection: Driver, group: Group, tally: Tally, decision: policy.Decision, now: float
-) -> None:
+) -> Rounds[None]:
     """Insert the procedure (with the id a rebuild kept for its group), then its evidence, then
     what is derived from the evidence."""
     topic = policy.topic_key(group.workflow, (group.scope, group.branch, group.directory))
@@ -371,14 +395,17 @@ def _promote(
         "last_verified_at": decision.last_verified_at,
         "now": now,
     }
-    identity = connection.execute(TAKE_IDENTITY, group.key()).first()
+    sent = connection.execute(TAKE_IDENTITY, group.key())
+    yield
+    identity = sent.first()
     if identity is None:
-        procedure_id = connection.execute(INSERT_PROCEDURE, {**params, "created_at": now})
-        procedure_id = procedure_id.scalar_one()
+        sent = connection.execute(INSERT_PROCEDURE, {**params, "created_at": now})
+        yield
+        procedure_id = sent.scalar_one()
     else:
         procedure_id = identity.procedure_id
         params.update(id=procedure_id, created_at=identity.created_at)
         connection.execute(INSERT_PROCEDURE_WITH_ID, params)
     _fill_evidence(connection, group, procedure_id)
-    values = _values(connection, group, tally, decision, procedure_id, now)
+    values = yield from _values(connection, group, tally, decision, procedure_id, now)
     connection.execute(UPDATE_PROCEDURE, {**values, "id": procedure_id})

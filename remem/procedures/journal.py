@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rows, many_rows
+from remem.db.driver import Driver, Rounds, Rows, many_rows, run
 from remem.procedures import lessons
 from remem.procedures.policy import Run
 
@@ -234,21 +234,14 @@ def inside(key: Key, after: Key, end: Key | None) -> bool:
     return after < key and (end is None or key <= end)
 
 
-def load_tail(
-    connection: Driver, group: dict[str, Any], after: Key, end: Key | None = None
-) -> History:
-    """The failed runs after `after` and up to `end` (both (at, event_id)), and the verified
-    runs among them that can close a streak: the first after each failure. The others, which
-    follow a success, change no streak, and many agents' runs of one workflow may lie between
-    two failures."""
-    return send_tail(connection, group, after, end)()
-
-
 def send_tail(
     connection: Driver, group: dict[str, Any], after: Key, end: Key | None = None
 ) -> Callable[[], History]:
-    """load_tail's statements sent; the History once called (a window sends every group's
-    before it reads any)."""
+    """The failed runs after `after` and up to `end` (both (at, event_id)), and the verified
+    runs among them that can close a streak: the first after each failure. The others, which
+    follow a success, change no streak, and many agents' runs of one workflow may lie between
+    two failures. Sent; the History once called (a window sends every group's before it
+    reads any)."""
     params = {**group, "since": after[0], "until": end[0] if end else float("inf")}
     failed = connection.execute(TAIL_ATTEMPTS, params)
     resolvers = connection.execute(TAIL_RESOLVERS, params)
@@ -296,38 +289,23 @@ _STRICTLY_BEFORE = text(
 Region = tuple[Key, Key | None]  # after a success, up to the next one (None: no next one)
 
 
-def region(connection: Driver, group: dict[str, Any], first: Key, last: Key) -> Region:
-    """The streaks runs from `first` to `last` can change: from the group's last success before
-    the first to its first success after the last. A window's own runs lie between: its region
-    is the same before they are stored as after."""
-    return send_region(connection, group, first, last)()
-
-
 def send_region(
     connection: Driver, group: dict[str, Any], first: Key, last: Key
 ) -> Callable[[], Region]:
-    """region's statements sent; the region once called."""
+    """The streaks runs from `first` to `last` can change: from the group's last success before
+    the first to its first success after the last. A window's own runs lie between: its region
+    is the same before they are stored as after. Sent; the region once called."""
     before = _send_neighbour(connection, group, first, later=False)
     after = _send_neighbour(connection, group, last, later=True)
     return lambda: (before() or (float("-inf"), 0), after())
 
 
-def first_success_after(connection: Driver, group: dict[str, Any], key: Key) -> Key | None:
-    """The (at, event_id) of the group's earliest verified run after `key`: the streaks a run
-    at `key` can change end there."""
-    return _neighbour(connection, group, key, later=True)
-
-
-def last_success_before(
+def send_last_success_before(
     connection: Driver, group: dict[str, Any], key: tuple[float, int]
-) -> tuple[float, int] | None:
-    """The (at, event_id) of the group's latest verified run before `key`: where the streaks
-    a run at `key` can change begin."""
-    return _neighbour(connection, group, key, later=False)
-
-
-def _neighbour(connection: Driver, group: dict[str, Any], key: Key, later: bool) -> Key | None:
-    return _send_neighbour(connection, group, key, later)()
+) -> Callable[[], tuple[float, int] | None]:
+    """The (at, event_id) of the group's latest verified run before `key`, where the streaks
+    a run at `key` can change begin: sent, read once called."""
+    return _send_neighbour(connection, group, key, later=False)
 
 
 def _send_neighbour(
@@ -384,6 +362,34 @@ class Writes:
         self._rows.clear()
 
 
+class Kept(Writes):
+    """Writes kept as they are asked for, to be passed on `into` other writes later: work run
+    side by side (remem/db/driver.py) passes each one's on in turn, and writes as if it had
+    run one after another."""
+
+    def __init__(self, connection: Driver) -> None:
+        super().__init__(connection)
+        self._asked: list[tuple[Any, Any, Any]] = []
+
+    def add(self, statement: Any, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self._asked.append((statement, rows, None))
+
+    def now(self, statement: Any, params: Any, after: Any) -> None:
+        self._asked.append((statement, params, after))
+
+    def send(self) -> None:
+        raise TypeError("kept writes are passed on (into), not sent")
+
+    def into(self, writes: Writes) -> None:
+        for statement, params, after in self._asked:
+            if after is None:
+                writes.add(statement, params)
+            else:
+                writes.now(statement, params, after)
+        self._asked.clear()
+
+
 def rebuild(
     connection: Driver,
     group: dict[str, Any],
@@ -394,14 +400,27 @@ def rebuild(
     stored_lessons: Rows | None = None,
     writes: Writes | None = None,
 ) -> None:
+    run(rebuild_rounds(connection, group, history, now, region, fixes, stored_lessons, writes))
+
+
+def rebuild_rounds(
+    connection: Driver,
+    group: dict[str, Any],
+    history: History,
+    now: float,
+    region: Region | None = None,
+    fixes: dict[int, list[str]] | None = None,
+    stored_lessons: Rows | None = None,
+    writes: Writes | None = None,
+) -> Rounds[None]:
     """Re-derive the group's streaks from its runs, in time order, whatever order the windows
     arrived in; write only what changed. Journal rows are never deleted. A history of only the
-    runs in a `region` (after a success, up to the next one: see load_tail) re-derives the
+    runs in a `region` (after a success, up to the next one: see send_tail) re-derives the
     streaks there: those outside it and their lessons stand. `fixes` are the files edited
     before verified runs, as a window read them: a lesson closed by one of those runs takes
     them instead of asking for them. `stored_lessons` are the group's lessons as send_lessons
     sent for them, when the caller did. `writes`: where its rows are gathered (None: written
-    at once)."""
+    at once). Work that reads in rounds (remem/db/driver.py): `rebuild` runs it alone."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return
@@ -430,7 +449,7 @@ def rebuild(
     closed = [streak for streak in found if streak.resolved_by is not None]
     if stored_lessons is None:
         stored_lessons = send_lessons(connection, group)
-    _write_lessons(
+    yield from _write_lessons(
         connection,
         group,
         closed,
@@ -461,7 +480,7 @@ def _write_lessons(
     region: Region | None,
     fixes: dict[int, list[str]] | None,
     writes: Writes,
-) -> None:
+) -> Rounds[None]:
     attempts = runs.attempts
     existing = {row.resolved_by_event_id: tuple(row) for row in stored_lessons}
     # The newest streaks keep their lessons: those closed here, and the lessons of streaks
@@ -487,6 +506,8 @@ def _write_lessons(
             continue  # nothing in this streak moved: its lesson stands
         fix_files = _edits_between_failure_and_pass(connection, group, streak, runs, fixes or {})
         asked.append((streak, resolver, fix_files))
+    if asked:
+        yield
     written = []
     for streak, resolver, fix_files in asked:
         details = [

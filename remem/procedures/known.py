@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from remem.db.driver import Driver, Rows, many_rows
+from remem.db.driver import Driver, Rounds, Rows, many_rows, run, side_by_side
 from remem.procedures import fixes, journal, lessons
 from remem.procedures.journal import GROUP, PREVIOUS_RUN, History, Key, Region, inside
 from remem.procedures.window import WindowEvent
@@ -127,11 +127,26 @@ def rederive(
     stored_rows: Rows | None = None,
     writes: journal.Writes | None = None,
 ) -> None:
+    run(rederive_rounds(connection, group, history, now, region, around, stored_rows, writes))
+
+
+def rederive_rounds(
+    connection: Driver,
+    group: dict[str, Any],
+    history: History,
+    now: float,
+    region: Region | None = None,
+    around: Surroundings = Surroundings(),
+    stored_rows: Rows | None = None,
+    writes: journal.Writes | None = None,
+) -> Rounds[None]:
     """The known errors of the group's streaks in `region` (None: all of them) from their
     runs in `history`; those that first showed outside the region stand. A resolved error
     whose attempts did not change keeps its fix; an open one is looked at again, as a later
     command may have resolved it. `stored_rows`: send_stored's for the region, when the
-    caller sent it; `writes`: where its rows are gathered (None: written at once)."""
+    caller sent it; `writes`: where its rows are gathered (None: written at once). Work that
+    reads in rounds (remem/db/driver.py): `rederive` runs it alone. What fixed each error is
+    read for all of them side by side."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return  # no failure in the region: none of its errors (attempts are never deleted)
@@ -158,15 +173,18 @@ def rederive(
     if stored_rows is None:
         stored_rows = send_stored(connection, group, region)
     stored = _stored(stored_rows, region)
-    # By first sighting, the key of a row: the last written of one key is the one that stays.
-    written: dict[int, dict[str, Any]] = {}
+    changed = []
     for occurrence in found:
         first = occurrence.sightings[0].event_id
         row = stored.pop(first, None)
         workflow = attempts[occurrence.sightings[-1].event_id].workflow
         if row is not None and _stands(row, occurrence, workflow):
             continue
-        values = _values(connection, group, occurrence, history, workflow, around)
+        changed.append((first, _values(connection, group, occurrence, history, workflow, around)))
+    found_values = yield from side_by_side([values for _first, values in changed])
+    # By first sighting, the key of a row: the last written of one key is the one that stays.
+    written: dict[int, dict[str, Any]] = {}
+    for (first, _work), values in zip(changed, found_values, strict=True):
         written[first] = {**group, **values, "now": now}
     if writes is None:
         writes = journal.Writes(connection, gather=False)
@@ -224,11 +242,11 @@ def _values(
     history: History,
     workflow: str,
     around: Surroundings,
-) -> dict[str, Any]:
+) -> Rounds[dict[str, Any]]:
     branch = group["branch"] or None
     first, last = occurrence.sightings[0], occurrence.sightings[-1]
     failing = fixes.Failing(workflow, occurrence.error_key, branch)
-    fix, resolved = _fix(connection, group, occurrence, history, failing, around)
+    fix, resolved = yield from _fix(connection, group, occurrence, history, failing, around)
     return {
         "workflow": workflow,
         "error_key": occurrence.error_key,
@@ -272,7 +290,7 @@ def _fix(
     history: History,
     failing: fixes.Failing,
     around: Surroundings,
-) -> tuple[fixes.Fix, tuple[int, float] | None]:
+) -> Rounds[tuple[fixes.Fix, tuple[int, float] | None]]:
     """What fixed the error, and the run that resolved it (None: nothing yet, and then
     nothing fixed it). Its failing session's events after its last sighting are read, and,
     when another session resolved it, that session's events before the resolving run."""
@@ -283,7 +301,9 @@ def _fix(
     events: Iterable[fixes.Between] | None = around.after(last.session_id, last.event_id, before)
     if events is None:
         params = {"session_id": last.session_id, "after": last.event_id, "before": before}
-        events = [_between(row) for row in connection.execute(EVENTS_AFTER, params).all()]
+        sent = connection.execute(EVENTS_AFTER, params)
+        yield
+        events = [_between(row) for row in sent.all()]
     fix = fixes.read_fix(events, failing, around.ignore)
     if fix.resolved_by is not None:
         return fix, (fix.resolved_by.event_id, fix.resolved_by.at)
@@ -292,8 +312,9 @@ def _fix(
     row = history.successes.get(resolver.event_id) or history.attempts[resolver.event_id]
     if row.session_id != last.session_id:
         params = {**group, "session_id": row.session_id, "before": resolver.event_id}
-        rows = connection.execute(EVENTS_BEFORE, params).all()
-        earlier = [_between(r) for r in reversed(rows)]
+        sent = connection.execute(EVENTS_BEFORE, params)
+        yield
+        earlier = [_between(r) for r in reversed(sent.all())]
         fix = fix.adding(fixes.read_fix(earlier, failing, around.ignore))
     return fix, (resolver.event_id, resolver.at)
 
@@ -349,6 +370,7 @@ def resolve_open(
     the window's own runs re-derived already."""
     if not passed:
         return
+    works = []
     for row in connection.execute(OPEN_IN_SESSION, {"session_id": session_id}).all():
         group = {
             "project_id": row.project_id,
@@ -363,6 +385,26 @@ def resolve_open(
             for workflow in passed
         ):
             continue
-        start = journal.last_success_before(connection, group, (_END, 0)) or (float("-inf"), 0)
-        tail = journal.load_tail(connection, group, start)
-        rederive(connection, group, tail, now, (start, None), around)
+        works.append(_resolve(connection, group, now, around, journal.Kept(connection)))
+    # The groups side by side, their rows written in turn.
+    at_once = journal.Writes(connection, gather=False)
+    for written in run(side_by_side(works)):
+        written.into(at_once)
+
+
+def _resolve(
+    connection: Driver,
+    group: dict[str, Any],
+    now: float,
+    around: Surroundings,
+    writes: journal.Kept,
+) -> Rounds[journal.Kept]:
+    last = journal.send_last_success_before(connection, group, (_END, 0))
+    yield
+    start = last() or (float("-inf"), 0)
+    region = (start, None)
+    tail = journal.send_tail(connection, group, start, None)
+    stored = send_stored(connection, group, region)
+    yield
+    yield from rederive_rounds(connection, group, tail(), now, region, around, stored, writes)
+    return writes

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
 from remem.config import Settings
-from remem.db.driver import Driver
+from remem.db.driver import Driver, Rounds, Rows, run, side_by_side
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
 from remem.procedures import instead, journal, known, ledger_rows, policy, tallies
-from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
+from remem.procedures.groups import BRANCH, Group, evaluate, evaluate_rounds, send_procedures
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
 from remem.procedures.steps import VERIFIED
 from remem.procedures.tally import GroupRun, Tally, advance, session_lasts
@@ -78,10 +79,13 @@ def apply(
     across the project, and re-decide their procedures: work in proportion to the window, not
     to the groups' histories. Statements go out pipelined (remem/db/driver.py): each stage
     sends every group's statements before it reads any answer, so a window waits on a server
-    a few times, not once per group."""
+    a few times, not once per group (`server_waits` in what it returns)."""
     connection = Driver(sa_connection)
     with connection.pipelined():
-        return _apply(connection, window, settings, now)
+        stats = _apply(connection, window, settings, now)
+    if connection.waits:
+        stats["server_waits"] += connection.waits
+    return stats
 
 
 def _apply(connection: Driver, window: Window, settings: Settings, now: float) -> Counter[str]:
@@ -120,15 +124,23 @@ def _apply(connection: Driver, window: Window, settings: Settings, now: float) -
     around = known.Surroundings.of(settings.ignore_commands, _resolved(window))
     sessions: list[dict[str, Any]] = []
     sent = [step.send(connection, now, sessions) for step in steps]
-    for step, write in zip(steps, sent, strict=True):
-        step.land(connection, write, rules, now, sessions)
+    run(
+        side_by_side(
+            [
+                step.land(connection, write, rules, now, sessions)
+                for step, write in zip(steps, sent, strict=True)
+            ]
+        )
+    )
     tallies.send_sessions(connection, sessions)
     # The journals of the branch groups, then every group's procedure, read under the
     # tallies' locks.
     _journals(connection, [step for step in steps if step.group.scope == BRANCH], now, around)
     procedures = send_procedures(connection, [step.group for step in steps])()
-    for step in steps:
-        outcome = step.evaluate(connection, now, procedures[step.group])
+    outcomes = run(
+        side_by_side([step.evaluate(connection, now, procedures[step.group]) for step in steps])
+    )
+    for step, outcome in zip(steps, outcomes, strict=True):
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
     if window.events:
@@ -237,12 +249,14 @@ class _Step:
         rules: policy.Rules,
         now: float,
         sessions: list[dict[str, Any]],
-    ) -> None:
+    ) -> Rounds[None]:
         self.current = sent is not None and tallies.landed(connection, sent, sessions)
         if not self.current:
-            self.tally, _lasts = tallies.rederive_locked(connection, self.group, rules, now)
+            self.tally, _lasts = yield from tallies.rederive_locked(
+                connection, self.group, rules, now
+            )
 
-    def evaluate(self, connection: Driver, now: float, procedure: Any) -> str:
+    def evaluate(self, connection: Driver, now: float, procedure: Any) -> Rounds[str]:
         assert self.tally is not None
         verified = {run.event_id: run for run in self.runs if run.verdict == VERIFIED}
         new_evidence = [
@@ -252,7 +266,11 @@ class _Step:
         if known is not None:
             runs = [(run.at, run.event_id, run.session_id) for run in verified.values()]
             known = known.adding(runs, self.reads.edited)
-        return evaluate(connection, self.group, self.tally, now, new_evidence, known, procedure)
+        return (
+            yield from evaluate_rounds(
+                connection, self.group, self.tally, now, new_evidence, known, procedure
+            )
+        )
 
 
 def _journals(
@@ -261,27 +279,60 @@ def _journals(
     """Only the streaks from a group's last success before the window's earliest run to its
     first success after the window's latest run can change: they are re-derived from the runs
     between, read by time. Every group's runs there, lessons and known errors are sent for
-    before any is read, and their rows are written together (journal.Writes)."""
-    sent = []
+    before any is read; the groups then read what fixed their errors side by side, and their
+    rows are written together (journal.Writes), in the groups' order."""
+    regions = []
     for step in steps:
         previous = step.stored.tally if step.current and step.stored else None
         span = streak_span(previous, step.runs)
         if span is None:
             continue
         params = step.group.params()
-        region = step.reads.regions.get(step.group) if step.current else None
-        start, end = region or journal.region(connection, params, *span)
+        found = step.reads.regions.get(step.group) if step.current else None
+        region = journal.send_region(connection, params, *span) if found is None else found
+        regions.append((step, params, region))
+    sent = []
+    for step, params, region in regions:
+        start, end = region if isinstance(region, tuple) else region()
         tail = journal.send_tail(connection, params, start, end)
         stored_lessons = journal.send_lessons(connection, params)
         stored_known = known.send_stored(connection, params, (start, end))
         sent.append((step, params, (start, end), tail, stored_lessons, stored_known))
     writes = journal.Writes(connection)
-    for step, params, region, tail, stored_lessons, stored_known in sent:
-        history = tail()
-        fixes = step.reads.fixes.get(step.group, {})
-        journal.rebuild(connection, params, history, now, region, fixes, stored_lessons, writes)
-        known.rederive(connection, params, history, now, region, around, stored_known, writes)
+    kept = [journal.Kept(connection) for _ in sent]
+    run(
+        side_by_side(
+            [
+                _journal(connection, *sent_for, now, around, group_writes)
+                for sent_for, group_writes in zip(sent, kept, strict=True)
+            ]
+        )
+    )
+    for group_writes in kept:
+        group_writes.into(writes)
     writes.send()
+
+
+def _journal(
+    connection: Driver,
+    step: _Step,
+    params: dict[str, Any],
+    region: journal.Region,
+    tail: Callable[[], journal.History],
+    stored_lessons: Rows,
+    stored_known: Rows,
+    now: float,
+    around: known.Surroundings,
+    writes: journal.Writes,
+) -> Rounds[None]:
+    history = tail()
+    fixes = step.reads.fixes.get(step.group, {})
+    yield from journal.rebuild_rounds(
+        connection, params, history, now, region, fixes, stored_lessons, writes
+    )
+    yield from known.rederive_rounds(
+        connection, params, history, now, region, around, stored_known, writes
+    )
 
 
 SELECT_UNRESOLVED_SESSIONS = text(

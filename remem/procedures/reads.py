@@ -49,7 +49,7 @@ class Reads:
     evidence: dict[Group, Evidence]
     edited: dict[int, frozenset[str]]
     # A branch group's region of streaks the window may change: from its last success before
-    # the window's runs to its first success after them (journal.region).
+    # the window's runs to its first success after them (journal.send_region).
     regions: dict[Group, journal.Region]
 
 

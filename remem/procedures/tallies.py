@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rows, many_rows
+from remem.db.driver import Driver, Rounds, Rows, many_rows
 from remem.procedures import policy
 from remem.procedures.groups import Group, scoped_statement, send_by_group
 from remem.procedures.tally import (
@@ -207,8 +207,13 @@ _ALL_RUNS = (
 def all_runs(connection: Driver, group: Group) -> list[GroupRun]:
     """Every stored run of the group, by event then step, as a window lists them: of two steps
     of one event, the later counts (tally.derive), whatever order the rows lie in."""
-    rows = connection.execute(scoped_statement(_ALL_RUNS, group.scope), group.params()).all()
-    return [
+    return send_all_runs(connection, group)()
+
+
+def send_all_runs(connection: Driver, group: Group) -> Callable[[], list[GroupRun]]:
+    """all_runs(), sent: what it finds once called."""
+    rows = connection.execute(scoped_statement(_ALL_RUNS, group.scope), group.params())
+    return lambda: [
         GroupRun(e, s, at, v, b, c, bool(m), bool(x)) for e, _step, s, at, v, b, c, m, x in rows
     ]
 
@@ -223,16 +228,26 @@ def rederive(
 
 def rederive_locked(
     connection: Driver, group: Group, rules: policy.Rules, now: float
-) -> tuple[Tally, dict[int, float]]:
+) -> Rounds[tuple[Tally, dict[int, float]]]:
     """Derive the tally again from every stored run and write it, under the group's lock:
-    taken before the runs are read, so that every window that wrote the tally before has
-    committed its runs, and none writes it until this transaction ends."""
-    for _round in range(2):
-        stored = load(connection, group, lock=True)
-        tally, lasts = rederive(connection, group, rules, now)
+    taken before the runs are read (the statement that reads them runs after the one that
+    waits for the lock), so that every window that wrote the tally before has committed its
+    runs, and none writes it until this transaction ends. Work that reads in rounds
+    (remem/db/driver.py)."""
+    statement = LOCK_TALLY if connection.dialect.name == "postgresql" else SELECT_TALLY
+    for _attempt in range(2):
+        stored_sent = connection.execute(statement, group.key())
+        runs_sent = send_all_runs(connection, group)
+        yield
+        row = stored_sent.first()
+        stored = None if row is None else Stored(row)
+        runs = runs_sent()
+        tally, lasts = derive(runs, now, rules, group.min_branches()), session_lasts(runs)
+        sent = send(connection, group, tally, stored, now, lasts)
+        yield
         # Refused only when another window inserted the group's first tally meanwhile: the
-        # row exists now, and the second round waits for that window's lock.
-        if write(connection, group, tally, stored, now, lasts):
+        # row exists now, and the second attempt waits for that window's lock.
+        if landed(connection, sent):
             return tally, lasts
     raise RuntimeError(f"the tally of group {group.key()} changed under its lock")
 

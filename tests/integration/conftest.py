@@ -32,6 +32,7 @@ NOW = 1_800_000_000.0
 
 BACKENDS = ("sqlite", "postgresql")
 SQLITE_ONLY = "sqlite_only"
+POSTGRES_ONLY = "postgres_only"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,17 +41,29 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{SQLITE_ONLY}(reason): a `world` test about the SQLite file itself; it is collected "
         "for the sqlite backend alone",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{POSTGRES_ONLY}(reason): a `world` test about talking to a server; it is collected "
+        "for the postgresql backend alone",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Each test whose fixtures include `backend` (every `world` test) runs once per backend,
-    unless it is marked sqlite_only, which must say why."""
+    unless it is marked sqlite_only or postgres_only, which must say why."""
     if "backend" not in metafunc.fixturenames:
         return
-    only = metafunc.definition.get_closest_marker(SQLITE_ONLY)
-    if only is not None and not (only.args and isinstance(only.args[0], str)):
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: sqlite_only needs a reason")
-    metafunc.parametrize("backend", ["sqlite"] if only else list(BACKENDS))
+    backends = []
+    for marker, backend in ((SQLITE_ONLY, "sqlite"), (POSTGRES_ONLY, "postgresql")):
+        only = metafunc.definition.get_closest_marker(marker)
+        if only is None:
+            continue
+        if not (only.args and isinstance(only.args[0], str)):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: {marker} needs a reason")
+        backends.append(backend)
+    if len(backends) > 1:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: one backend only, or both")
+    metafunc.parametrize("backend", backends or list(BACKENDS))
 
 
 class World:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from remem.agent.read import read_lessons
@@ -433,3 +434,33 @@ def test_gathered_writes_land_as_if_written_group_by_group(world: World) -> None
         at_once = journal.Writes(driver, gather=False)
         at_once.add(PROBE_INSERT, [{"name": "d"}])
         assert [row.name for row in driver.execute(PROBE_NAMES).all()] == ["b", "c", "d"]
+
+
+@pytest.mark.postgres_only("it counts waits on a server; SQLite answers in the process")
+def test_a_window_of_four_groups_waits_on_the_server_as_often_as_one_of_one(world: World) -> None:
+    """Each group's known error is fixed in a later window of its session: each reads the
+    session's events after the error, stored by an earlier window, to learn what fixed it. The
+    groups read side by side: one wait for all of them, not one per group."""
+    workflows = ("make test", "make lint", "npm test", "cargo test")
+    waits = []
+    for project, used in (("/p/one", workflows[:1]), ("/p/four", workflows)):
+        session = project.rsplit("/", 1)[-1]
+        for workflow in used:
+            world.post(
+                workflow, 2, session=session, project=project, output=f"error: {workflow} broke"
+            )
+        world.burst()
+        world.edit("src/app.py", session=session, project=project)
+        for workflow in used:
+            world.post(workflow, 0, session=session, project=project, output="ok")
+        stats = world.burst()
+        assert stats["tasks_done"] == 1
+        waits.append(stats["server_waits"])
+        fixed = world.execute(
+            "SELECT k.fix_files FROM known_errors k JOIN projects p ON p.id = k.project_id "
+            "WHERE p.root = :root AND k.resolved_by_event_id IS NOT NULL",
+            {"root": project},
+        )
+        assert [json.loads(files) for (files,) in fixed] == [["src/app.py"]] * len(used)
+    assert waits[0] > 0
+    assert waits[1] == waits[0], waits
