@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from playwright.sync_api import expect
+
 from remem.record.quote import inert_path
 from tests.acceptance.test_context import context
 from tests.conftest import Home
@@ -87,21 +89,23 @@ def test_the_branch_page_shows_the_digest_remem_context_prints(
 def test_links_lead_from_the_projects_to_a_procedure_and_its_search(
     served: Served, watched: Watched, home: Home, project: Path, tmp_path: Path
 ) -> None:
+    # A click only starts loading the next page: each check waits (a few seconds at most)
+    # for what that page shows, not what the last one showed.
     page = visit(watched, served, "/", tmp_path / "start.png")
     page.get_by_role("link", name="feature", exact=True).click()
-    assert page.locator("h1").inner_text().startswith("feature")
+    expect(page.locator("h1")).to_have_text(re.compile(r"^feature"))
     page.locator("a.procedure-link", has_text=BUILD).first.click()
-    assert page.locator("h1").inner_text().startswith("Procedure")
-    assert page.locator("p.command").inner_text() == BUILD
+    expect(page.locator("h1")).to_have_text(re.compile(r"^Procedure"))
+    expect(page.locator("p.command")).to_have_text(BUILD)
     page.get_by_role("link", name="Projects").click()
     page.get_by_role("link", name="main", exact=True).click()
-    assert page.url.endswith(branch_path(project, "main"))
+    expect(page).to_have_url(re.compile(re.escape(branch_path(project, "main")) + "$"))
     page.get_by_role("link", name="Search").first.click()
     page.locator("form.search input[name=q]").fill("pytest")
     page.locator("form.search button").click()
-    assert page.locator("li.hit.procedure").count() == 1
+    expect(page.locator("li.hit.procedure")).to_have_count(1)
     page.locator("li.hit.procedure a").click()
-    assert page.locator("p.command").inner_text() == TEST
+    expect(page.locator("p.command")).to_have_text(TEST)
     assert watched.problems == []
 
 
