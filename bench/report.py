@@ -201,6 +201,13 @@ def team_cells(report: dict[str, Any]) -> list[Cells]:
         )
         for w in ("2", "4")
     ]
+    busy, bound = promote.get("cores_busy_1"), promote.get("speedup_bound")
+    rows += [
+        (NONE, NONE, NONE, NONE)
+        if busy is None
+        else (f"{busy['median']:.2f}", span(busy, ".2f"), NONE, NONE),
+        (NONE, NONE, NONE, NONE) if bound is None else (f"{bound:.2f}×", NONE, NONE, NONE),
+    ]
     return rows
 
 
@@ -387,6 +394,8 @@ BENCHES = (
             "team promote, 1 worker / local burst",
             "team promote speed-up, 2 / 1 workers",
             "team promote speed-up, 4 / 1 workers",
+            "team promote, 1 worker, CPUs kept busy (the worker and the server)",
+            "team promote speed-up bound: CPUs / those one worker keeps busy",
         ),
         team_cells,
         team_description,

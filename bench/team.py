@@ -407,10 +407,10 @@ def promote_worker(url: str) -> int:
     worker.reap()
     print("ready", flush=True)
     sys.stdin.readline()
-    started_at = time.time()
+    started_at, cpu_started = time.time(), time.process_time()
     TeamPromoter(engine, worker).drain()
     tasks = handler.applied
-    ended_at = time.time()
+    ended_at, cpu_s = time.time(), time.process_time() - cpu_started
     engine.dispose()
     print(
         json.dumps(
@@ -420,6 +420,7 @@ def promote_worker(url: str) -> int:
                 "events": worker.stats["events"],
                 "started_at": started_at,
                 "ended_at": ended_at,
+                "cpu_s": cpu_s,
                 "stats": dict(worker.stats),
             }
         )
@@ -427,8 +428,34 @@ def promote_worker(url: str) -> int:
     return 0
 
 
-def run_workers(count: int, url: str, home: Path) -> list[dict[str, Any]]:
-    """`count` team workers over one team database, let go together once all are ready."""
+def server_cpu_s(server: PostgresServer) -> float | None:
+    """CPU seconds the cluster's processes have used: the postmaster's own and those of its
+    children, ended ones included (Linux /proc; None elsewhere)."""
+    try:
+        postmaster = int(Path(server.data_dir, "postmaster.pid").read_text().split()[0])
+        ticks = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # ended meanwhile: its time is in the postmaster's children's
+                continue
+            pid, parent = int(entry.name), int(fields[1])
+            if pid == postmaster:
+                ticks += sum(int(field) for field in fields[11:15])  # its own and its children's
+            elif parent == postmaster:
+                ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+
+
+def run_workers(
+    count: int, url: str, home: Path, server: PostgresServer
+) -> tuple[list[dict[str, Any]], float | None]:
+    """`count` team workers over one team database, let go together once all are ready; their
+    reports, and the CPU seconds the server used meanwhile."""
     argv = [sys.executable, __file__, "--promote-worker", url]
     env = team_env(home, url)
     processes: list[subprocess.Popen[str]] = []
@@ -443,11 +470,13 @@ def run_workers(count: int, url: str, home: Path) -> list[dict[str, Any]]:
             assert process.stdout is not None
             if process.stdout.readline().strip() != "ready":
                 raise RuntimeError(f"team worker {process.pid} exited before it was ready")
+        server_started = server_cpu_s(server)
         for process in processes:
             assert process.stdin is not None
             process.stdin.write("go\n")
             process.stdin.flush()
         outputs = [process.communicate(timeout=WORKER_TIMEOUT_S)[0] for process in processes]
+        server_ended = server_cpu_s(server)
     finally:
         for process in processes:
             if process.poll() is None:
@@ -456,11 +485,18 @@ def run_workers(count: int, url: str, home: Path) -> list[dict[str, Any]]:
     for process in processes:
         if process.returncode != 0:
             raise RuntimeError(f"team worker {process.pid} exited {process.returncode}")
-    return [json.loads(output) for output in outputs]
+    server_s = None
+    if server_started is not None and server_ended is not None:
+        server_s = server_ended - server_started
+    return [json.loads(output) for output in outputs], server_s
 
 
 def check_promotion(
-    server: PostgresServer, database: str, reports: list[dict[str, Any]], dataset: dict[str, Any]
+    server: PostgresServer,
+    database: str,
+    reports: list[dict[str, Any]],
+    dataset: dict[str, Any],
+    server_s: float | None,
 ) -> dict[str, Any]:
     """Every task done once, by one worker, and every event seen; the case's figures."""
     done = Counter(task for report in reports for task in report["tasks"])
@@ -481,8 +517,13 @@ def check_promotion(
     if problems:
         raise RuntimeError(f"team promotion went wrong: {'; '.join(problems)}")
     window_s = max(r["ended_at"] for r in reports) - min(r["started_at"] for r in reports)
+    workers_s = sum(report["cpu_s"] for report in reports)
     return {
         "window_s": window_s,
+        "workers_cpu_s": workers_s,
+        "server_cpu_s": server_s,
+        # The CPUs the workers and the server kept busy together, on average.
+        "cores_busy": None if server_s is None else (workers_s + server_s) / window_s,
         "tasks": len(done),
         "events": events,
         "procedures": procedures,
@@ -523,16 +564,26 @@ def measure_promote(
         for count in WORKERS:
             database = server.create_database(template=shipped)
             try:
-                reports = run_workers(count, server.url(database), dataset["home"])
-                case = check_promotion(server, database, reports, dataset)
+                reports, server_s = run_workers(
+                    count, server.url(database), dataset["home"], server
+                )
+                case = check_promotion(server, database, reports, dataset, server_s)
             finally:
                 server.drop_database(database)
             cases[count].append(case)
+            busy = (
+                ""
+                if case["cores_busy"] is None
+                else (
+                    f"; CPU s: workers {case['workers_cpu_s']:.2f}, server"
+                    f" {case['server_cpu_s']:.2f}, {case['cores_busy']:.2f} CPUs busy"
+                )
+            )
             progress(
                 f"promote run {run + 1}, {count} worker(s): {case['tasks']} tasks,"
                 f" {case['events']:,} events in {case['window_s']:.2f} s"
                 f" ({case['events'] / case['window_s']:,.0f} events/s;"
-                f" tasks per worker {case['tasks_per_worker']})"
+                f" tasks per worker {case['tasks_per_worker']}{busy})"
             )
     workers = {str(count): summarise_case(done) for count, done in cases.items()}
     base = workers["1"]["events_per_s"]["median"]
@@ -558,6 +609,12 @@ def measure_promote(
             "pass": over_local["median"] >= TARGET_OVER_LOCAL,
         },
         "speedup": speedup,
+        # One worker with its server keeps this many CPUs busy: no number of workers can go
+        # faster than the CPUs over it, times one worker.
+        "cores_busy_1": workers["1"]["cores_busy"],
+        "speedup_bound": None
+        if workers["1"]["cores_busy"] is None
+        else (os.cpu_count() or 1) / workers["1"]["cores_busy"]["median"],
         "speedup_target": TARGET_SPEEDUP,
         "speedup_pass": {key: speedup[key] >= TARGET_SPEEDUP[key] for key in speedup},
         "cpu_count": os.cpu_count(),
@@ -574,6 +631,9 @@ def summarise_case(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "tasks_per_s": spread([run["tasks"] / run["window_s"] for run in runs]),
         "events_per_s": spread([run["events"] / run["window_s"] for run in runs]),
         "tasks_per_worker": [run["tasks_per_worker"] for run in runs],
+        "cores_busy": None
+        if any(run["cores_busy"] is None for run in runs)
+        else spread([run["cores_busy"] for run in runs]),
     }
 
 
@@ -621,6 +681,13 @@ def print_table(report: dict[str, Any]) -> None:
             f"  ≥ {promote['speedup_target'][count]:.1f}×"
             f"  {verdict(promote['speedup_pass'][count])}"
         )
+    busy, bound = promote["cores_busy_1"], promote["speedup_bound"]
+    if busy is not None:
+        print(
+            f"{'promote, 1 worker, CPUs busy':<36}{busy['median']:>10.2f}"
+            f"{range_of(busy, '.2f'):>18}  (the worker and the server)"
+        )
+        print(f"{'promote speed-up bound, CPUs / that':<36}{bound:>9.2f}×")
     print()
     print(f"this machine has {promote['cpu_count']} CPUs for the workers and the server")
 
