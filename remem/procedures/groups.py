@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rounds, many_rows, run
+from remem.db.driver import Driver, Rounds, many_rows
 from remem.procedures import evidence, policy
 from remem.procedures.tally import Tally, variant_rows
 from remem.procedures.tally import decide as decide_from_tally
@@ -317,18 +317,6 @@ def evaluate(
     new_evidence: list[dict[str, Any]] | None = None,
     known: evidence.Evidence | None = None,
     existing: Any = UNREAD,
-) -> str:
-    return run(evaluate_rounds(connection, group, tally, now, new_evidence, known, existing))
-
-
-def evaluate_rounds(
-    connection: Driver,
-    group: Group,
-    tally: Tally,
-    now: float,
-    new_evidence: list[dict[str, Any]] | None = None,
-    known: evidence.Evidence | None = None,
-    existing: Any = UNREAD,
 ) -> Rounds[str]:
     """Re-decide one group's procedure from its tally and store it if anything changed.
     `new_evidence` are the window's verified runs of the group ({event_id, verified_at});
@@ -336,7 +324,7 @@ def evaluate_rounds(
     `existing` its procedure row as send_procedures read it once the group's tally was
     written (UNREAD: read it here).
     Returns what happened: promoted, refreshed, broken, stale, unchanged or unpromoted.
-    Work that reads in rounds (remem/db/driver.py): `evaluate` runs it alone."""
+    Work that reads in rounds (remem/db/driver.py): `run` runs it alone."""
     if existing is UNREAD:
         sent = connection.execute(SELECT_PROCEDURE, group.key())
         yield

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rounds, Rows, many_rows, run
+from remem.db.driver import Driver, Rounds, Rows, many_rows
 from remem.procedures import lessons
 from remem.procedures.policy import Run
 
@@ -399,19 +399,6 @@ def rebuild(
     fixes: dict[int, list[str]] | None = None,
     stored_lessons: Rows | None = None,
     writes: Writes | None = None,
-) -> None:
-    run(rebuild_rounds(connection, group, history, now, region, fixes, stored_lessons, writes))
-
-
-def rebuild_rounds(
-    connection: Driver,
-    group: dict[str, Any],
-    history: History,
-    now: float,
-    region: Region | None = None,
-    fixes: dict[int, list[str]] | None = None,
-    stored_lessons: Rows | None = None,
-    writes: Writes | None = None,
 ) -> Rounds[None]:
     """Re-derive the group's streaks from its runs, in time order, whatever order the windows
     arrived in; write only what changed. Journal rows are never deleted. A history of only the
@@ -420,7 +407,7 @@ def rebuild_rounds(
     before verified runs, as a window read them: a lesson closed by one of those runs takes
     them instead of asking for them. `stored_lessons` are the group's lessons as send_lessons
     sent for them, when the caller did. `writes`: where its rows are gathered (None: written
-    at once). Work that reads in rounds (remem/db/driver.py): `rebuild` runs it alone."""
+    at once). Work that reads in rounds (remem/db/driver.py)."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return

@@ -126,27 +126,14 @@ def rederive(
     around: Surroundings = Surroundings(),
     stored_rows: Rows | None = None,
     writes: journal.Writes | None = None,
-) -> None:
-    run(rederive_rounds(connection, group, history, now, region, around, stored_rows, writes))
-
-
-def rederive_rounds(
-    connection: Driver,
-    group: dict[str, Any],
-    history: History,
-    now: float,
-    region: Region | None = None,
-    around: Surroundings = Surroundings(),
-    stored_rows: Rows | None = None,
-    writes: journal.Writes | None = None,
 ) -> Rounds[None]:
     """The known errors of the group's streaks in `region` (None: all of them) from their
     runs in `history`; those that first showed outside the region stand. A resolved error
     whose attempts did not change keeps its fix; an open one is looked at again, as a later
     command may have resolved it. `stored_rows`: send_stored's for the region, when the
     caller sent it; `writes`: where its rows are gathered (None: written at once). Work that
-    reads in rounds (remem/db/driver.py): `rederive` runs it alone. What fixed each error is
-    read for all of them side by side."""
+    reads in rounds (remem/db/driver.py); what fixed each error is read for all of them side
+    by side."""
     attempts, successes = history.attempts, history.successes
     if not attempts:
         return  # no failure in the region: none of its errors (attempts are never deleted)
@@ -406,5 +393,5 @@ def _resolve(
     tail = journal.send_tail(connection, group, start, None)
     stored = send_stored(connection, group, region)
     yield
-    yield from rederive_rounds(connection, group, tail(), now, region, around, stored, writes)
+    yield from rederive(connection, group, tail(), now, region, around, stored, writes)
     return writes

@@ -23,7 +23,7 @@ from remem.db.driver import Driver, Rounds, Rows, run, side_by_side
 from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
 from remem.procedures import instead, journal, known, ledger_rows, policy, tallies
-from remem.procedures.groups import BRANCH, Group, evaluate, evaluate_rounds, send_procedures
+from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
 from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
 from remem.procedures.steps import VERIFIED
 from remem.procedures.tally import GroupRun, Tally, advance, session_lasts
@@ -267,7 +267,7 @@ class _Step:
             runs = [(run.at, run.event_id, run.session_id) for run in verified.values()]
             known = known.adding(runs, self.reads.edited)
         return (
-            yield from evaluate_rounds(
+            yield from evaluate(
                 connection, self.group, self.tally, now, new_evidence, known, procedure
             )
         )
@@ -327,10 +327,10 @@ def _journal(
 ) -> Rounds[None]:
     history = tail()
     fixes = step.reads.fixes.get(step.group, {})
-    yield from journal.rebuild_rounds(
+    yield from journal.rebuild(
         connection, params, history, now, region, fixes, stored_lessons, writes
     )
-    yield from known.rederive_rounds(
+    yield from known.rederive(
         connection, params, history, now, region, around, stored_known, writes
     )
 
@@ -407,7 +407,7 @@ def unarchive(engine: Engine, procedure_id: int, now: float) -> str:
         group = Group(*row)
         stored = tallies.load(connection, group, lock=True) if taken_back else None
         if stored is not None:
-            evaluate(connection, group, stored.tally, now)
+            run(evaluate(connection, group, stored.tally, now))
         return str(connection.execute(SELECT_STATUS, {"id": procedure_id}).scalar_one())
 
 
@@ -446,7 +446,7 @@ def mark_stale(
             connection = Driver(sa_connection)
             for group, stored, tally in aged:
                 if tallies.write(connection, group, tally, stored, now, {}):
-                    outcome = evaluate(connection, group, tally, now)
+                    outcome = run(evaluate(connection, group, tally, now))
                     if outcome != "unpromoted":
                         stats[outcome] += 1
         stats["aged_groups"] += len(aged)

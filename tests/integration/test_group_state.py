@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from remem.config import load_settings
-from remem.db import migrate
+from remem.db import driver, migrate
 from remem.db.engine import make_engine
 from remem.procedures import journal, known, rebuild, tallies
 from remem.procedures.groups import Group
@@ -125,9 +125,9 @@ def assert_full_derivation_agrees(world: World) -> None:
             if group.scope == "branch":
                 params = group.params()
                 history = journal.load_history(connection, params)
-                journal.rebuild(connection, params, history, world.now)
+                driver.run(journal.rebuild(connection, params, history, world.now))
                 around = known.Surroundings(world.settings.ignore_commands)
-                known.rederive(connection, params, history, world.now, around=around)
+                driver.run(known.rederive(connection, params, history, world.now, around=around))
         after = {
             table: sorted(
                 (tuple(r) for r in connection.execute(text(f"SELECT {columns} FROM {table}"))),
