@@ -569,6 +569,10 @@ EARLIER = (
     "`make bench` of 03:31 on 2026-12-02): 7,256 events/s (7,222–7,280), 24.9× raw inserts; "
     "write lock p99 over the large group 23.8 ms; team promote 1,705 events/s with one worker, "
     "0.33 of the local burst beside it (5,277 events/s), 2 workers 1.64×, 4 workers 1.42×",
+    "team promote before PostgreSQL kept its prepared statements and a window's groups read "
+    "side by side (commit e913da3, `make bench` of 06:29 on 2026-12-02): 2,528 events/s with "
+    "one worker, 0.30 of the local burst beside it (8,033 events/s), 2 workers 1.66×, 4 "
+    "workers 1.33×; burst 10,017 events/s, 23.0× raw inserts",
 )
 
 
