@@ -10,7 +10,6 @@ earlier events resolved late, whose runs may come between a stored run and its e
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from sqlalchemy import text
 
 from remem.db.driver import Driver
 from remem.procedures import lessons, policy
+from remem.procedures.journal import names_of
 
 FILES_FROM_LAST_RUNS = 10
 # The evidence ids a procedure row lists (its newest); every one is in procedure_evidence.
@@ -178,7 +178,7 @@ def send_files_before(
     def found() -> dict[int, frozenset[str]]:
         names: dict[int, set[str]] = {event_id: set() for _session, event_id in runs}
         for i, encoded in sent:
-            names[runs[i][1]].update(json.loads(encoded))
+            names[runs[i][1]].update(names_of(encoded))
         return {event_id: frozenset(files) for event_id, files in names.items()}
 
     return found
@@ -197,7 +197,7 @@ def files_in_window(
     previous = first = None
     for event_id, files in events:
         if files is not None:
-            names.update(json.loads(files))
+            names.update(names_of(files))
         if event_id not in runs:
             continue
         if event_id in verified:

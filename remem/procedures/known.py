@@ -142,7 +142,7 @@ def rederive(
         lessons.JournalRun(row.event_id, row.verified_at, True) for row in successes.values()
     ]
     seen = {
-        row.event_id: lessons.sighting_of(
+        row.event_id: lessons.sighting(
             row.event_id,
             row.failed_at,
             row.session_id,

@@ -110,12 +110,6 @@ class Occurrence:
 
 
 def sighting(
-    event_id: int, at: float, session_id: int, detail: AttemptDetail, branch: str | None
-) -> Sighting:
-    return sighting_of(event_id, at, session_id, detail.salient_error, detail.error_excerpt, branch)
-
-
-def sighting_of(
     event_id: int,
     at: float,
     session_id: int,
@@ -123,7 +117,7 @@ def sighting_of(
     error_excerpt: str | None,
     branch: str | None,
 ) -> Sighting:
-    """sighting of an attempt's stored lines."""
+    """An attempt as a sighting of its error: its line, from its stored lines, and its key."""
     line = error_line(salient_error, error_excerpt)
     return Sighting(event_id, at, session_id, line, error_key_of(line, branch))
 

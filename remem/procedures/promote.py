@@ -281,7 +281,9 @@ def _journals(
     between, read by time. Every group's runs there, lessons and known errors are sent for
     before any is read; the groups then read what fixed their errors side by side, and their
     rows are written together (journal.Writes), in the groups' order."""
-    regions = []
+    # Each group's region as prepare read it, else sent for now (asked) and read below.
+    regions: list[tuple[_Step, dict[str, Any], journal.Region | None]] = []
+    asked: dict[Group, Callable[[], journal.Region]] = {}
     for step in steps:
         previous = step.stored.tally if step.current and step.stored else None
         span = streak_span(previous, step.runs)
@@ -289,11 +291,12 @@ def _journals(
             continue
         params = step.group.params()
         found = step.reads.regions.get(step.group) if step.current else None
-        region = journal.send_region(connection, params, *span) if found is None else found
-        regions.append((step, params, region))
+        if found is None:
+            asked[step.group] = journal.send_region(connection, params, *span)
+        regions.append((step, params, found))
     sent = []
-    for step, params, region in regions:
-        start, end = region if isinstance(region, tuple) else region()
+    for step, params, found in regions:
+        start, end = found if found is not None else asked[step.group]()
         tail = journal.send_tail(connection, params, start, end)
         stored_lessons = journal.send_lessons(connection, params)
         stored_known = known.send_stored(connection, params, (start, end))

@@ -73,9 +73,19 @@ class Stored:
 
 def load(connection: Driver, group: Group, lock: bool = False) -> Stored | None:
     """The group's tally; with `lock`, locked until the transaction ends (PostgreSQL)."""
+    return send_load(connection, group, lock)()
+
+
+def send_load(connection: Driver, group: Group, lock: bool = False) -> Callable[[], Stored | None]:
+    """load(), sent: what it finds once called."""
     statement = LOCK_TALLY if lock and connection.dialect.name == "postgresql" else SELECT_TALLY
-    row = connection.execute(statement, group.key()).first()
-    return None if row is None else Stored(row)
+    rows = connection.execute(statement, group.key())
+
+    def found() -> Stored | None:
+        row = rows.first()
+        return None if row is None else Stored(row)
+
+    return found
 
 
 SELECT_TALLIES = text(
@@ -222,7 +232,12 @@ def rederive(
     connection: Driver, group: Group, rules: policy.Rules, now: float
 ) -> tuple[Tally, dict[int, float]]:
     """The tally from every stored run, and each session's latest verified run."""
-    runs = all_runs(connection, group)
+    return _derived(all_runs(connection, group), group, rules, now)
+
+
+def _derived(
+    runs: list[GroupRun], group: Group, rules: policy.Rules, now: float
+) -> tuple[Tally, dict[int, float]]:
     return derive(runs, now, rules, group.min_branches()), session_lasts(runs)
 
 
@@ -234,15 +249,12 @@ def rederive_locked(
     waits for the lock), so that every window that wrote the tally before has committed its
     runs, and none writes it until this transaction ends. Work that reads in rounds
     (remem/db/driver.py)."""
-    statement = LOCK_TALLY if connection.dialect.name == "postgresql" else SELECT_TALLY
     for _attempt in range(2):
-        stored_sent = connection.execute(statement, group.key())
+        stored_sent = send_load(connection, group, lock=True)
         runs_sent = send_all_runs(connection, group)
         yield
-        row = stored_sent.first()
-        stored = None if row is None else Stored(row)
-        runs = runs_sent()
-        tally, lasts = derive(runs, now, rules, group.min_branches()), session_lasts(runs)
+        stored = stored_sent()
+        tally, lasts = _derived(runs_sent(), group, rules, now)
         sent = send(connection, group, tally, stored, now, lasts)
         yield
         # Refused only when another window inserted the group's first tally meanwhile: the

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from remem.procedures.fixes import Between, Failing, Fix, read_fix
 from remem.procedures.lessons import (
-    AttemptDetail,
     JournalRun,
     Sighting,
     occurrences,
@@ -18,8 +17,7 @@ LAZY = "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependen
 
 
 def seen(event_id: int, error: str | None, session_id: int = 1) -> Sighting:
-    detail = AttemptDetail(1, 1, None, None, error)
-    return sighting(event_id, float(event_id), session_id, detail, "feat-a")
+    return sighting(event_id, float(event_id), session_id, error, None, "feat-a")
 
 
 def segment(*runs: tuple[int, str | None] | int) -> list[tuple[str, list[int], int | None]]:
@@ -60,10 +58,8 @@ def test_an_error_that_comes_back_is_met_again() -> None:
 
 def test_the_same_error_on_another_branch_keys_alike() -> None:
     mine = seen(1, "fatal: The current branch feat-a has no upstream branch.")
-    detail = AttemptDetail(
-        1, 1, None, None, "fatal: The current branch fix-9 has no upstream branch."
-    )
-    theirs = sighting(2, 2.0, 2, detail, "fix-9")
+    error = "fatal: The current branch fix-9 has no upstream branch."
+    theirs = sighting(2, 2.0, 2, error, None, "fix-9")
     assert mine.error_key == theirs.error_key
 
 
