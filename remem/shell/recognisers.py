@@ -740,7 +740,12 @@ _EXIT_STATUS = _compile(
 )
 _ASSERTION = _compile(r"(?i)expect|assert")
 _TRACEBACK = "Traceback (most recent call last):"
-_ERROR_PREFIX = _compile(r"^\s*(?:(?:error|Error|fatal|FATAL)(?:\[\w+\])?:|ERROR\b)\s*\S")
+# `error: …`, `fatal: …`, `ERROR …`, and a bundler's bracketed level after its mark
+# (esbuild's `✘ [ERROR] Could not resolve "js/app.js"`).
+_ERROR_PREFIX = _compile(
+    r"^\s*(?:(?:error|Error|fatal|FATAL)(?:\[\w+\])?:|ERROR\b|(?:[✘✖×]\s*)?\[(?:ERROR|error)\])"
+    r"\s*\S"
+)
 _MENTION = _compile(r"(?i)error|fail|exception|panic")
 SALIENT_MAX_CHARS = 300
 # What an error excerpt no recogniser reads is read by: a line naming an error, else the first

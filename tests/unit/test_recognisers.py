@@ -294,6 +294,11 @@ def test_generic_error_lines() -> None:
     )
 
 
+def test_a_bundler_error_gives_its_own_line_not_the_stack_after_it() -> None:
+    output = next(o for c, o, _ in shell_calls() if c.startswith("node assets/build.js"))
+    assert salient_line("node assets/build.js", output) == '✘ [ERROR] Could not resolve "js/app.js"'
+
+
 def test_an_exit_status_alone_says_nothing() -> None:
     for output in (
         "Exit code 1",
