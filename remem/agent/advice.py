@@ -22,6 +22,7 @@ from remem.json_contract import date
 from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import (
     NEEDS_CREDENTIALS,
+    elsewhere,
     escape_unsafe,
     inert_command,
     inert_path,
@@ -137,7 +138,7 @@ _PROJECT = "SELECT id FROM projects WHERE root = :root"
 _SESSION = "SELECT id FROM sessions WHERE host = :host AND session_key = :key"
 _SUBSTITUTE_COLUMNS = (
     "SELECT id, directory, failed_workflow, failed_workflow_hash, error, substitute_workflow_hash, "
-    "substitute_command, session_id, found_at, error_key FROM substitutions "
+    "substitute_command, session_id, found_at, error_key, substitute_directory FROM substitutions "
     "WHERE project_id = :project AND "
 )
 _SUBSTITUTES = _SUBSTITUTE_COLUMNS + "failed_workflow_hash = :value ORDER BY found_at DESC LIMIT 50"
@@ -277,7 +278,7 @@ def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
     times = "session" if sessions == 1 else "sessions"
     line = (
         f"- {_command(row[2])}{where}: {said} ({sessions} {times}, last {date(row[8])})"
-        f" — {_use(row[6], runs)}"
+        f" — {_use(row[6], runs, elsewhere(row[10], row[1]))}"
     )
     return [Advice(SUBSTITUTION, f"{row[3]}>{row[5]}", line, (row[5],))]
 
@@ -287,14 +288,14 @@ def _best_substitute(
 ) -> tuple[Any, int, int | None] | None:
     """The substitute to name: verified first, then met in the most sessions, then newest;
     none when the failing workflow is itself verified now (it passes here, whatever failed)."""
-    groups: dict[tuple[str, str, str], list[Any]] = {}
+    groups: dict[tuple[str, str, str, str], list[Any]] = {}
     for row in rows:
-        groups.setdefault((row[1], row[3], row[5]), []).append(row)
+        groups.setdefault((row[1], row[3], row[5], row[10]), []).append(row)
     ranked = []
-    for (where, failed_hash, substitute_hash), found in groups.items():
+    for (where, failed_hash, substitute_hash, ran_in), found in groups.items():
         if _verified_runs(execute, project_id, where, failed_hash) is not None:
             continue
-        runs = _verified_runs(execute, project_id, where, substitute_hash)
+        runs = _verified_runs(execute, project_id, ran_in, substitute_hash)
         sessions = len({row[7] for row in found})
         order = (where != directory, runs is None, -sessions, -found[0][8])
         ranked.append((order, found[0], sessions, runs))
@@ -329,7 +330,7 @@ def advise_before(execute: Execute, root: str, directory: str, command: str | No
     row, _sessions, runs = best
     line = (
         f"- {_command(row[2])} failed in {failed_sessions} sessions here and never passed"
-        f" — {_use(row[6], runs)}"
+        f" — {_use(row[6], runs, elsewhere(row[10], row[1]))}"
     )
     return [Advice(BEFORE, f"{row[3]}>{row[5]}", line, (row[5],))]
 
@@ -397,8 +398,9 @@ def render(found: Sequence[Advice], before: bool = False) -> str | None:
     return text if len(text) <= ADVICE_CHARS else text[: ADVICE_CHARS - 1] + "…"
 
 
-def _use(command: str, runs: int | None) -> str:
-    shown = _command(command)
+def _use(command: str, runs: int | None, where: str) -> str:
+    """The command that passed instead, with where it ran when elsewhere (`where`)."""
+    shown = _command(command) + where
     if needs_credentials(command):
         shown += f" ({NEEDS_CREDENTIALS})"
     if runs is None:

@@ -11,6 +11,7 @@ from remem import json_contract
 from remem.config import Settings
 from remem.record.quote import (
     NEEDS_CREDENTIALS,
+    elsewhere,
     inert_command,
     inert_path,
     name_files,
@@ -99,6 +100,7 @@ def _substitutions_block(substitutions: Sequence[Substitution]) -> str:
         sessions = "session" if found.sessions == 1 else "sessions"
         runs = found.instead_verified_runs
         instead = inert_command(_shortened(found.instead))
+        instead += elsewhere(found.instead_directory, found.directory)
         if runs is None:
             use = f"{instead} passed instead"
         else:

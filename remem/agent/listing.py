@@ -12,6 +12,7 @@ from remem.json_contract import date, rfc3339
 from remem.record.quote import (
     NEEDS_CREDENTIALS,
     NO_OUTPUT,
+    elsewhere,
     escape_unsafe,
     inert_path,
     quote_excerpt,
@@ -225,5 +226,6 @@ def substitution_line(found: Substitution) -> str:
     return (
         f"Instead of {quote_text(found.workflow)} "
         f"({found.failures} failed in {found.sessions} {sessions}), "
-        f"{quote_text(found.instead)} passed{verified}"
+        f"{quote_text(found.instead)}{elsewhere(found.instead_directory, found.directory)}"
+        f" passed{verified}"
     )

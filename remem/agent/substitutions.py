@@ -31,6 +31,7 @@ class Substitution(Record):
     last_seen_at: float
     instead: str  # the command that passed, as it was run the last time
     instead_workflow: str
+    instead_directory: str  # where it passed: `directory`, or where the same command works
     instead_procedure_id: int | None = None  # its active procedure, when one is verified
     instead_verified_runs: int | None = None
     kind: str = "substitution"
@@ -44,7 +45,8 @@ SUBSTITUTIONS_SHOWN = 5
 _SUBSTITUTIONS = (
     "SELECT pr.root, s.directory, s.failed_workflow_hash, s.substitute_workflow_hash, "
     "s.failed_workflow, s.error, s.error_key, s.session_id, s.found_at, s.substitute_command, "
-    "s.substitute_workflow FROM substitutions s JOIN projects pr ON pr.id = s.project_id "
+    "s.substitute_workflow, s.substitute_directory FROM substitutions s "
+    "JOIN projects pr ON pr.id = s.project_id "
     "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
 )
 _ACTIVE_WORKFLOWS = (
@@ -73,22 +75,23 @@ def read_substitutions(
             f" AND (s.failed_workflow_hash IN ({hashes}) "
             f"OR s.substitute_workflow_hash IN ({hashes}))"
         )
-    found: dict[tuple[str, str, str, str], list[Any]] = {}
+    found: dict[tuple[str, str, str, str, str], list[Any]] = {}
     for row in execute(_SUBSTITUTIONS.format(where=where), params):
-        found.setdefault(tuple(row[:4]), []).append(row)
+        found.setdefault((*row[:4], row[11]), []).append(row)
     if not found:
         return []
-    active = _active_workflows(execute, root, {h for key in found for h in key[2:]})
+    active = _active_workflows(execute, root, {h for key in found for h in key[2:4]})
     result = []
-    for (project, directory, failed_hash, substitute_hash), rows in found.items():
+    for (project, directory, failed_hash, substitute_hash, ran_in), rows in found.items():
         if (project, directory, failed_hash) in active:
             continue
         newest = rows[0]
-        verified = active.get((project, directory, substitute_hash), (None, None))
+        verified = active.get((project, ran_in, substitute_hash), (None, None))
         result.append(
             Substitution(
                 project, directory, newest[4], newest[5], newest[6], len(rows),
-                len({row[7] for row in rows}), newest[8], newest[9], newest[10], *verified,
+                len({row[7] for row in rows}), newest[8], newest[9], newest[10], ran_in,
+                *verified,
             )
         )  # fmt: skip
     result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))

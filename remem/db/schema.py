@@ -338,6 +338,9 @@ substitutions = Table(
     Column("substitute_workflow", Text, nullable=False),
     Column("substitute_workflow_hash", Text, nullable=False),
     Column("substitute_command", Text, nullable=False),
+    # Where the substitute ran: the failed run's directory, or another where the same command
+    # passed (remem/shell/purpose.py, same_elsewhere).
+    Column("substitute_directory", Text, nullable=False),
     Column("failed_at", Float, nullable=False),
     Column("found_at", Float, nullable=False),
     UniqueConstraint("failed_event_id", "failed_step", name="uq_substitutions_failed"),

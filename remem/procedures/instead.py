@@ -62,10 +62,10 @@ _INSERT = text(
     "INSERT INTO substitutions (project_id, session_id, branch, directory, failed_event_id, "
     "failed_step, failed_workflow, failed_workflow_hash, error, error_key, "
     "substitute_event_id, substitute_workflow, substitute_workflow_hash, substitute_command, "
-    "failed_at, found_at) VALUES (:project_id, :session_id, :branch, :directory, "
-    ":failed_event_id, :failed_step, :failed_workflow, :failed_workflow_hash, :error, "
-    ":error_key, :substitute_event_id, :substitute_workflow, :substitute_workflow_hash, "
-    ":substitute_command, :failed_at, :found_at)"
+    "substitute_directory, failed_at, found_at) VALUES (:project_id, :session_id, :branch, "
+    ":directory, :failed_event_id, :failed_step, :failed_workflow, :failed_workflow_hash, "
+    ":error, :error_key, :substitute_event_id, :substitute_workflow, :substitute_workflow_hash, "
+    ":substitute_command, :substitute_directory, :failed_at, :found_at)"
 )
 _DELETE = text("DELETE FROM substitutions WHERE id = :id")
 
@@ -159,6 +159,7 @@ def _row(session_id: int, failed: Any, passed: Any, found: Pair) -> dict[str, An
         "substitute_workflow": passed.workflow,
         "substitute_workflow_hash": passed.workflow_hash,
         "substitute_command": passed.command,
+        "substitute_directory": passed.directory,
         "failed_at": failed.at,
         "found_at": passed.at,
     }

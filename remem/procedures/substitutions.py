@@ -3,9 +3,11 @@ edit, a different workflow for the same purpose that passed: "instead of A, B wo
 
 Each failed run gets the first such pass after it, so every failing step of a chain
 (`pytest` 127, `python -m pytest` 127, `python3 -m pytest`: no module named pytest, then
-`.venv/bin/python -m pytest` passes) gets the command that worked. An edit in between means
-the pass may owe to the edit: no substitution. A failed workflow that passes itself later is
-no longer waiting for a substitute.
+`.venv/bin/python -m pytest` passes) gets the command that worked. The pass may be in another
+directory of the project when it runs the same command from there (`node assets/build.js`
+failing, `cd assets && node build.js` passing). An edit in between means the pass may owe to
+the edit: no substitution. A failed workflow that passes itself later is no longer waiting for
+a substitute.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from remem.shell.purpose import same_purpose
+from remem.shell.purpose import same_elsewhere, same_purpose
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ def pair(runs: Iterable[SessionRun], edit_event_ids: Iterable[int]) -> list[Pair
 
 
 def _substitutes(failed: SessionRun, passed: SessionRun) -> bool:
-    return failed.directory == passed.directory and same_purpose(
-        failed.workflow, passed.workflow, failed.ran
+    if failed.directory == passed.directory:
+        return same_purpose(failed.workflow, passed.workflow, failed.ran)
+    return same_elsewhere(
+        failed.workflow, failed.directory, passed.workflow, passed.directory, failed.ran
     )

@@ -143,6 +143,14 @@ def inert_path(path: str) -> str:
     return quote_text(path)
 
 
+def elsewhere(directory: str, failed_in: str) -> str:
+    """Where a command that passed instead ran, when not where the failed one did: " in
+    assets/", " at the project root"; else nothing."""
+    if directory == failed_in:
+        return ""
+    return " at the project root" if directory == "." else f" in {inert_path(directory)}/"
+
+
 def name_files(names: Sequence[str], more: int = 0) -> str:
     """At most FILES_NAMED file names, inert, then how many more there were."""
     named = ", ".join(inert_path(name) for name in names[:FILES_NAMED])

@@ -7,11 +7,16 @@ launchers (`uv run`, `npx`) dropped, a program's directory dropped, an interpret
 module (`python3 -m pytest`) read as that module. Two workflows whose reductions are equal are
 for the same purpose; so are two of one tool family (remem/shell/recognisers.py) that differ
 only in their options, when the failed one could not run: `pytest tests/a.py` and
-`pytest tests/b.py` are not, as running other tests is another purpose. Pure.
+`pytest tests/b.py` are not, as running other tests is another purpose.
+
+From another directory only the same command counts, its paths read from where each ran:
+`node assets/build.js` failing at the root and `node build.js` passing in assets/ run the same
+script, so does `npm test` in web/ after `npm test` could not run at the root. Pure.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from functools import lru_cache
 
@@ -36,19 +41,15 @@ LAUNCHERS: tuple[tuple[str, ...], ...] = (
 )
 # An interpreter's name, whatever its version: python, python3, python3.12, pypy3.
 _PYTHON = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?$")
+# A word naming a file by itself, with no directory: `build.js`, `mix.exs`.
+_FILE_NAME = re.compile(r"^[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,7}$")
 
 
 @lru_cache(maxsize=1_024)
 def reduced(workflow: str) -> tuple[str, ...] | None:
     """What the workflow runs, as words; None when it is not one simple command (a pipeline,
     a list, something the grammar cannot read)."""
-    lists = parse(parseable(workflow))
-    if not lists or len(lists) != 1 or len(lists[0].pipelines) != 1:
-        return None
-    units = lists[0].pipelines[0].units
-    if len(units) != 1 or units[0].node.type != "command":
-        return None
-    words = _past_launchers(unit_words(units[0]))
+    words = _past_launchers(_simple_words(workflow) or [])
     if not words:
         return None
     program = words[0].rsplit("/", 1)[-1]
@@ -57,6 +58,17 @@ def reduced(workflow: str) -> tuple[str, ...] | None:
     if len(words) > 2 and words[1] == "-m":
         return tuple(words[2:])  # `python -m pytest -q` runs pytest
     return ("python", *words[1:])
+
+
+def _simple_words(workflow: str) -> list[str] | None:
+    """The words of a workflow that is one simple command; None for anything else."""
+    lists = parse(parseable(workflow))
+    if not lists or len(lists) != 1 or len(lists[0].pipelines) != 1:
+        return None
+    units = lists[0].pipelines[0].units
+    if len(units) != 1 or units[0].node.type != "command":
+        return None
+    return unit_words(units[0])
 
 
 def _past_launchers(words: list[str]) -> list[str]:
@@ -92,6 +104,37 @@ def same_purpose(failed: str, passed: str, failed_ran: bool = False) -> bool:
     if family is None or family is not recognisers.check_of(passed):
         return False
     return _operands(first) == _operands(second)
+
+
+def same_elsewhere(
+    failed: str, failed_directory: str, passed: str, passed_directory: str, failed_ran: bool
+) -> bool:
+    """Whether `passed`, run in another directory of the project, is the command `failed`
+    meant to run: the same words, each path read from the directory it ran in. Red where it
+    failed (`failed_ran`), it counts only when it names a file: the same script passing from
+    another place says where to run it, while the same test command passing in a
+    sub-project says nothing of the tests that failed."""
+    first = _placed(failed, failed_directory)
+    second = _placed(passed, passed_directory)
+    if first is None or first != second:
+        return False
+    return not failed_ran or first[1]
+
+
+@lru_cache(maxsize=1_024)
+def _placed(workflow: str, directory: str) -> tuple[tuple[str, ...], bool] | None:
+    """A simple command's words with each path resolved against `directory` (within the
+    project), and whether any word was a relative path; None for anything else."""
+    simple = _simple_words(workflow)
+    if simple is None:
+        return None
+    words, names_file = [], False
+    for index, word in enumerate(simple):
+        relative = not word.startswith(("/", "~", "$", "-")) and "=" not in word
+        if relative and ("/" in word or (index > 0 and _FILE_NAME.match(word))):
+            word, names_file = posixpath.normpath(posixpath.join(directory, word)), True
+        words.append(word)
+    return tuple(words), names_file
 
 
 def _operands(words: tuple[str, ...]) -> tuple[str, ...]:

@@ -150,6 +150,21 @@ def test_a_command_not_found_is_answered_with_the_command_verified_instead(
     assert f"use `{VENV}`" in other
 
 
+def test_a_script_failing_where_it_cannot_resolve_its_paths_is_told_where_it_passed(
+    home: Home, project: Path
+) -> None:
+    agent = Claude(home, project)
+    error = 'Exit code 1\n✘ [ERROR] Could not resolve "js/app.js"'
+    for session in ("learn-0", "learn-1"):
+        agent.failed("node assets/build.js", session, error)
+        agent.ran(f"cd {project}/assets && node build.js", session)
+    home.remem("worker", "--burst")
+    text = context_of(agent.failed("node assets/build.js", "now", error))
+    assert text.splitlines()[1].endswith(" — use `node build.js` in assets/ (verified, 2 runs)"), (
+        text
+    )
+
+
 SECRET = (
     "Exit code 2\n  1) test home page (AppWeb.PageTest)\n"
     "     ** (RuntimeError) no :secret_key_base configuration found in AppWeb.Endpoint.\n"

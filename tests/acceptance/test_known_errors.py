@@ -56,12 +56,11 @@ def test_a_real_session_teaches_each_of_its_errors_with_its_own_fix(
     home.remem("worker", "--burst")
 
     fresh = add_worktree(repository, workspace / "spotter-worktrees" / "spotter-new", "new")
-    found = known_lines(hook(home, session_start(fresh, "next-session")))
+    digest = hook(home, session_start(fresh, "next-session"))
+    found = known_lines(digest)
 
     lazy_html = the_one(found, "requires lazy_html as a test dependency")
     assert lazy_html == "fixed after editing mix.exs and running `mix deps.get`"
-    print(json.dumps(errors_json(home, repository), indent=1))
-    print(found)
     secret = the_one(found, "no :secret_key_base configuration found")
     assert secret == "fixed after editing config/test.exs"
     # The branch's name is masked where it names the branch.
@@ -73,6 +72,14 @@ def test_a_real_session_teaches_each_of_its_errors_with_its_own_fix(
     assert (lazy["fix_files"], lazy["fix_commands"]) == (["mix.exs"], ["mix deps.get"])
     assert lazy["workflow"] == "mix test <test file>"  # runs on any test file: one family
     assert lazy["branch"] == "spotter-fum" and lazy["resolved_at"] is not None
+    # The asset build failed from the root and passed from assets/, with no edit between.
+    (build,) = [k for k in known if k.get("kind") == "substitution" and "build.js" in k["workflow"]]
+    assert (build["workflow"], build["instead_workflow"], build["instead_directory"]) == (
+        "node assets/build.js",
+        "node build.js",
+        "assets",
+    )
+    assert "— `node build.js 2>&1` in assets/ passed instead" in digest
 
 
 def test_a_fix_that_was_a_command_is_named(home: Home, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ so, and the project's digest shows them under their own heading."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -50,7 +51,9 @@ def test_importing_a_session_older_than_max_age_learns_stale_procedures_that_say
     lines = digest.splitlines()
     assert lines[0].startswith("remem: no command verified lately in ")
     assert lines[1] == "Verified earlier (not lately):"
-    shown_lines = [line for line in lines if line.startswith("- `")]
+    # The block's lines, up to the next heading (known errors, substitutions).
+    block = list(itertools.takewhile(lambda line: line.startswith(("- ", "  ")), lines[2:]))
+    shown_lines = [line for line in block if line.startswith("- `")]
     assert len(shown_lines) == len(listed)
     for procedure in listed:
         (line,) = [line for line in shown_lines if line.startswith(f"- `{procedure['command']}`")]

@@ -144,3 +144,31 @@ def test_another_purpose_is_not_a_substitution(home: Home, project: Path) -> Non
     assert json.loads(context(home, project, "--json").stdout)["substitutions"] == []
     errors = json.loads(home.remem("procedures", "errors", "--json").stdout)
     assert [item for item in errors if item.get("kind") == "substitution"] == []
+
+
+def test_a_script_run_from_the_wrong_directory_learns_where_it_runs(
+    home: Home, project: Path
+) -> None:
+    """The build script resolves its paths from its own directory: run from the root it fails
+    (the tool ran), run from assets/ it passes. The next session is told where to run it."""
+    agent = Agent(home, project)
+    error = 'Exit code 1\n✘ [ERROR] Could not resolve "js/app.js"'
+    for session in ("first", "second"):
+        agent.failed("node assets/build.js 2>&1", session, error)
+        agent.ran(f"cd {project}/assets && node build.js 2>&1", session)
+    home.remem("worker", "--burst")
+
+    (line,) = substitution_lines(session_start(home, project, "next"))
+    assert line == (
+        '- `node assets/build.js`: "✘ [ERROR] Could not resolve \\"js/app.js\\"" (2 sessions)'
+        " — use `node build.js 2>&1` in assets/ (verified, 2 runs)"
+    )
+    found = json.loads(home.remem("procedures", "errors", "--json").stdout)
+    (item,) = [item for item in found if item.get("kind") == "substitution"]
+    assert (item["directory"], item["instead_workflow"], item["instead_directory"]) == (
+        ".",
+        "node build.js",
+        "assets",
+    )
+    text = home.remem("procedures", "show", str(item["instead_procedure_id"])).stdout
+    assert '"node build.js 2>&1" in assets/ passed' in text

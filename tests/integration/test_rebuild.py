@@ -719,3 +719,25 @@ def test_migration_0015_keeps_a_read_s_failure_and_files_it_under_its_step_again
         ("cat missing.txt", "cat: missing.txt: No such file")
     ]
     assert world.procedures("workflow", "verified_runs") == [("make test", 2)]
+
+
+def test_migration_0016_finds_the_command_that_passed_in_another_directory(
+    world: World,
+) -> None:
+    """A database derived before a substitute could run elsewhere had no substitution for a
+    script that failed at the root and passed from its own directory. Schema 0016 keeps where
+    each substitute ran, and asks for a rebuild, which finds it."""
+    error = 'Could not resolve "js/app.js"'
+    world.post("node assets/build.js", 1, output=error)
+    world.post("cd /p/shop/assets && node build.js")
+    world.burst()
+    found = "SELECT failed_workflow, substitute_workflow, directory, substitute_directory "
+    found += "FROM substitutions"
+    assert world.execute(found) == [("node assets/build.js", "node build.js", ".", "assets")]
+    with world.engine.begin() as connection:  # as the derivation before 0016 left it
+        connection.execute(text("DELETE FROM substitutions"))
+    migrate.downgrade(world.engine, "0015")
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert world.execute(found) == [("node assets/build.js", "node build.js", ".", "assets")]

@@ -97,7 +97,8 @@ class Served:
 
 def build_memory(home: Home, project: Path) -> None:
     """`make build` verified on main and on feature (a project-wide procedure); the tests
-    failed once on main, then passed twice (a procedure with a lesson)."""
+    failed once on main, then passed twice (a procedure with a lesson); the asset build
+    failed from the root and passed from assets/ (a substitution)."""
     agent = Agent(home, project)
     agent.ran(BUILD, "s1")
     agent.failed(TEST, "s1", FAILED)
@@ -105,6 +106,8 @@ def build_memory(home: Home, project: Path) -> None:
     agent.ran(TEST, "s1")
     agent.ran(TEST, "s2")
     agent.ran(BUILD, "s2")
+    agent.failed("node assets/build.js", "s2", 'Exit code 1\nCould not resolve "js/app.js"')
+    agent.ran(f"cd {project}/assets && node build.js", "s2")
     set_branch(project, "feature")
     agent.ran(BUILD, "s3")
     agent.ran(BUILD, "s3")

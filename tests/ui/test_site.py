@@ -86,6 +86,17 @@ def test_the_branch_page_shows_the_digest_remem_context_prints(
 
 
 @browser_test
+def test_the_branch_page_says_where_a_command_passed_instead(
+    served: Served, watched: Watched, project: Path, tmp_path: Path
+) -> None:
+    page = visit(watched, served, branch_path(project, "main"), tmp_path / "branch.png")
+    (line,) = [text for text in page.locator("main li").all_inner_texts() if "instead of" in text]
+    assert line.startswith("instead of node assets/build.js (Could not resolve")
+    assert ", node build.js in assets/ passed · 1 failure(s) in 1 session(s)" in line
+    assert watched.problems == []
+
+
+@browser_test
 def test_links_lead_from_the_projects_to_a_procedure_and_its_search(
     served: Served, watched: Watched, home: Home, project: Path, tmp_path: Path
 ) -> None:

@@ -762,6 +762,7 @@ def substitution(workflow: str, error: str | None, **fields: object) -> Substitu
         "instead_workflow": ".venv/bin/python -m pytest",
         **fields,
     }
+    values.setdefault("instead_directory", values["directory"])
     return Substitution(**values)
 
 
@@ -786,6 +787,27 @@ def test_substitutions_follow_the_known_errors_and_say_whether_the_substitute_is
         "`.venv/bin/python -m pytest` (verified, 6 runs)",
         "- `go test ./...` in api/: failed, no output recorded (1 session) — "
         "`GOFLAGS=-mod=mod go test ./...` passed instead",
+    ]
+
+
+def test_a_command_that_passed_in_another_directory_says_where_to_run_it() -> None:
+    build = substitution(
+        "node assets/build.js",
+        'Could not resolve "js/app.js"',
+        instead="node build.js",
+        instead_directory="assets",
+        instead_procedure_id=2,
+        instead_verified_runs=3,
+    )
+    from_root = substitution(
+        "npm test", "npm ERR! enoent", directory="web", sessions=1, instead_directory="."
+    )
+    (page,) = paginate([], HEADER, substitutions=[build, from_root])
+    assert page.splitlines()[-2:] == [
+        '- `node assets/build.js`: "Could not resolve \\"js/app.js\\"" (3 sessions) — use '
+        "`node build.js` in assets/ (verified, 3 runs)",
+        '- `npm test` in web/: "npm ERR! enoent" (1 session) — '
+        "`.venv/bin/python -m pytest` at the project root passed instead",
     ]
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from remem.procedures.steps import workflow_hash
 from remem.procedures.substitutions import SessionRun, pair
-from remem.shell.purpose import reduced, same_purpose
+from remem.shell.purpose import reduced, same_elsewhere, same_purpose
 
 GO = "go test ./..."
 GO_SANDBOXED = "GOCACHE=$(pwd)/.cache/go-build GOMODCACHE=$(pwd)/.cache/go-mod go test ./..."
@@ -92,6 +92,38 @@ def test_another_directory_or_purpose_is_no_substitution() -> None:
     other = SessionRun(2, 0, "api", VENV, workflow_hash(VENV), True)
     assert pairs([run(1, "pytest", False), other]) == []
     assert pairs([run(1, "npm test", False), run(2, "npm run build", True)]) == []
+
+
+@pytest.mark.parametrize(
+    ("failed", "failed_in", "passed", "passed_in", "failed_ran", "same"),
+    [
+        # The same script, named from where each ran: red or not, it says where to run it.
+        ("node assets/build.js", ".", "node build.js", "assets", True, True),
+        ("./run.sh", "scripts", "scripts/run.sh", ".", True, True),
+        ("python tools/gen.py --all", ".", "python gen.py --all", "tools", False, True),
+        # The same command in another directory: only when it could not run where it failed.
+        ("npm test", ".", "npm test", "web", False, True),
+        ("npm test", ".", "npm test", "web", True, False),
+        ("mix test", ".", "mix test", "apps/cart", True, False),
+        # Another command, or other files, from another directory.
+        ("pytest", ".", VENV, "api", False, False),
+        ("node assets/build.js", ".", "node build.js", "web", True, False),
+        ("node build.js", ".", "node build.js", "assets", True, False),
+        ("npm test", ".", "npm run build", "web", False, False),
+        ("make test && make lint", ".", "make test && make lint", "api", False, False),
+    ],
+)
+def test_the_same_command_from_another_directory(
+    failed: str, failed_in: str, passed: str, passed_in: str, failed_ran: bool, same: bool
+) -> None:
+    assert same_elsewhere(failed, failed_in, passed, passed_in, failed_ran) is same
+
+
+def test_a_failure_gets_the_same_command_that_passed_in_another_directory() -> None:
+    failed = SessionRun(1, 0, ".", "node assets/build.js", "h1", False, ran=True)
+    moved = SessionRun(3, 0, "assets", "node build.js", "h2", True)
+    assert pairs([failed, moved]) == [("node assets/build.js", "node build.js")]
+    assert pairs([failed, moved], (2,)) == []  # an edit before it: it may owe to the edit
 
 
 def test_steps_of_one_command_pair_in_order() -> None:
