@@ -1,11 +1,14 @@
 """The promote handler: a session's window of events -> runs of workflow steps -> procedures.
 
 `prepare` reads and analyses outside any write transaction: it builds the window (window.py:
-parses commands, may open rollout files) and reads what applying it needs (reads.py: the
-groups' tallies and what advancing them needs, their procedures' newest evidence, the region
-of streaks the window may change). `apply` writes, in the transaction that also completes the
-task, so a window is applied entirely or not at all; it still reads the streaks' runs in that
-region, which include the window's own, an index range as small as the window.
+parses commands, may open rollout files) and, on SQLite, reads what applying it needs
+(reads.py: the groups' tallies and what advancing them needs, their procedures' newest
+evidence, the region of streaks the window may change), so that the one write lock is held for
+writing. On a server, where a writer holds only its own rows, apply reads them itself, in its
+own pipeline: a transaction and a check of what prepare read fewer. `apply` writes, in the
+transaction that also completes the task, so a window is applied entirely or not at all; it
+still reads the streaks' runs in that region, which include the window's own, an index range
+as small as the window.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
             params["since"] = max(event.captured_at for event in events) - LATE_RESOLUTION_S
             late = tuple(event_of(row) for row in connection.execute(SELECT_UNRESOLVED, params))
         window = build_window(events, late, settings)
+        if connection.dialect.name != "sqlite":
+            return window  # read by apply, under its lock
         return replace(window, reads=read_window(connection, window, settings))
 
 
