@@ -269,7 +269,9 @@ def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
     if not rows:
         keys = (_SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY)
         rows = _by_key(execute, *keys, failure, 9, failure.branch)
-    best = _best_substitute(execute, failure.project_id, rows, failure.directory)
+    best = _best_substitute(
+        execute, failure.project_id, rows, failure.directory, failure.workflow_hash
+    )
     if best is None:
         return []
     row, sessions, runs = best
@@ -284,15 +286,23 @@ def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
 
 
 def _best_substitute(
-    execute: Execute, project_id: int, rows: Sequence[Any], directory: str
+    execute: Execute,
+    project_id: int,
+    rows: Sequence[Any],
+    directory: str,
+    workflow_hash: str | None,
 ) -> tuple[Any, int, int | None] | None:
-    """The substitute to name: verified first, then met in the most sessions, then newest;
-    none when the failing workflow is itself verified now (it passes here, whatever failed)."""
+    """The substitute to name for a failure of `workflow_hash` in `directory`: verified first,
+    then met in the most sessions, then newest; none when the failing workflow is itself
+    verified now (it passes here, whatever failed), and never the command that just failed
+    where it failed (what passed elsewhere instead of it)."""
     groups: dict[tuple[str, str, str, str], list[Any]] = {}
     for row in rows:
         groups.setdefault((row[1], row[3], row[5], row[10]), []).append(row)
     ranked = []
     for (where, failed_hash, substitute_hash, ran_in), found in groups.items():
+        if (ran_in, substitute_hash) == (directory, workflow_hash):
+            continue
         if _verified_runs(execute, project_id, where, failed_hash) is not None:
             continue
         runs = _verified_runs(execute, project_id, ran_in, substitute_hash)
@@ -324,7 +334,7 @@ def advise_before(execute: Execute, root: str, directory: str, command: str | No
     if failed_sessions < FAILED_SESSIONS_BEFORE or execute(_EVER_PASSED, params):
         return []
     rows = execute(_SUBSTITUTES, {"project": project_id, "value": workflow_hash})
-    best = _best_substitute(execute, project_id, rows, directory)
+    best = _best_substitute(execute, project_id, rows, directory, workflow_hash)
     if best is None or best[2] is None:
         return []
     row, _sessions, runs = best

@@ -130,7 +130,14 @@ def _session_run(row: Any, passed: bool) -> SessionRun:
     # A failure that could run (red, or nothing says otherwise): the tool works here.
     ran = not passed and not row.cannot_run
     return SessionRun(
-        row.event_id, row.step, row.directory, row.workflow, row.workflow_hash, passed, ran
+        row.event_id,
+        row.step,
+        row.directory,
+        row.workflow,
+        row.workflow_hash,
+        row.command,
+        passed,
+        ran,
     )
 
 

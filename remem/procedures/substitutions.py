@@ -27,6 +27,7 @@ class SessionRun:
     directory: str
     workflow: str
     workflow_hash: str
+    command: str  # the step as run: its own files, where the workflow has a placeholder
     passed: bool
     ran: bool = False  # failed, but not because it cannot run here (remem/shell/runnable.py)
 
@@ -64,6 +65,7 @@ def pair(runs: Iterable[SessionRun], edit_event_ids: Iterable[int]) -> list[Pair
 def _substitutes(failed: SessionRun, passed: SessionRun) -> bool:
     if failed.directory == passed.directory:
         return same_purpose(failed.workflow, passed.workflow, failed.ran)
+    # The commands, not the workflows: `pytest <test file>` names no file of its own.
     return same_elsewhere(
-        failed.workflow, failed.directory, passed.workflow, passed.directory, failed.ran
+        failed.command, failed.directory, passed.command, passed.directory, failed.ran
     )

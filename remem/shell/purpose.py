@@ -109,8 +109,9 @@ def same_purpose(failed: str, passed: str, failed_ran: bool = False) -> bool:
 def same_elsewhere(
     failed: str, failed_directory: str, passed: str, passed_directory: str, failed_ran: bool
 ) -> bool:
-    """Whether `passed`, run in another directory of the project, is the command `failed`
-    meant to run: the same words, each path read from the directory it ran in. Red where it
+    """Whether the command `passed`, run in another directory of the project, is the command
+    `failed` meant to run: the same words, each path read from the directory it ran in (the
+    commands as run: a workflow's `<file>` names none). Red where it
     failed (`failed_ran`), it counts only when it names a file: the same script passing from
     another place says where to run it, while the same test command passing in a
     sub-project says nothing of the tests that failed."""

@@ -741,9 +741,9 @@ _EXIT_STATUS = _compile(
 _ASSERTION = _compile(r"(?i)expect|assert")
 _TRACEBACK = "Traceback (most recent call last):"
 # `error: …`, `fatal: …`, `ERROR …`, and a bundler's bracketed level after its mark
-# (esbuild's `✘ [ERROR] Could not resolve "js/app.js"`).
+# (esbuild's `✘ [ERROR] Could not resolve "js/app.js"`; a logger's bare `[error]` is not one).
 _ERROR_PREFIX = _compile(
-    r"^\s*(?:(?:error|Error|fatal|FATAL)(?:\[\w+\])?:|ERROR\b|(?:[✘✖×]\s*)?\[(?:ERROR|error)\])"
+    r"^\s*(?:(?:error|Error|fatal|FATAL)(?:\[\w+\])?:|ERROR\b|[✘✖×]\s*\[(?:ERROR|error)\])"
     r"\s*\S"
 )
 _MENTION = _compile(r"(?i)error|fail|exception|panic")

@@ -31,7 +31,7 @@ from remem.config import Settings, parse_duration
 from remem.db.snapshot import reading
 from remem.errors import NotFound, RememError
 from remem.json_contract import date, rfc3339
-from remem.record.quote import escape_unsafe, inert_path
+from remem.record.quote import elsewhere, escape_unsafe, inert_path
 from remem.ui import views
 
 Scope = MutableMapping[str, Any]
@@ -96,6 +96,7 @@ def _environment() -> jinja2.Environment:
     environment.filters.update(
         recorded=lambda text: escape_unsafe(str(text)) if text is not None else "",
         path=lambda text: inert_path(str(text)),
+        elsewhere=elsewhere,
         day=date,
         time=lambda at: (rfc3339(at) or "").replace("T", " ").rstrip("Z"),
         q=lambda text: quote(str(text), safe=""),

@@ -165,6 +165,25 @@ def test_a_script_failing_where_it_cannot_resolve_its_paths_is_told_where_it_pas
     )
 
 
+def test_a_command_that_passed_elsewhere_is_not_advised_where_it_just_failed(
+    home: Home, project: Path
+) -> None:
+    """`npm test` has no script at the root and passes in web/: told at the root, but a red
+    `npm test` in web/ is not told to run `npm test` in web/."""
+    agent = Claude(home, project)
+    missing = 'Exit code 1\nnpm error Missing script: "test"'
+    for session in ("learn-0", "learn-1"):
+        agent.failed("npm test", session, missing)
+        agent.ran(f"cd {project}/web && npm test", session)
+    home.remem("worker", "--burst")
+    at_root = context_of(agent.failed("npm test", "now", missing))
+    assert at_root.splitlines()[1].endswith(" — use `npm test` in web/ (verified, 2 runs)")
+    red = "Exit code 1\nTests: 1 failed, 12 passed, 13 total"
+    (project / "web").mkdir()
+    in_web = Claude(home, project / "web")
+    assert b"npm test` in web/" not in in_web.failed("npm test", "later", red)
+
+
 SECRET = (
     "Exit code 2\n  1) test home page (AppWeb.PageTest)\n"
     "     ** (RuntimeError) no :secret_key_base configuration found in AppWeb.Endpoint.\n"

@@ -55,7 +55,7 @@ def test_a_workflow_reduces_to_what_it_runs() -> None:
 
 
 def run(event_id: int, workflow: str, passed: bool, step: int = 0) -> SessionRun:
-    return SessionRun(event_id, step, ".", workflow, workflow_hash(workflow), passed)
+    return SessionRun(event_id, step, ".", workflow, workflow_hash(workflow), workflow, passed)
 
 
 def pairs(runs: list[SessionRun], edits: tuple[int, ...] = ()) -> list[tuple[str, str]]:
@@ -89,7 +89,7 @@ def test_a_failure_that_passes_itself_waits_no_more() -> None:
 
 
 def test_another_directory_or_purpose_is_no_substitution() -> None:
-    other = SessionRun(2, 0, "api", VENV, workflow_hash(VENV), True)
+    other = SessionRun(2, 0, "api", VENV, workflow_hash(VENV), VENV, True)
     assert pairs([run(1, "pytest", False), other]) == []
     assert pairs([run(1, "npm test", False), run(2, "npm run build", True)]) == []
 
@@ -120,10 +120,25 @@ def test_the_same_command_from_another_directory(
 
 
 def test_a_failure_gets_the_same_command_that_passed_in_another_directory() -> None:
-    failed = SessionRun(1, 0, ".", "node assets/build.js", "h1", False, ran=True)
-    moved = SessionRun(3, 0, "assets", "node build.js", "h2", True)
+    failed = SessionRun(
+        1, 0, ".", "node assets/build.js", "h1", "node assets/build.js", False, True
+    )
+    moved = SessionRun(3, 0, "assets", "node build.js", "h2", "node build.js 2>&1", True)
     assert pairs([failed, moved]) == [("node assets/build.js", "node build.js")]
     assert pairs([failed, moved], (2,)) == []  # an edit before it: it may owe to the edit
+
+
+def test_another_file_passing_elsewhere_is_no_substitution() -> None:
+    """Runs of a tool on files share a workflow with a placeholder: the files are in their
+    commands, and another test passing in another directory replaces nothing."""
+    family = "pytest <test file>"
+    missing = SessionRun(1, 0, ".", family, "h1", "pytest tests/test_a.py", False)
+    other = SessionRun(2, 0, "web", family, "h2", "pytest test_b.py", True)
+    same = SessionRun(3, 0, "tests", family, "h3", "pytest test_a.py", True)
+    assert pairs([missing, other]) == []
+    assert [(p.failed.command, p.substitute.command) for p in pair([missing, same], ())] == [
+        ("pytest tests/test_a.py", "pytest test_a.py")
+    ]
 
 
 def test_steps_of_one_command_pair_in_order() -> None:
@@ -132,7 +147,7 @@ def test_steps_of_one_command_pair_in_order() -> None:
 
 
 def test_a_failure_whose_tool_ran_is_not_replaced_by_other_options() -> None:
-    ran = SessionRun(1, 0, ".", "pytest -x", workflow_hash("pytest -x"), False, ran=True)
+    ran = SessionRun(1, 0, ".", "pytest -x", workflow_hash("pytest -x"), "pytest -x", False, True)
     assert pairs([ran, run(2, "pytest -q", True)]) == []
     assert pairs([run(1, "pytest -x", False), run(2, "pytest -q", True)]) == [
         ("pytest -x", "pytest -q")

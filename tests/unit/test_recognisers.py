@@ -299,6 +299,11 @@ def test_a_bundler_error_gives_its_own_line_not_the_stack_after_it() -> None:
     assert salient_line("node assets/build.js", output) == '✘ [ERROR] Could not resolve "js/app.js"'
 
 
+def test_a_logger_s_error_level_is_not_a_bundler_s_error_line() -> None:
+    output = "[error] could not reach cache, retrying\nError: Cannot find module './config.json'"
+    assert salient_line("node server.js", output) == "Error: Cannot find module './config.json'"
+
+
 def test_an_exit_status_alone_says_nothing() -> None:
     for output in (
         "Exit code 1",
