@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.config import Settings
 from remem.db.driver import Driver, Rounds, Rows, run, side_by_side
-from remem.db.engine import READ_ONLY
+from remem.db.engine import READ_ONLY, is_sqlite
 from remem.errors import NotFound
 from remem.procedures import instead, journal, known, ledger_rows, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
@@ -64,7 +64,7 @@ def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
             params["since"] = max(event.captured_at for event in events) - LATE_RESOLUTION_S
             late = tuple(event_of(row) for row in connection.execute(SELECT_UNRESOLVED, params))
         window = build_window(events, late, settings)
-        if connection.dialect.name != "sqlite":
+        if not is_sqlite(engine):
             return window  # read by apply, under its lock
         return replace(window, reads=read_window(connection, window, settings))
 

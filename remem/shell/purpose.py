@@ -16,12 +16,11 @@ script, so does `npm test` in web/ after `npm test` could not run at the root. P
 
 from __future__ import annotations
 
-import posixpath
 import re
 from functools import lru_cache
 
 from remem.shell import recognisers
-from remem.shell.arguments import parseable
+from remem.shell.arguments import file_identity, file_placeholder, parseable
 from remem.shell.kinds import WRAPPERS
 from remem.shell.syntax import parse, unit_words
 
@@ -41,8 +40,6 @@ LAUNCHERS: tuple[tuple[str, ...], ...] = (
 )
 # An interpreter's name, whatever its version: python, python3, python3.12, pypy3.
 _PYTHON = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?$")
-# A word naming a file by itself, with no directory: `build.js`, `mix.exs`.
-_FILE_NAME = re.compile(r"^[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,7}$")
 
 
 @lru_cache(maxsize=1_024)
@@ -123,19 +120,18 @@ def same_elsewhere(
 
 
 @lru_cache(maxsize=1_024)
-def _placed(workflow: str, directory: str) -> tuple[tuple[str, ...], bool] | None:
-    """A simple command's words with each path resolved against `directory` (within the
-    project), and whether any word was a relative path; None for anything else."""
-    simple = _simple_words(workflow)
+def _placed(command: str, directory: str) -> tuple[tuple[str, ...], bool] | None:
+    """A simple command's words with each file it names (the program's own script included)
+    read from `directory`, as families of file arguments read them, and whether it names any;
+    None for anything else."""
+    simple = _simple_words(command)
     if simple is None:
         return None
-    words, names_file = [], False
-    for index, word in enumerate(simple):
-        relative = not word.startswith(("/", "~", "$", "-")) and "=" not in word
-        if relative and ("/" in word or (index > 0 and _FILE_NAME.match(word))):
-            word, names_file = posixpath.normpath(posixpath.join(directory, word)), True
-        words.append(word)
-    return tuple(words), names_file
+    files = [file_placeholder(word) is not None for word in simple]
+    words = [
+        file_identity(w, directory, "") if f else w for w, f in zip(simple, files, strict=True)
+    ]
+    return tuple(words), any(files)
 
 
 def _operands(words: tuple[str, ...]) -> tuple[str, ...]:

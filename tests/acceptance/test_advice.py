@@ -85,14 +85,22 @@ class Claude:
         return self.home.hook(payload, "--host", "claude-code")
 
 
-def learn_pytest_substitute(agent: Claude, sessions: int = 2) -> None:
-    """`pytest` is not found here; `.venv/bin/python -m pytest` passes instead, and is verified."""
+def learn_substitute(
+    agent: Claude, failed: str, error: str, passed: str, sessions: int = 2, passes: int = 1
+) -> None:
+    """In each of `sessions` sessions `failed` fails with `error`, then `passed` passes
+    `passes` times; then a burst."""
     for number in range(sessions):
         session = f"learn-{number}"
-        agent.failed("pytest", session)
-        agent.ran(VENV, session)
-        agent.ran(VENV, session)
+        agent.failed(failed, session, error)
+        for _ in range(passes):
+            agent.ran(passed, session)
     agent.home.remem("worker", "--burst")
+
+
+def learn_pytest_substitute(agent: Claude, sessions: int = 2) -> None:
+    """`pytest` is not found here; `.venv/bin/python -m pytest` passes instead, and is verified."""
+    learn_substitute(agent, "pytest", NOT_FOUND, VENV, sessions, passes=2)
 
 
 def pytest_not_found(project: Path, tool_use_id: str) -> dict[str, Any]:
@@ -155,10 +163,7 @@ def test_a_script_failing_where_it_cannot_resolve_its_paths_is_told_where_it_pas
 ) -> None:
     agent = Claude(home, project)
     error = 'Exit code 1\n✘ [ERROR] Could not resolve "js/app.js"'
-    for session in ("learn-0", "learn-1"):
-        agent.failed("node assets/build.js", session, error)
-        agent.ran(f"cd {project}/assets && node build.js", session)
-    home.remem("worker", "--burst")
+    learn_substitute(agent, "node assets/build.js", error, f"cd {project}/assets && node build.js")
     text = context_of(agent.failed("node assets/build.js", "now", error))
     assert text.splitlines()[1].endswith(" — use `node build.js` in assets/ (verified, 2 runs)"), (
         text
@@ -172,10 +177,7 @@ def test_a_command_that_passed_elsewhere_is_not_advised_where_it_just_failed(
     `npm test` in web/ is not told to run `npm test` in web/."""
     agent = Claude(home, project)
     missing = 'Exit code 1\nnpm error Missing script: "test"'
-    for session in ("learn-0", "learn-1"):
-        agent.failed("npm test", session, missing)
-        agent.ran(f"cd {project}/web && npm test", session)
-    home.remem("worker", "--burst")
+    learn_substitute(agent, "npm test", missing, f"cd {project}/web && npm test")
     at_root = context_of(agent.failed("npm test", "now", missing))
     assert at_root.splitlines()[1].endswith(" — use `npm test` in web/ (verified, 2 runs)")
     red = "Exit code 1\nTests: 1 failed, 12 passed, 13 total"
