@@ -5,14 +5,18 @@ An edit ends every substitution that spans it, so the stretch from the session's
 before the window's earliest run to its first edit after the window's latest run holds every
 substitution those runs can make or change: a Codex run resolved late, which lies among
 earlier runs, included. That stretch is read and its rows are written again where they
-changed, a few indexed ranges as small as the stretch.
+changed, a few indexed ranges as small as the stretch. What the window holds (`Held`: its
+events, and the runs it stored of them) is not read again: a window of a whole session reads
+only the session's stored substitutions.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sqlalchemy import text
 
@@ -21,6 +25,7 @@ from remem.procedures.lessons import error_key_of
 from remem.procedures.steps import FAILED, VERIFIED
 from remem.procedures.substitutions import Pair, SessionRun, pair
 from remem.procedures.tally import GroupRun
+from remem.procedures.window import WindowEvent
 from remem.shell import recognisers
 
 _EDIT_BEFORE = text(
@@ -70,8 +75,86 @@ _INSERT = text(
 _DELETE = text("DELETE FROM substitutions WHERE id = :id")
 
 
-def derive(connection: Driver, runs: Iterable[GroupRun]) -> Counter[str]:
-    """Re-derive the substitutions the window's new runs (failed or verified) can touch."""
+class StretchRun(NamedTuple):
+    """A failed or verified run as FAILED_RUNS and PASSED_RUNS read it."""
+
+    event_id: int
+    step: int
+    directory: str
+    workflow: str
+    workflow_hash: str
+    project_id: int
+    branch: str
+    command: str
+    at: float
+    error: str | None
+    error_excerpt: str | None
+    cannot_run: int
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> StretchRun:
+        """From the row a window inserted (remem/procedures/reads.py, INSERT_RUN)."""
+        return cls(
+            row["event_id"],
+            row["step"],
+            row["directory"],
+            row["workflow"],
+            row["workflow_hash"],
+            row["project_id"],
+            row["branch"],
+            row["command"],
+            row["at"],
+            row.get("salient_error"),
+            row.get("error_excerpt"),
+            row.get("cannot_run", 0),
+        )
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a window holds of its session: every event with an id from `first` to `last`,
+    the ids of the edits among them, and every failed and verified run of those events, as
+    the database holds them once the window is applied (none was stored before it)."""
+
+    session_id: int
+    first: int
+    last: int
+    edits: Sequence[int]
+    failed: Sequence[StretchRun]
+    passed: Sequence[StretchRun]
+
+    @classmethod
+    def of(cls, events: Sequence[WindowEvent], rows: dict[str, list[dict[str, Any]]]) -> Held:
+        """What a window of `events` holds, given the rows it inserted (Reads.rows)."""
+        first, last = events[0].id, events[-1].id
+
+        def own(verdict: str) -> list[StretchRun]:
+            return [StretchRun.of(r) for r in rows[verdict] if first <= r["event_id"] <= last]
+
+        edits = [event.id for event in events if event.kind == "edit"]
+        return cls(events[0].session_id, first, last, edits, own(FAILED), own(VERIFIED))
+
+    def runs(self, after: int, before: int, passed: bool) -> list[StretchRun]:
+        return [r for r in (self.passed if passed else self.failed) if after < r.event_id < before]
+
+    def edit_before(self, at: int) -> int | None:
+        """The session's last edit before `at`, when the window can tell."""
+        if not self.first <= at <= self.last + 1:
+            return None
+        index = bisect_left(self.edits, at)
+        return self.edits[index - 1] if index else None
+
+    def edit_after(self, at: int) -> int | None:
+        """The session's first edit after `at`, when the window can tell."""
+        if not self.first - 1 <= at <= self.last:
+            return None
+        index = bisect_right(self.edits, at)
+        return self.edits[index] if index < len(self.edits) else None
+
+
+def derive(connection: Driver, runs: Iterable[GroupRun], held: Held | None = None) -> Counter[str]:
+    """Re-derive the substitutions the window's new runs (failed or verified) can touch;
+    `held`: what the window holds, not read again."""
     stats: Counter[str] = Counter()
     spans: dict[int, tuple[int, int]] = {}
     for run in runs:
@@ -79,32 +162,63 @@ def derive(connection: Driver, runs: Iterable[GroupRun]) -> Counter[str]:
             first, last = spans.get(run.session_id, (run.event_id, run.event_id))
             spans[run.session_id] = (min(first, run.event_id), max(last, run.event_id))
     for session_id, (first, last) in sorted(spans.items()):
-        stats.update(_derive_stretch(connection, session_id, first, last))
+        own = held if held is not None and held.session_id == session_id else None
+        stats.update(_derive_stretch(connection, session_id, first, last, own))
     return stats
 
 
-def _derive_stretch(connection: Driver, session_id: int, first: int, last: int) -> Counter[str]:
+def _derive_stretch(
+    connection: Driver, session_id: int, first: int, last: int, held: Held | None
+) -> Counter[str]:
     # Each group of reads is sent whole before any is read (one wait on a server).
+    before_edit = held.edit_before(first) if held else None
+    after_edit = held.edit_after(last) if held else None
     params: dict[str, Any] = {"session_id": session_id, "at": first}
-    edit_before = connection.execute(_EDIT_BEFORE, params)
-    edit_after = connection.execute(_EDIT_AFTER, {**params, "at": last})
-    session_span = connection.execute(_SESSION_SPAN, params)
-    before_edit, after_edit = edit_before.scalar(), edit_after.scalar()
+    asked_before = asked_after = session_span = None
+    if before_edit is None:
+        asked_before = connection.execute(_EDIT_BEFORE, params)
+    if after_edit is None:
+        asked_after = connection.execute(_EDIT_AFTER, {**params, "at": last})
+    if asked_before is not None or asked_after is not None:
+        session_span = connection.execute(_SESSION_SPAN, params)
+    if asked_before is not None:
+        before_edit = asked_before.scalar()
+    if asked_after is not None:
+        after_edit = asked_after.scalar()
     if before_edit is None or after_edit is None:
+        assert session_span is not None
         start, end = session_span.one()
         before_edit = (start - 1) if before_edit is None else before_edit
         after_edit = (end + 1) if after_edit is None else after_edit
     params = {"session_id": session_id, "after": before_edit, "before": after_edit}
-    failed_rows = connection.execute(FAILED_RUNS, params)
     stored_rows = connection.execute(_STORED, params)
-    passed_rows = connection.execute(PASSED_RUNS, params)
-    edit_rows = connection.execute(_EDITS_BETWEEN, params)
+    # The stretch's runs and edits: those the window holds, and the rest read, on either side.
+    parts = [(before_edit, after_edit)]
+    if held is not None:
+        parts = [
+            (before_edit, min(held.first, after_edit)),
+            (max(held.last, before_edit), after_edit),
+        ]
+        parts = [(after, before) for after, before in parts if after + 1 < before]
+    sent = [
+        [
+            connection.execute(statement, {**params, "after": after, "before": before})
+            for statement in (FAILED_RUNS, PASSED_RUNS, _EDITS_BETWEEN)
+        ]
+        for after, before in parts
+    ]
+    failed_rows = [row for reads in sent for row in reads[0]]
+    passed_rows = [row for reads in sent for row in reads[1]]
+    edits = [edit for reads in sent for edit in reads[2].scalars()]
+    if held is not None:
+        failed_rows += held.runs(before_edit, after_edit, passed=False)
+        passed_rows += held.runs(before_edit, after_edit, passed=True)
+        edits += [e for e in held.edits if before_edit < e < after_edit]
     failed = {(row.event_id, row.step): row for row in failed_rows}
     if not failed:
         return Counter()  # a row is a failed run's: none, no row either
     stored = {(row.failed_event_id, row.failed_step): row for row in stored_rows}
     passed = {(row.event_id, row.step): row for row in passed_rows}
-    edits = edit_rows.scalars()
     runs = [_session_run(row, False) for row in failed.values()]
     runs += [_session_run(row, True) for row in passed.values()]
     wanted = {(p.failed.event_id, p.failed.step): p for p in pair(runs, edits)}

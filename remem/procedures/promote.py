@@ -166,7 +166,10 @@ def _apply(connection: Driver, window: Window, settings: Settings, now: float) -
     branch_runs = (
         run for group, runs in reads.runs.items() if group.scope == BRANCH for run in runs
     )
-    stats.update(instead.derive(connection, branch_runs))
+    held = None
+    if window.events and not reads.stored_before:
+        held = instead.Held.of(window.events, reads.rows)
+    stats.update(instead.derive(connection, branch_runs, held))
     if window.events:
         # After the window's runs are stored: what the session was shown, judged again.
         stats.update(ledger_rows.derive(connection, window.events[0].session_id, now))

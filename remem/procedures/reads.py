@@ -51,6 +51,9 @@ class Reads:
     # A branch group's region of streaks the window may change: from its last success before
     # the window's runs to its first success after them (journal.send_region).
     regions: dict[Group, journal.Region]
+    # Whether some of the window's events had runs stored before it (a window applied again):
+    # then what the database holds of them may not be `rows`.
+    stored_before: bool = False
 
 
 _RUN_COLUMNS = (
@@ -136,6 +139,7 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         found_evidence,
         edited,
         {group: read() for group, read in regions.items()},
+        bool(stored),
     )
 
 
