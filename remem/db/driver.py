@@ -15,8 +15,9 @@ table for. Anything else (a table construct, an empty list, a list parameter in 
 through SQLAlchemy as before, so callers need not know which statements take which road.
 
 A list of parameter sets runs as one executemany; on PostgreSQL that is still a statement per
-set, each executed on its own by the server. An INSERT marked `many_rows()` runs there as a few
-multi-row INSERTs instead: chunks of 2^k rows, so a few statement texts serve every count.
+set, each executed on its own by the server. An INSERT marked `many_rows()` runs there as one
+statement whatever the count: its rows go as one JSON array, read as rows of its table
+(`json_populate_recordset`), so one statement text, one plan and one parameter serve them all.
 
 On PostgreSQL every statement is a round trip to the server, and a window's statements came to
 a hundred of them. Inside `pipelined()` the statements are sent without waiting for one
@@ -34,6 +35,7 @@ once per group. `Driver.waits` counts the waits.
 from __future__ import annotations
 
 import functools
+import json
 import operator
 import re
 from collections import namedtuple
@@ -49,10 +51,6 @@ from sqlalchemy.sql.elements import TextClause
 _COMPILED_KEPT = 1_024
 # (dialect, id of the statement) -> how the driver runs it.
 _compiled: dict[tuple[str, int], _Compiled] = {}
-# The most rows one multi-row INSERT holds (a power of two), and the most values (PostgreSQL
-# takes 65,535 parameters in a statement).
-MANY_ROWS_MAX = 256
-MANY_ROWS_MAX_VALUES = 16_384
 # The execution option many_rows() sets.
 _MANY_ROWS = "remem_many_rows"
 # Work that reads in rounds: it yields once it has sent a round's statements (see side_by_side).
@@ -131,68 +129,53 @@ class Rows:
         return [row[0] for row in self._rows]
 
 
-class _Summed(Rows):
-    """What a statement sent in chunks returned: their rows counted together."""
-
-    __slots__ = ("_parts",)
-
-    def __init__(self, parts: list[Rows]) -> None:
-        super().__init__([], -1)
-        self._parts = parts
-
-    @property
-    def rowcount(self) -> int:
-        return sum(part.rowcount for part in self._parts)
-
-
 @dataclass(frozen=True)
 class _ManyRows:
-    """A PostgreSQL INSERT's SQL split around its one row of values, in the server's own
-    placeholders (`$1`): psycopg reads a statement's text for its own (`%s`) at every call
-    when it is long or has many, which cost more than the rows saved."""
+    """A PostgreSQL `INSERT INTO t (columns) VALUES (a parameter for each) …` for a list of
+    rows: one statement reading them from a JSON array as rows of t, its own columns' types,
+    in the server's own placeholder (`$1`: psycopg reads a statement's text for its own at
+    every call)."""
 
-    head: str
-    row: tuple[str, ...]  # the row's text around its placeholders
-    tail: str
-    names: tuple[str, ...]
-    texts: dict[int, str]  # rows -> the statement for that many
+    sql: str
+    columns: tuple[str, ...]
+    values: Callable[[dict[str, Any]], Any]  # a parameter set -> its values, in column order
 
     @classmethod
     def of(cls, sql: str) -> _ManyRows:
-        start = sql.index("VALUES (") + len("VALUES ")
-        end, depth = start, 1
-        while depth:  # to the parenthesis that closes the row (`%(name)s` hold pairs)
-            end += 1
-            depth += {"(": 1, ")": -1}.get(sql[end], 0)
-        row = sql[start : end + 1]
-        names = tuple(_NAMED.findall(row))
-        pieces = tuple(piece.replace("%%", "%") for piece in _NAMED.split(row)[::2])
-        head, tail = sql[:start].replace("%%", "%"), sql[end + 1 :].replace("%%", "%")
-        return cls(head, pieces, tail, names, {})
+        found = _ONE_ROW.fullmatch(sql)
+        values = [] if found is None else [_NAMED.fullmatch(v.strip()) for v in found[3].split(",")]
+        columns = () if found is None else tuple(c.strip() for c in found[2].split(","))
+        if found is None or len(values) != len(columns) or not all(values) or "%(" in found[4]:
+            raise ValueError(
+                "many_rows() takes INSERT INTO <table> (<columns>) VALUES (<a parameter for "
+                f"each>), parameters nowhere else: {sql}"
+            )
+        table, listed, tail = found[1], ", ".join(columns), found[4].replace("%%", "%")
+        names = [value[1] for value in values if value is not None]
+        return cls(
+            f"INSERT INTO {table} ({listed}) SELECT {listed} "
+            f"FROM json_populate_recordset(NULL::{table}, $1::json){tail}",
+            columns,
+            operator.itemgetter(*names) if len(names) > 1 else lambda p: (p[names[0]],),
+        )
 
-    def text(self, count: int) -> str:
-        found = self.texts.get(count)
-        if found is None:
-            width, rows = len(self.names), []
-            for n in range(count):
-                marks = [f"${n * width + i + 1}" for i in range(width)]
-                rows.append("".join(p + m for p, m in zip(self.row, [*marks, ""], strict=True)))
-            found = self.texts[count] = self.head + ", ".join(rows) + self.tail
-        return found
-
-    def chunks(self, params: list[dict[str, Any]]) -> Iterator[tuple[str, list[Any]]]:
-        """(SQL, values) of each chunk: the largest power of two that fits first."""
-        names, most = self.names, MANY_ROWS_MAX
-        while most > 1 and most * len(names) > MANY_ROWS_MAX_VALUES:
-            most //= 2
-        start = 0
-        while start < len(params):
-            count = min(most, 1 << ((len(params) - start).bit_length() - 1))
-            values = [p[name] for p in params[start : start + count] for name in names]
-            yield self.text(count), values
-            start += count
+    def rows(self, params: list[dict[str, Any]]) -> str | None:
+        """The rows as the statement's one parameter; None when JSON cannot hold a value (a
+        float that is not finite, a type of its own)."""
+        columns, values = self.columns, self.values
+        try:
+            return json.dumps(
+                [dict(zip(columns, values(p), strict=True)) for p in params],
+                ensure_ascii=False,
+                allow_nan=False,
+            )
+        except (TypeError, ValueError):
+            return None
 
 
+_ONE_ROW = re.compile(
+    r"INSERT INTO (\w+) \(([^()]*)\) VALUES \(((?:[^()%]|%\(\w+\)s)*)\)(.*)", re.DOTALL
+)
 _NAMED = re.compile(r"%\((\w+)\)s")
 
 
@@ -203,7 +186,7 @@ class _Compiled:
     positions: tuple[str, ...] | None  # parameter names in order (positional drivers)
     expanding: frozenset[str]  # parameters that stand for a list: `IN :ids`
     arrays: frozenset[str]  # those bound as one array (`= ANY(:ids)`, PostgreSQL)
-    many_rows: _ManyRows | None  # a list of parameter sets runs as multi-row INSERTs
+    many_rows: _ManyRows | None  # a list of parameter sets runs as one INSERT … SELECT
     values: Callable[[dict[str, Any]], Any]  # a parameter set as the driver takes it
 
     def bind(self, params: dict[str, Any]) -> tuple[str, Any] | None:
@@ -287,8 +270,12 @@ class Driver:
                 return self._through_sqlalchemy(statement, params)
             if not params:
                 return Rows([], 0)
+            rows = None
             if compiled.many_rows is not None and len(params) > 1:
-                return self._many_rows(compiled.many_rows, params)
+                rows = compiled.many_rows.rows(params)
+            if rows is not None:
+                assert compiled.many_rows is not None
+                return self._many_rows(compiled.many_rows, rows)
             cursor.executemany(compiled.sql, [compiled.values(p) for p in params])
         else:
             bound = compiled.bind(params or {})
@@ -304,21 +291,18 @@ class Driver:
         make = _row_type(tuple(column[0] for column in description))
         return Rows(list(map(make, cursor.fetchall())), cursor.rowcount)
 
-    def _many_rows(self, many: _ManyRows, params: list[dict[str, Any]]) -> Rows:
+    def _many_rows(self, many: _ManyRows, rows: str) -> Rows:
         from psycopg import RawCursor  # the PostgreSQL driver, there only
 
         dbapi_connection: Any = self.connection.connection.dbapi_connection
-        parts = []
-        for sql, values in many.chunks(params):
-            cursor = RawCursor(dbapi_connection)
-            cursor.execute(sql, values)
-            if self._pipeline is None:
-                parts.append(Rows([], cursor.rowcount))
-                cursor.close()
-            else:
-                self._unread = True
-                parts.append(Rows.sent(cursor, self._wait))
-        return parts[0] if len(parts) == 1 else _Summed(parts)
+        cursor = RawCursor(dbapi_connection)
+        cursor.execute(many.sql, [rows])
+        if self._pipeline is not None:
+            self._unread = True
+            return Rows.sent(cursor, self._wait)
+        found = Rows([], cursor.rowcount)
+        cursor.close()
+        return found
 
     def _wait(self) -> None:
         self.waits += 1
@@ -432,10 +416,10 @@ def run(work: Rounds[T]) -> T:
 
 
 def many_rows(statement: TextClause) -> TextClause:
-    """The INSERT … VALUES (one row) … statement, run with a list of parameter sets as
-    multi-row INSERTs on PostgreSQL (an executemany elsewhere). Only for statements whose
-    rows cannot meet one another: an ON CONFLICT … DO UPDATE may not touch a row twice in one
-    statement. RETURNING rows are not kept."""
+    """The `INSERT INTO t (columns) VALUES (a parameter for each) …` statement, run with a
+    list of parameter sets as one INSERT … SELECT on PostgreSQL (an executemany elsewhere).
+    Only for statements whose rows cannot meet one another: an ON CONFLICT … DO UPDATE may not
+    touch a row twice in one statement. RETURNING rows are not kept."""
     return statement.execution_options(**{_MANY_ROWS: True})
 
 

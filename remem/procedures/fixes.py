@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from remem.procedures.lessons import in_project
 from remem.shell import recognisers
@@ -25,9 +26,9 @@ from remem.shell.analysis import analyse
 COMMANDS_KEPT = 5
 
 
-@dataclass(frozen=True)
-class Between:
-    """A captured event of the session after the failure, as the fix reads it."""
+class Between(NamedTuple):
+    """A captured event of the session after the failure, as the fix reads it: a tuple, as
+    one is made for every event a fix reads."""
 
     event_id: int
     at: float

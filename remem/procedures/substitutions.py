@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from remem.shell.purpose import same_elsewhere, same_purpose
 
 
-@dataclass(frozen=True)
-class SessionRun:
-    """A failed or verified run of one step of a session's command."""
+class SessionRun(NamedTuple):
+    """A failed or verified run of one step of a session's command: a tuple, as a window
+    makes one for every run of its session's stretch."""
 
     event_id: int
     step: int
