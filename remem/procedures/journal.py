@@ -228,6 +228,7 @@ def load_history(connection: Driver, group: dict[str, Any]) -> History:
 
 
 Key = tuple[float, int]  # (at, event_id)
+BEFORE_ALL: Key = (float("-inf"), 0)  # where a region starts when no verified run comes before
 
 
 def inside(key: Key, after: Key, end: Key | None) -> bool:
@@ -297,7 +298,7 @@ def send_region(
     is the same before they are stored as after. Sent; the region once called."""
     before = _send_neighbour(connection, group, first, later=False)
     after = _send_neighbour(connection, group, last, later=True)
-    return lambda: (before() or (float("-inf"), 0), after())
+    return lambda: (before() or BEFORE_ALL, after())
 
 
 def send_last_success_before(

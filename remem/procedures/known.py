@@ -181,7 +181,7 @@ def rederive(
 
 
 def _bounds(region: Region | None) -> tuple[Key, Key | None]:
-    return region if region is not None else ((float("-inf"), 0), None)
+    return region if region is not None else (journal.BEFORE_ALL, None)
 
 
 def send_stored(connection: Driver, group: dict[str, Any], region: Region | None) -> Rows:
@@ -388,7 +388,7 @@ def _resolve(
 ) -> Rounds[journal.Kept]:
     last = journal.send_last_success_before(connection, group, (_END, 0))
     yield
-    start = last() or (float("-inf"), 0)
+    start = last() or journal.BEFORE_ALL
     region = (start, None)
     tail = journal.send_tail(connection, group, start, None)
     stored = send_stored(connection, group, region)

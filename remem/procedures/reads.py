@@ -127,7 +127,7 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         stored_tally = tallies_found[group]
         span = streak_span(stored_tally.tally if stored_tally else None, group_runs)
         if span is not None:
-            regions[group] = journal.send_region(connection, group.params(), *span)
+            regions[group] = _region(connection, group, stored_tally, span)
     found_evidence, edited = _evidence(connection, window, runs)
     return Reads(
         batch.rows,
@@ -179,6 +179,22 @@ def _evidence(
         return found, {}  # no procedure gains a run here
     edited.update(edited_first)
     return found, edited
+
+
+def _region(
+    connection: Driver,
+    group: Group,
+    stored: tallies.Stored | None,
+    span: tuple[journal.Key, journal.Key],
+) -> Callable[[], journal.Region]:
+    """The group's region for runs from span's first to its last (journal.send_region). Runs
+    that all come after the group's latest verified run, which its tally holds, as a window's
+    new runs mostly do, need no read: their region starts there and has no end."""
+    latest = stored.tally.last if stored is not None else None
+    if stored is not None and (latest is None or latest < span[0]):
+        start = latest if latest is not None else journal.BEFORE_ALL
+        return lambda: (start, None)
+    return journal.send_region(connection, group.params(), *span)
 
 
 def sorted_groups(found: dict[Group, list[GroupRun]]) -> list[tuple[Group, list[GroupRun]]]:
