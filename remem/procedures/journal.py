@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text
 
@@ -235,17 +235,33 @@ def inside(key: Key, after: Key, end: Key | None) -> bool:
     return after < key and (end is None or key <= end)
 
 
+class Success(NamedTuple):
+    """A verified run as TAIL_RESOLVERS reads it."""
+
+    event_id: int
+    verified_at: float
+    session_id: int
+    branch: str
+    command: str
+    masked: int
+
+
 def send_tail(
-    connection: Driver, group: dict[str, Any], after: Key, end: Key | None = None
+    connection: Driver,
+    group: dict[str, Any],
+    after: Key,
+    end: Key | None = None,
+    verified: Sequence[Success] | None = None,
 ) -> Callable[[], History]:
     """The failed runs after `after` and up to `end` (both (at, event_id)), and the verified
     runs among them that can close a streak: the first after each failure. The others, which
     follow a success, change no streak, and many agents' runs of one workflow may lie between
-    two failures. Sent; the History once called (a window sends every group's before it
-    reads any)."""
+    two failures. `verified`: every verified run there, when the caller knows them (a
+    window's own, after the group's latest stored one), not read. Sent; the History once
+    called (a window sends every group's before it reads any)."""
     params = {**group, "since": after[0], "until": end[0] if end else float("inf")}
     failed = connection.execute(TAIL_ATTEMPTS, params)
-    resolvers = connection.execute(TAIL_RESOLVERS, params)
+    resolvers = connection.execute(TAIL_RESOLVERS, params) if verified is None else verified
 
     def tail() -> History:
         attempts = {

@@ -27,7 +27,7 @@ from remem.db.engine import READ_ONLY, is_sqlite
 from remem.errors import NotFound
 from remem.procedures import instead, journal, known, ledger_rows, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
-from remem.procedures.reads import INSERT_RUN, Reads, read_window, streak_span
+from remem.procedures.reads import INSERT_RUN, Reads, after_latest, read_window, streak_span
 from remem.procedures.steps import VERIFIED
 from remem.procedures.tally import GroupRun, Tally, advance, session_lasts
 from remem.procedures.window import (
@@ -289,8 +289,10 @@ def _journals(
     between, read by time. Every group's runs there, lessons and known errors are sent for
     before any is read; the groups then read what fixed their errors side by side, and their
     rows are written together (journal.Writes), in the groups' order."""
-    # Each group's region as prepare read it, else sent for now (asked) and read below.
-    regions: list[tuple[_Step, dict[str, Any], journal.Region | None]] = []
+    # Each group's region: after its latest verified run, as its tally says, where the
+    # window's runs all come after it; else as prepare read it, else sent for now (asked) and
+    # read below.
+    regions: list[tuple[_Step, dict[str, Any], journal.Region | None, bool]] = []
     asked: dict[Group, Callable[[], journal.Region]] = {}
     for step in steps:
         previous = step.stored.tally if step.current and step.stored else None
@@ -298,14 +300,17 @@ def _journals(
         if span is None:
             continue
         params = step.group.params()
-        found = step.reads.regions.get(step.group) if step.current else None
+        appended = after_latest(previous, span)
+        found = appended or (step.reads.regions.get(step.group) if step.current else None)
         if found is None:
             asked[step.group] = journal.send_region(connection, params, *span)
-        regions.append((step, params, found))
+        regions.append((step, params, found, appended is not None))
     sent = []
-    for step, params, found in regions:
+    for step, params, found, after_stored in regions:
         start, end = found if found is not None else asked[step.group]()
-        tail = journal.send_tail(connection, params, start, end)
+        # After the latest stored verified run, the window's own are the only ones.
+        verified = _verified(step.runs) if after_stored else None
+        tail = journal.send_tail(connection, params, start, end, verified)
         stored_lessons = journal.send_lessons(connection, params)
         stored_known = known.send_stored(connection, params, (start, end))
         sent.append((step, params, (start, end), tail, stored_lessons, stored_known))
@@ -322,6 +327,19 @@ def _journals(
     for group_writes in kept:
         group_writes.into(writes)
     writes.send()
+
+
+def _verified(runs: list[GroupRun]) -> list[journal.Success]:
+    """A group's verified runs in a window, as the database holds them once it is applied:
+    one per event, its last step's."""
+    found = {
+        run.event_id: journal.Success(
+            run.event_id, run.at, run.session_id, run.branch, run.command, int(run.masked)
+        )
+        for run in runs
+        if run.verdict == VERIFIED
+    }
+    return list(found.values())
 
 
 def _journal(

@@ -125,9 +125,10 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         if group.scope != BRANCH:
             continue  # a project group keeps no journal
         stored_tally = tallies_found[group]
-        span = streak_span(stored_tally.tally if stored_tally else None, group_runs)
-        if span is not None:
-            regions[group] = _region(connection, group, stored_tally, span)
+        previous = stored_tally.tally if stored_tally else None
+        span = streak_span(previous, group_runs)
+        if span is not None and after_latest(previous, span) is None:
+            regions[group] = journal.send_region(connection, group.params(), *span)
     found_evidence, edited = _evidence(connection, window, runs)
     return Reads(
         batch.rows,
@@ -181,22 +182,6 @@ def _evidence(
     return found, edited
 
 
-def _region(
-    connection: Driver,
-    group: Group,
-    stored: tallies.Stored | None,
-    span: tuple[journal.Key, journal.Key],
-) -> Callable[[], journal.Region]:
-    """The group's region for runs from span's first to its last (journal.send_region). Runs
-    that all come after the group's latest verified run, which its tally holds, as a window's
-    new runs mostly do, need no read: their region starts there and has no end."""
-    latest = stored.tally.last if stored is not None else None
-    if stored is not None and (latest is None or latest < span[0]):
-        start = latest if latest is not None else journal.BEFORE_ALL
-        return lambda: (start, None)
-    return journal.send_region(connection, group.params(), *span)
-
-
 def sorted_groups(found: dict[Group, list[GroupRun]]) -> list[tuple[Group, list[GroupRun]]]:
     return sorted(found.items(), key=lambda item: item[0].sort_key())
 
@@ -228,6 +213,21 @@ def streak_span(
     ):
         return None
     return first, max((run.at, run.event_id) for run in counted)
+
+
+def after_latest(
+    previous: Tally | None, span: tuple[journal.Key, journal.Key]
+) -> journal.Region | None:
+    """The region of runs from span's first to its last (journal.send_region) when they all
+    come after the group's latest verified run, which its tally `previous` holds, as a
+    window's new runs mostly do: from there, with no end, and no verified run in it but
+    theirs. None when they do not, or the tally is not known: the region is read."""
+    if previous is None:
+        return None
+    latest = previous.last
+    if latest is not None and not latest < span[0]:
+        return None
+    return (latest if latest is not None else journal.BEFORE_ALL, None)
 
 
 SELECT_STORED_EVENTS = with_ids(
