@@ -15,9 +15,10 @@ table for. Anything else (a table construct, an empty list, a list parameter in 
 through SQLAlchemy as before, so callers need not know which statements take which road.
 
 A list of parameter sets runs as one executemany; on PostgreSQL that is still a statement per
-set, each executed on its own by the server. An INSERT marked `many_rows()` runs there as one
-statement whatever the count: its rows go as one JSON array, read as rows of its table
-(`json_populate_recordset`), so one statement text, one plan and one parameter serve them all.
+set, each executed on its own by the server. An INSERT (or an UPDATE by key) marked `many_rows()`
+runs there as one statement whatever the count: its rows go as one JSON array, read as rows of
+its table (`json_populate_recordset`), so one statement text, one plan and one parameter serve
+them all.
 
 On PostgreSQL every statement is a round trip to the server, and a window's statements came to
 a hundred of them. Inside `pipelined()` the statements are sent without waiting for one
@@ -131,10 +132,11 @@ class Rows:
 
 @dataclass(frozen=True)
 class _ManyRows:
-    """A PostgreSQL `INSERT INTO t (columns) VALUES (a parameter for each) …` for a list of
-    rows: one statement reading them from a JSON array as rows of t, its own columns' types,
-    in the server's own placeholder (`$1`: psycopg reads a statement's text for its own at
-    every call)."""
+    """A PostgreSQL statement of one row for a list of rows: one statement reading them from a
+    JSON array as rows of its table, with its own columns' types, in the server's own
+    placeholder (`$1`: psycopg reads a statement's text for its own at every call). Either
+    `INSERT INTO t (columns) VALUES (a parameter for each) …` or
+    `UPDATE t SET column = a parameter, … WHERE key = a parameter`."""
 
     sql: str
     columns: tuple[str, ...]
@@ -142,40 +144,70 @@ class _ManyRows:
 
     @classmethod
     def of(cls, sql: str) -> _ManyRows:
-        found = _ONE_ROW.fullmatch(sql)
-        values = [] if found is None else [_NAMED.fullmatch(v.strip()) for v in found[3].split(",")]
-        columns = () if found is None else tuple(c.strip() for c in found[2].split(","))
-        if found is None or len(values) != len(columns) or not all(values) or "%(" in found[4]:
+        insert, update = _ONE_ROW.fullmatch(sql), _BY_KEY.fullmatch(sql)
+        if insert is not None and "%(" not in insert[4]:
+            table, tail = insert[1], insert[4].replace("%%", "%")
+            pairs = _pairs(insert[2].split(","), insert[3].split(","))
+            listed = ", ".join(column for column, _name in pairs)
+            statement = (
+                f"INSERT INTO {table} ({listed}) SELECT {listed} "
+                f"FROM json_populate_recordset(NULL::{table}, $1::json){tail}"
+            )
+        elif update is not None:
+            table, key = update[1], update[3]
+            assignments = [a.split("=") for a in update[2].split(",")]
+            values = [a[1] if len(a) == 2 else "" for a in assignments]
+            pairs = _pairs([a[0] for a in assignments], values)
+            listed = ", ".join(f"{column} = r.{column}" for column, _name in pairs)
+            pairs = pairs and pairs + _pairs([key], [update[4]])
+            # LIMIT tells the planner how many rows (not a function's 100): each found by
+            # its key, not the table read whole.
+            statement = (
+                f"UPDATE {table} SET {listed} FROM (SELECT * FROM json_populate_recordset("
+                f"NULL::{table}, $1::json) LIMIT $2) AS r WHERE {table}.{key} = r.{key}"
+            )
+        else:
+            pairs = []
+        if not pairs:
             raise ValueError(
                 "many_rows() takes INSERT INTO <table> (<columns>) VALUES (<a parameter for "
-                f"each>), parameters nowhere else: {sql}"
+                "each>) … or UPDATE <table> SET <column> = <a parameter>, … WHERE <key> = <a "
+                f"parameter>, parameters nowhere else: {sql}"
             )
-        table, listed, tail = found[1], ", ".join(columns), found[4].replace("%%", "%")
-        names = [value[1] for value in values if value is not None]
+        names = [name for _column, name in pairs]
         return cls(
-            f"INSERT INTO {table} ({listed}) SELECT {listed} "
-            f"FROM json_populate_recordset(NULL::{table}, $1::json){tail}",
-            columns,
+            statement,
+            tuple(column for column, _name in pairs),
             operator.itemgetter(*names) if len(names) > 1 else lambda p: (p[names[0]],),
         )
 
-    def rows(self, params: list[dict[str, Any]]) -> str | None:
-        """The rows as the statement's one parameter; None when JSON cannot hold a value (a
-        float that is not finite, a type of its own)."""
+    def bind(self, params: list[dict[str, Any]]) -> list[Any] | None:
+        """The statement's values: the rows as one JSON array, and their count; None when
+        JSON cannot hold a value (a float that is not finite, a type of its own)."""
         columns, values = self.columns, self.values
         try:
-            return json.dumps(
+            rows = json.dumps(
                 [dict(zip(columns, values(p), strict=True)) for p in params],
                 ensure_ascii=False,
                 allow_nan=False,
             )
         except (TypeError, ValueError):
             return None
+        return [rows, len(params)] if "$2" in self.sql else [rows]
+
+
+def _pairs(columns: list[str], values: list[str]) -> list[tuple[str, str]]:
+    """(column, the parameter it takes) for each; none unless each value is a parameter."""
+    names = [_NAMED.fullmatch(value.strip()) for value in values]
+    if len(names) != len(columns) or not all(names):
+        return []
+    return [(c.strip(), n[1]) for c, n in zip(columns, names, strict=True) if n is not None]
 
 
 _ONE_ROW = re.compile(
     r"INSERT INTO (\w+) \(([^()]*)\) VALUES \(((?:[^()%]|%\(\w+\)s)*)\)(.*)", re.DOTALL
 )
+_BY_KEY = re.compile(r"UPDATE (\w+) SET ((?:[^%]|%\(\w+\)s)*) WHERE (\w+) = (%\(\w+\)s)\s*")
 _NAMED = re.compile(r"%\((\w+)\)s")
 
 
@@ -270,12 +302,12 @@ class Driver:
                 return self._through_sqlalchemy(statement, params)
             if not params:
                 return Rows([], 0)
-            rows = None
+            values = None
             if compiled.many_rows is not None and len(params) > 1:
-                rows = compiled.many_rows.rows(params)
-            if rows is not None:
+                values = compiled.many_rows.bind(params)
+            if values is not None:
                 assert compiled.many_rows is not None
-                return self._many_rows(compiled.many_rows, rows)
+                return self._many_rows(compiled.many_rows, values)
             cursor.executemany(compiled.sql, [compiled.values(p) for p in params])
         else:
             bound = compiled.bind(params or {})
@@ -291,12 +323,12 @@ class Driver:
         make = _row_type(tuple(column[0] for column in description))
         return Rows(list(map(make, cursor.fetchall())), cursor.rowcount)
 
-    def _many_rows(self, many: _ManyRows, rows: str) -> Rows:
+    def _many_rows(self, many: _ManyRows, values: list[Any]) -> Rows:
         from psycopg import RawCursor  # the PostgreSQL driver, there only
 
         dbapi_connection: Any = self.connection.connection.dbapi_connection
         cursor = RawCursor(dbapi_connection)
-        cursor.execute(many.sql, [rows])
+        cursor.execute(many.sql, values)
         if self._pipeline is not None:
             self._unread = True
             return Rows.sent(cursor, self._wait)
@@ -416,10 +448,11 @@ def run(work: Rounds[T]) -> T:
 
 
 def many_rows(statement: TextClause) -> TextClause:
-    """The `INSERT INTO t (columns) VALUES (a parameter for each) …` statement, run with a
-    list of parameter sets as one INSERT … SELECT on PostgreSQL (an executemany elsewhere).
-    Only for statements whose rows cannot meet one another: an ON CONFLICT … DO UPDATE may not
-    touch a row twice in one statement. RETURNING rows are not kept."""
+    """The `INSERT INTO t (columns) VALUES (a parameter for each) …` or `UPDATE t SET column
+    = a parameter, … WHERE key = a parameter` statement, run with a list of parameter sets as
+    one statement on PostgreSQL (an executemany elsewhere). Only for statements whose rows
+    cannot meet one another: an ON CONFLICT … DO UPDATE may not touch a row twice in one
+    statement, nor an UPDATE. RETURNING rows are not kept."""
     return statement.execution_options(**{_MANY_ROWS: True})
 
 

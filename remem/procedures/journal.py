@@ -68,9 +68,11 @@ TAIL_RESOLVERS = text(
     "OR n.event_id > f.event_id) ORDER BY n.verified_at, n.event_id LIMIT 1) "
     f"WHERE {_GROUP_F} AND f.failed_at >= :since AND f.failed_at <= :until"
 )
-UPDATE_ATTEMPT = text(
-    "UPDATE attempts SET attempt_number = :attempt_number, duplicate_of = :duplicate_of, "
-    "resolved_by_event_id = :resolved_by_event_id WHERE id = :id"
+UPDATE_ATTEMPT = many_rows(
+    text(
+        "UPDATE attempts SET attempt_number = :attempt_number, duplicate_of = :duplicate_of, "
+        "resolved_by_event_id = :resolved_by_event_id WHERE id = :id"
+    )
 )
 SELECT_LESSONS = text(
     "SELECT resolved_by_event_id, failed_attempts, first_error, last_error, error_key, "

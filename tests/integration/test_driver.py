@@ -138,6 +138,29 @@ def test_many_rows_insert_every_row_once_and_count_them(world: World) -> None:
     assert [tuple(row) for row in stored] == [(r["id"], r["label"], r["at"]) for r in rows]
 
 
+def test_many_rows_update_each_row_by_its_key(world: World) -> None:
+    """An UPDATE by key marked many_rows() sets each row its own values, a null included,
+    pipelined or not, and leaves the others as they were."""
+    update = many_rows(text("UPDATE driver_probe SET name = :name, at = :at WHERE id = :id"))
+    with world.engine.begin() as connection:
+        connection.execute(CREATE)
+        driver = Driver(connection)
+        driver.execute(INSERT, ROWS)
+        changes = [{"id": 4, "name": "four", "at": 0.25}, {"id": 2, "name": None, "at": 2.5}]
+        assert driver.execute(update, changes).rowcount == 2
+        with driver.pipelined() as pipelined:
+            updated = pipelined.execute(update, [{"id": 5, "name": "five", "at": 5.5}, *changes])
+            assert updated.rowcount == 3
+        stored = driver.execute(text("SELECT id, name, at FROM driver_probe ORDER BY id")).all()
+    assert [tuple(row) for row in stored] == [
+        (1, ROWS[0]["name"], ROWS[0]["at"]),
+        (2, None, 2.5),
+        (3, ROWS[2]["name"], ROWS[2]["at"]),
+        (4, "four", 0.25),
+        (5, "five", 5.5),
+    ]
+
+
 def test_many_rows_with_a_value_json_cannot_hold_still_inserts_them(world: World) -> None:
     insert = many_rows(text("INSERT INTO driver_probe (id, name, at) VALUES (:id, :name, :at)"))
     rows = [{"id": 1, "name": "far", "at": float("inf")}, {"id": 2, "name": "near", "at": 0.5}]
@@ -164,6 +187,9 @@ def test_many_rows_takes_a_row_of_parameters_only(world: World) -> None:
             return
         with pytest.raises(ValueError, match="a parameter for each"):
             driver.execute(insert, rows)
+        counted = many_rows(text("UPDATE driver_probe SET at = at + :step WHERE id = :id"))
+        with pytest.raises(ValueError, match="<column> = <a parameter>"):
+            driver.execute(counted, [{"id": 1, "step": 1.0}, {"id": 2, "step": 1.0}])
 
 
 # What driver.py takes from SQLAlchemy beyond its public API. When an upgrade changes one of
