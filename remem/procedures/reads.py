@@ -103,16 +103,21 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         for run in window.steps.get(event.id, ()):
             _record(batch, event, run, resolution)
     found = {group: group_runs for group, _params, group_runs in batch.groups.values()}
+    # The first round: the edits the window does not tell, which of its events were stored
+    # (a window applied again counts nothing twice), and its groups' tallies and procedures.
     batch.send()
-    # A window applied again (its runs are stored) counts nothing twice.
-    stored = _stored_events(connection, {r.event_id for runs in found.values() for r in runs})
+    stored_sent = _send_stored_events(connection, {r.event_id for rs in found.values() for r in rs})
+    groups = [*found, *{group.project_wide() for group in found}]
+    tallies_sent = tallies.send_many(connection, groups)
+    procedures = send_procedures(connection, groups) if _has_evidence(window) else dict
     batch.land()
+    stored = stored_sent()
     runs = {g: [r for r in rs if r.event_id not in stored] for g, rs in sorted_groups(found)}
     projects: dict[Group, list[GroupRun]] = {}
     for group, group_runs in runs.items():
         projects.setdefault(group.project_wide(), []).extend(group_runs)
     runs.update(sorted_groups(projects))
-    tallies_found = tallies.load_many(connection, runs)
+    tallies_found = tallies_sent()
     max_age_s = settings.max_age_s
     nearby = {
         group: tallies.nearby(connection, group, runs[group], max_age_s)
@@ -129,7 +134,7 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
         span = streak_span(previous, group_runs)
         if span is not None and after_latest(previous, span) is None:
             regions[group] = journal.send_region(connection, group.params(), *span)
-    found_evidence, edited = _evidence(connection, window, runs)
+    found_evidence, edited = _evidence(connection, window, runs, procedures())
     return Reads(
         batch.rows,
         runs,
@@ -144,14 +149,22 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
     )
 
 
+def _has_evidence(window: Window) -> bool:
+    """Whether the window reads its procedures' evidence before it (_evidence). A window with
+    late events does not: its runs come between stored runs and the edits before them
+    (evidence.read leaves out the stored runs a late run may yet precede)."""
+    return bool(window.events) and not window.late
+
+
 def _evidence(
-    connection: Driver, window: Window, runs: dict[Group, list[GroupRun]]
+    connection: Driver,
+    window: Window,
+    runs: dict[Group, list[GroupRun]],
+    procedure_rows: dict[Group, Any],
 ) -> tuple[dict[Group, Evidence], dict[int, frozenset[str]]]:
-    """The evidence of the groups' procedures before the window, and the files edited before
-    its verified runs. A window with late events has none: its runs come between stored runs
-    and the edits before them (evidence.read leaves out the stored runs a late run may yet
-    precede)."""
-    if window.late or not window.events:
+    """The evidence of the groups' procedures (their rows: send_procedures) before the
+    window, and the files edited before its verified runs; none without _has_evidence."""
+    if not _has_evidence(window):
         return {}, {}
     # As apply adds them to the procedures' evidence (Evidence.adding).
     verified_by_group = {
@@ -160,11 +173,7 @@ def _evidence(
         }
         for group, group_runs in runs.items()
     }
-    procedures = {
-        group: row.id
-        for group, row in send_procedures(connection, runs)().items()
-        if row is not None
-    }
+    procedures = {group: row.id for group, row in procedure_rows.items() if row is not None}
     wanted = [(procedure_id, verified_by_group[g]) for g, procedure_id in procedures.items()]
     verified = {event_id for g in procedures for _at, event_id, _session in verified_by_group[g]}
     # A Codex call of the session that maintenance resolves meanwhile comes with the window's
@@ -237,10 +246,12 @@ SELECT_STORED_EVENTS = with_ids(
 )
 
 
-def _stored_events(connection: Driver, event_ids: set[int]) -> set[int]:
+def _send_stored_events(connection: Driver, event_ids: set[int]) -> Callable[[], set[int]]:
+    """Which of the events have runs stored: sent, read once called."""
     if not event_ids:
-        return set()
-    return set(connection.execute(SELECT_STORED_EVENTS, {"ids": sorted(event_ids)}).scalars())
+        return set
+    sent = connection.execute(SELECT_STORED_EVENTS, {"ids": sorted(event_ids)})
+    return lambda: set(sent.scalars())
 
 
 class _Batch:

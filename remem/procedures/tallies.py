@@ -94,10 +94,13 @@ SELECT_TALLIES = text(
 ).bindparams(bindparam("hashes", expanding=True))
 
 
-def load_many(connection: Driver, groups: Iterable[Group]) -> dict[Group, Stored | None]:
-    """The stored tallies of a window's groups: one statement per project."""
-    found = _rows(connection, SELECT_TALLIES, groups)
-    return {group: None if row is None else Stored(row) for group, row in found.items()}
+def send_many(
+    connection: Driver, groups: Iterable[Group]
+) -> Callable[[], dict[Group, Stored | None]]:
+    """The stored tallies of a window's groups, one statement per project: sent, read once
+    called."""
+    sent = send_by_group(connection, SELECT_TALLIES, groups)
+    return lambda: {group: None if row is None else Stored(row) for group, row in sent().items()}
 
 
 SELECT_VERSIONS = text(
