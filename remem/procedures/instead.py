@@ -58,10 +58,10 @@ FAILED_RUNS, PASSED_RUNS, UNVERIFIED_RUNS = (
         ("unverified_runs", f"r.ran_at AS at, {_NO_ERROR}"),
     )
 )
+# A session's substitutions, a few at most: read with the edits that bound the stretch.
 _STORED = text(
     "SELECT id, failed_event_id, failed_step, substitute_event_id, substitute_workflow_hash "
-    "FROM substitutions WHERE session_id = :session_id AND failed_event_id > :after "
-    "AND failed_event_id < :before"
+    "FROM substitutions WHERE session_id = :session_id"
 )
 _INSERT = text(
     "INSERT INTO substitutions (project_id, session_id, branch, directory, failed_event_id, "
@@ -174,6 +174,7 @@ def _derive_stretch(
     before_edit = held.edit_before(first) if held else None
     after_edit = held.edit_after(last) if held else None
     params: dict[str, Any] = {"session_id": session_id, "at": first}
+    stored_rows = connection.execute(_STORED, params)
     asked_before = asked_after = session_span = None
     if before_edit is None:
         asked_before = connection.execute(_EDIT_BEFORE, params)
@@ -191,7 +192,6 @@ def _derive_stretch(
         before_edit = (start - 1) if before_edit is None else before_edit
         after_edit = (end + 1) if after_edit is None else after_edit
     params = {"session_id": session_id, "after": before_edit, "before": after_edit}
-    stored_rows = connection.execute(_STORED, params)
     # The stretch's runs and edits: those the window holds, and the rest read, on either side.
     parts = [(before_edit, after_edit)]
     if held is not None:
@@ -217,7 +217,11 @@ def _derive_stretch(
     failed = {(row.event_id, row.step): row for row in failed_rows}
     if not failed:
         return Counter()  # a row is a failed run's: none, no row either
-    stored = {(row.failed_event_id, row.failed_step): row for row in stored_rows}
+    stored = {
+        (row.failed_event_id, row.failed_step): row
+        for row in stored_rows
+        if before_edit < row.failed_event_id < after_edit
+    }
     passed = {(row.event_id, row.step): row for row in passed_rows}
     runs = [_session_run(row, False) for row in failed.values()]
     runs += [_session_run(row, True) for row in passed.values()]
