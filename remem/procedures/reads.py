@@ -107,7 +107,9 @@ def _read_window(connection: Driver, window: Window, settings: Settings) -> Read
     # (a window applied again counts nothing twice), and its groups' tallies and procedures.
     batch.send()
     stored_sent = _send_stored_events(connection, {r.event_id for rs in found.values() for r in rs})
-    groups = [*found, *{group.project_wide() for group in found}]
+    # In the order of `runs` below: branch groups, then project groups.
+    projects_of = sorted({group.project_wide() for group in found}, key=Group.sort_key)
+    groups = [group for group, _runs in sorted_groups(found)] + projects_of
     tallies_sent = tallies.send_many(connection, groups)
     procedures = send_procedures(connection, groups) if _has_evidence(window) else dict
     batch.land()
