@@ -573,6 +573,11 @@ EARLIER = (
     "side by side (commit e913da3, `make bench` of 06:29 on 2026-12-02): 2,528 events/s with "
     "one worker, 0.30 of the local burst beside it (8,033 events/s), 2 workers 1.66×, 4 "
     "workers 1.33×; burst 10,017 events/s, 23.0× raw inserts",
+    "windows before they kept what they hold, took a group's streak region and resolvers from its"
+    " tally and wrote many rows as one statement on a server (commit c4ac11a, `make bench` of "
+    "11:57 on 2026-12-02): burst 12,470 events/s (12,442–12,620), 21.1× raw inserts; team promote"
+    " 3,348 events/s with one worker, 0.32 of the local burst beside it (10,319 events/s), 2 "
+    "workers 1.65×, 4 workers 1.33×",
 )
 
 
