@@ -141,6 +141,7 @@ class _ManyRows:
     sql: str
     columns: tuple[str, ...]
     values: Callable[[dict[str, Any]], Any]  # a parameter set -> its values, in column order
+    counted: bool  # whether the statement takes the rows' count too ($2)
 
     @classmethod
     def of(cls, sql: str) -> _ManyRows:
@@ -174,11 +175,11 @@ class _ManyRows:
                 "each>) … or UPDATE <table> SET <column> = <a parameter>, … WHERE <key> = <a "
                 f"parameter>, parameters nowhere else: {sql}"
             )
-        names = [name for _column, name in pairs]
         return cls(
             statement,
             tuple(column for column, _name in pairs),
-            operator.itemgetter(*names) if len(names) > 1 else lambda p: (p[names[0]],),
+            _values(tuple(name for _column, name in pairs)),
+            counted=update is not None,
         )
 
     def bind(self, params: list[dict[str, Any]]) -> list[Any] | None:
@@ -193,7 +194,7 @@ class _ManyRows:
             )
         except (TypeError, ValueError):
             return None
-        return [rows, len(params)] if "$2" in self.sql else [rows]
+        return [rows, len(params)] if self.counted else [rows]
 
 
 def _pairs(columns: list[str], values: list[str]) -> list[tuple[str, str]]:
