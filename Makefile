@@ -1,4 +1,5 @@
-# `make run` sets up remem and runs its daemon; `make test` runs every check.
+# `make run` sets up remem and runs its daemon; `make test` runs every check; `make test-quick`
+# runs the unit tier alone.
 # Both build .venv themselves.
 # The newest interpreter of 3.11 or later on PATH (each candidate must run: a shim of a missing
 # version does not count); `make PYTHON=/path/to/python3.12` chooses one.
@@ -9,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest bench help-text clean
+.PHONY: run test test-quick lint typecheck pytest bench help-text clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || test -n "$(PYTHON)" || { echo "make: remem needs Python 3.11 \
@@ -36,8 +37,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The suite runs on every CPU (-n auto). pytest keeps the test modules it rewrote for its asserts
+# only where Python may write bytecode: without that, every run rewrites all of them again.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n auto
+
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
+
+# The unit tier alone: pure code, no database, no process; well under a minute.
+test-quick: $(STAMP)
+	$(PYTEST) tests/unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/report.py
