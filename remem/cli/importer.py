@@ -36,6 +36,7 @@ def import_group() -> None:
       remem import all                       # ~/.claude/projects and ~/.codex/sessions
       remem import claude-code --since 60d --project ~/src/shop
       remem import codex ~/.codex/sessions/2026/11 --dry-run
+      remem import entire --fetch            # the sessions this repository keeps in git
     """
 
 

@@ -66,6 +66,7 @@ READERS: dict[str, Callable[[Blob, ReadStats], Iterator[TranscriptCall]]] = {
 DEFAULT_AGENT = "Claude Code"
 METADATA_MAX_BYTES = 1024 * 1024
 STATE_FILE = "entire-checkpoints.json"
+IMPORT_COMMAND = "remem import entire"
 
 
 class NotCheckpoints(RememError):
@@ -103,6 +104,14 @@ def has_checkpoints(path: str) -> Storage | None:
     except gitstore.GitFailed:
         return None
     return storage if storage.found else None
+
+
+def said(storage: Storage) -> str:
+    """Where the storage keeps its checkpoints, for a person: `refs/heads/entire/...`."""
+    where = [storage.branch_ref] if storage.branch_ref else []
+    if storage.checkpoint_refs:
+        where.append(f"{len(storage.checkpoint_refs)} ref(s) under {CHECKPOINT_REFS}")
+    return " and ".join(where)
 
 
 @dataclass(frozen=True)
@@ -366,3 +375,45 @@ class _Reading:
             created_at if created_at is not None and math.isfinite(created_at) else None,
             branch if isinstance(branch, str) and branch else None,
         )
+
+
+# --- kept current by the daemon -----------------------------------------------------------------
+
+
+@dataclass
+class Refreshed:
+    """What one reading of the known projects' new checkpoints did."""
+
+    repositories: int = 0  # with checkpoints that changed since the last reading
+    session_copies: int = 0
+    events_new: int = 0
+    refused: list[str] = field(default_factory=list)  # one line each: why a repository was not
+
+
+def refresh(
+    engine: Engine, home: str, roots: list[str], options: ImportOptions, now: float
+) -> Refreshed:
+    """Read the checkpoints each project root's repository got since the last reading (the
+    state file under `home` remembers the commits read), and remember the new ones."""
+    done = Refreshed()
+    states = read_state(home)
+    for root in roots:
+        storage = has_checkpoints(root) if os.path.isdir(root) else None
+        if storage is None:
+            continue
+        state = states.get(root)
+        if state is not None and state == State(
+            storage.branch_commit, dict(storage.checkpoint_refs)
+        ):
+            continue
+        try:
+            found = sessions(storage, state)
+            summary = import_checkpoints(engine, storage, found, options, now)
+        except (NotCheckpoints, gitstore.GitFailed) as refused:
+            done.refused.append(str(refused))
+            continue
+        write_state(home, root, storage)
+        done.repositories += 1
+        done.session_copies += summary.session_copies
+        done.events_new += summary.events_new
+    return done
