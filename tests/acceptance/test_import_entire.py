@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -447,3 +449,59 @@ def test_the_corpus_read_from_a_checkpoint_branch_gives_what_claude_code_import_
     # Every event is of this repository, however many folders the sessions were recorded in.
     assert home.query("SELECT DISTINCT root FROM projects") == [(os.path.realpath(repository),)]
     assert len(other.query("SELECT DISTINCT root FROM projects")) > 1
+
+
+def test_since_redaction_and_the_progress_bar_as_the_other_imports(
+    home: Home, tmp_path: Path
+) -> None:
+    def days_ago(days: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - days * 86_400))
+
+    repository = new_repository(tmp_path / "app")
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    recent = jsonl(claude_call("toolu_r", f"GITHUB_TOKEN={token} make release", at=days_ago(2)))
+    old = jsonl(claude_call("toolu_o", "make old", session="claude-old", at=days_ago(400)))
+    add_checkpoint(
+        repository,
+        [
+            Copy("c0c0c0c0c0c0", 0, recent, metadata("claude-1", created_at=days_ago(1))),
+            Copy("c1c1c1c1c1c1", 0, old, metadata("claude-old", created_at=days_ago(399))),
+        ],
+    )
+    primary, replica = pty.openpty()
+    try:
+        process = subprocess.run(
+            [
+                REMEM,
+                "import",
+                "entire",
+                str(repository),
+                "--since",
+                "60d",
+                "--no-promote",
+                "--json",
+            ],
+            env={**home.env, "COLUMNS": "120"},
+            stdout=subprocess.PIPE,
+            stderr=replica,
+            timeout=120,
+        )
+        os.close(replica)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal's other end is closed: all was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(primary)
+    summary = json.loads(process.stdout)
+
+    assert process.returncode == 0 and b"files 2/2" in drawn
+    assert summary["files_too_old"] == 1 and summary["events_new"] == 1
+    assert summary["older_calls_command"].startswith(f"remem import entire {repository} --since ")
+    (command,) = [row[3] for row in events(home)]
+    assert token not in command and "make release" in command
