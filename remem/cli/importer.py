@@ -182,6 +182,8 @@ def import_entire(
     with open_home() as (settings, engine):
         since_s = _since_s(since, settings)
         now = time.time()
+        if repository is not None and not os.path.isdir(os.path.expanduser(repository)):
+            raise NotFound(f"No folder at {repository}: give a folder of a git repository.")
         root, _branch, work_tree, _directory = locate_given(repository)
         if fetch:
             gitstore.fetch(work_tree, entire.REMOTE, entire.BRANCH)

@@ -309,6 +309,8 @@ def test_a_branch_of_another_shape_or_none_is_refused_in_one_line(
 ) -> None:
     repository = new_repository(tmp_path / "app")
     bare = home.remem("import", "entire", str(repository), check=False)
+    missing = home.remem("import", "entire", str(tmp_path / "nowhere"), check=False)
+    not_git = home.remem("import", "entire", str(tmp_path), check=False)
     commit_files(repository, BRANCH_REF, [("src/main.py", b"print(1)\n")])
     other = home.remem("import", "entire", str(repository), check=False)
 
@@ -316,7 +318,9 @@ def test_a_branch_of_another_shape_or_none_is_refused_in_one_line(
     assert "--fetch" in bare.stderr
     assert other.returncode == 1 and len(other.stderr.strip().splitlines()) == 1
     assert "is not an Entire checkpoint branch" in other.stderr and "src/main.py" in other.stderr
-    assert "Traceback" not in other.stderr + bare.stderr
+    assert missing.returncode == 1 and "No folder at" in missing.stderr
+    assert not_git.returncode == 1 and len(not_git.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in other.stderr + bare.stderr + missing.stderr + not_git.stderr
 
 
 def test_a_forgotten_secret_is_not_brought_back_by_importing_again(
