@@ -271,14 +271,14 @@ class Worker:
         """The new Entire checkpoints of the known projects' repositories, imported."""
         from remem.agent.read import read_projects
         from remem.db.snapshot import engine_reader
-        from remem.transcripts import entire
+        from remem.transcripts import entire_current
         from remem.transcripts.importer import ImportOptions, default_since_s
 
         with engine_reader(self.engine) as execute:
             roots = read_projects(execute)
         now = self.clock()
         options = ImportOptions(since_at=now - default_since_s(self.settings.max_age_s))
-        done = entire.refresh(self.engine, self.settings.home, roots, options, now)
+        done = entire_current.refresh(self.engine, self.settings.home, roots, options, now)
         self.stats["entire_events_imported"] += done.events_new
         for refused in done.refused:
             log.warning("%s", refused, extra={"action": "import_entire"})

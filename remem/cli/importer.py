@@ -176,7 +176,7 @@ def import_entire(
       remem import entire ~/src/shop --fetch --since 90d --json
     """
     from remem.record.identity import locate_given
-    from remem.transcripts import entire, gitstore
+    from remem.transcripts import entire, entire_current, gitstore
     from remem.transcripts.importer import ImportOptions
 
     with open_home() as (settings, engine):
@@ -204,7 +204,7 @@ def import_entire(
             len(found),
         )
         if not dry_run:
-            entire.write_state(settings.home, root, storage)
+            entire_current.write_state(settings.home, root, storage)
         words = ["remem", "import", "entire", *([repository] if repository else [])]
         report = _report(summary, since, since_s, words, now)
         if not dry_run and not no_promote:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from remem.errors import RememError
-from remem.paths import write_whole
 from remem.record.identity import locate
 from remem.transcripts import gitstore
 from remem.transcripts.claude import read_claude
@@ -65,7 +64,6 @@ READERS: dict[str, Callable[[Blob, ReadStats], Iterator[TranscriptCall]]] = {
 }
 DEFAULT_AGENT = "Claude Code"
 METADATA_MAX_BYTES = 1024 * 1024
-STATE_FILE = "entire-checkpoints.json"
 IMPORT_COMMAND = "remem import entire"
 
 
@@ -173,37 +171,6 @@ def _laid_out(
         if changed is None or touched & changed:
             found.append(Session(f"{ref}:{entry.path}", entry, metadata))
     return found
-
-
-# --- the state kept between two readings ------------------------------------------------------
-
-
-def read_state(home: str) -> dict[str, State]:
-    """The last commits read, per repository root; nothing when the file is gone or unreadable
-    (everything is read again, and stored once)."""
-    try:
-        with open(os.path.join(home, STATE_FILE), encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(document, dict):
-        return {}
-    states = {}
-    for root, kept in document.items():
-        if isinstance(kept, dict) and isinstance(kept.get("refs", {}), dict):
-            branch = kept.get("branch_commit")
-            refs = {str(k): str(v) for k, v in kept.get("refs", {}).items()}
-            states[root] = State(branch if isinstance(branch, str) else None, refs)
-    return states
-
-
-def write_state(home: str, root: str, storage: Storage) -> None:
-    states = read_state(home)
-    states[root] = State(storage.branch_commit, dict(storage.checkpoint_refs))
-    document = {
-        key: {"branch_commit": s.branch_commit, "refs": s.refs} for key, s in states.items()
-    }
-    write_whole(os.path.join(home, STATE_FILE), json.dumps(document, indent=1).encode())
 
 
 # --- the import ---------------------------------------------------------------------------------
@@ -375,45 +342,3 @@ class _Reading:
             created_at if created_at is not None and math.isfinite(created_at) else None,
             branch if isinstance(branch, str) and branch else None,
         )
-
-
-# --- kept current by the daemon -----------------------------------------------------------------
-
-
-@dataclass
-class Refreshed:
-    """What one reading of the known projects' new checkpoints did."""
-
-    repositories: int = 0  # with checkpoints that changed since the last reading
-    session_copies: int = 0
-    events_new: int = 0
-    refused: list[str] = field(default_factory=list)  # one line each: why a repository was not
-
-
-def refresh(
-    engine: Engine, home: str, roots: list[str], options: ImportOptions, now: float
-) -> Refreshed:
-    """Read the checkpoints each project root's repository got since the last reading (the
-    state file under `home` remembers the commits read), and remember the new ones."""
-    done = Refreshed()
-    states = read_state(home)
-    for root in roots:
-        storage = has_checkpoints(root) if os.path.isdir(root) else None
-        if storage is None:
-            continue
-        state = states.get(root)
-        if state is not None and state == State(
-            storage.branch_commit, dict(storage.checkpoint_refs)
-        ):
-            continue
-        try:
-            found = sessions(storage, state)
-            summary = import_checkpoints(engine, storage, found, options, now)
-        except (NotCheckpoints, gitstore.GitFailed) as refused:
-            done.refused.append(str(refused))
-            continue
-        write_state(home, root, storage)
-        done.repositories += 1
-        done.session_copies += summary.session_copies
-        done.events_new += summary.events_new
-    return done
