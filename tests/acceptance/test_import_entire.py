@@ -509,3 +509,29 @@ def test_since_redaction_and_the_progress_bar_as_the_other_imports(
     assert summary["older_calls_command"].startswith(f"remem import entire {repository} --since ")
     (command,) = [row[3] for row in events(home)]
     assert token not in command and "make release" in command
+
+
+def test_from_a_linked_worktree_the_project_is_the_repository(home: Home, tmp_path: Path) -> None:
+    repository = new_repository(tmp_path / "app")
+    (repository / "web").mkdir()
+    worktree = tmp_path / "app-feature"
+    git(repository, "worktree", "add", "--quiet", "-b", "feature", str(worktree))
+    transcript = jsonl(
+        claude_call("toolu_v", "make") + claude_call("toolu_w", "npm test", cwd=f"{ELSEWHERE}/web")
+    )
+    add_checkpoint(repository, [Copy("e0e0e0e0e0e0", 0, transcript, metadata("claude-1"))])
+
+    import_entire(home, worktree)
+
+    assert events(home) == [
+        (os.path.realpath(repository), "feature/login", ".", "make", "success", 0, "claude-code"),
+        (
+            os.path.realpath(repository),
+            "feature/login",
+            "web",
+            "npm test",
+            "success",
+            0,
+            "claude-code",
+        ),
+    ]
