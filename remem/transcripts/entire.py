@@ -49,7 +49,7 @@ REMOTE = "origin"
 LOCAL_REF = f"refs/heads/{BRANCH}"
 REMOTE_REF = f"refs/remotes/{REMOTE}/{BRANCH}"
 CHECKPOINT_REFS = "refs/entire/checkpoints/"
-_IN_BRANCH = re.compile(r"^[0-9a-f]{2}/[0-9a-f]{10}/(\d+/)?")
+_IN_BRANCH = re.compile(r"^[0-9a-f]{2}/[0-9a-f]{10}/")
 _BRANCH_SESSION = re.compile(r"^([0-9a-f]{2}/[0-9a-f]{10}/\d+)/full\.jsonl$")
 _REF_SESSION = re.compile(r"^(\d+)/full\.jsonl$")
 # One ref per checkpoint: its shard, then its id (12 hex characters, or a 26-character ULID).
