@@ -4,7 +4,8 @@ commits them, read from git's object store (no checkout) into the events of this
 Entire writes each checkpoint to the orphan branch `entire/checkpoints/v1`, laid out as
 `<id[0:2]>/<id[2:12]>/<n>/full.jsonl` with the session's `metadata.json` beside it (`agent`,
 `session_id`, `created_at`, `branch`); newer releases also keep one ref per checkpoint,
-`refs/entire/checkpoints/<shard>/<id>`, whose tree holds `<n>/full.jsonl` the same way. The
+`refs/entire/checkpoints/<shard>/<id>`, whose tree holds `<n>/full.jsonl` the same way, and
+the branch's tree under `refs/entire/checkpoints/v1/full` when they no longer write it. The
 transcript is the agent's own: a Claude Code session, a Codex rollout, an OpenCode export, each
 read by its one reader; other agents are counted by name and skipped.
 
@@ -49,6 +50,8 @@ REMOTE = "origin"
 LOCAL_REF = f"refs/heads/{BRANCH}"
 REMOTE_REF = f"refs/remotes/{REMOTE}/{BRANCH}"
 CHECKPOINT_REFS = "refs/entire/checkpoints/"
+# The same tree as the branch, under refs/entire/ (releases that no longer write the branch).
+FULL_REF = f"{CHECKPOINT_REFS}v1/full"
 _IN_BRANCH = re.compile(r"^[0-9a-f]{2}/[0-9a-f]{10}/")
 _BRANCH_SESSION = re.compile(r"^([0-9a-f]{2}/[0-9a-f]{10}/\d+)/full\.jsonl$")
 _REF_SESSION = re.compile(r"^(\d+)/full\.jsonl$")
@@ -77,7 +80,7 @@ class NotCheckpoints(RememError):
 @dataclass(frozen=True)
 class Storage:
     work_tree: str
-    branch_ref: str | None  # the local branch, else origin's; None when there is neither
+    branch_ref: str | None  # the local branch, else origin's, else FULL_REF; or None
     branch_commit: str | None
     checkpoint_refs: dict[str, str]  # one ref per checkpoint: its commit
 
@@ -89,7 +92,7 @@ class Storage:
 def find_storage(work_tree: str) -> Storage:
     """The checkpoint refs of the repository at work_tree; GitFailed when it is none."""
     found = gitstore.refs(work_tree, LOCAL_REF, REMOTE_REF, CHECKPOINT_REFS)
-    branch_ref = LOCAL_REF if LOCAL_REF in found else REMOTE_REF if REMOTE_REF in found else None
+    branch_ref = next((ref for ref in (LOCAL_REF, REMOTE_REF, FULL_REF) if ref in found), None)
     per_checkpoint = {name: sha for name, sha in found.items() if _CHECKPOINT_REF.match(name)}
     commit = found[branch_ref] if branch_ref else None
     return Storage(work_tree, branch_ref, commit, per_checkpoint)

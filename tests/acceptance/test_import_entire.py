@@ -275,10 +275,16 @@ def test_the_newer_layout_of_one_ref_per_checkpoint_is_read(home: Home, tmp_path
     )
 
     summary = import_entire(home, repository)
+    full = jsonl(claude_call("toolu_8", "bun run lint", session="claude-8"))
+    copy = Copy("fedcba987654", 0, full, metadata("claude-8"))
+    add_checkpoint(repository, [copy], ref="refs/entire/checkpoints/v1/full")
+    with_full = import_entire(home, repository)
 
-    assert [row[3] for row in events(home)] == ["bun test"]
-    assert summary["ref"] is None and summary["checkpoint_refs"] == 1
     assert ref == "refs/entire/checkpoints/ab/0123456789ab"
+    assert summary["ref"] is None and summary["checkpoint_refs"] == 1
+    assert with_full["ref"] == "refs/entire/checkpoints/v1/full"
+    assert with_full["checkpoint_refs"] == 1 and with_full["events_new"] == 1
+    assert [row[3] for row in events(home)] == ["bun test", "bun run lint"]
 
 
 def test_a_clone_with_only_origins_branch_and_fetch(home: Home, tmp_path: Path) -> None:
