@@ -1,12 +1,12 @@
 """Run every benchmark and write their figures to BENCHMARKS.md at the repository root.
 
 Runs hook.py, cli.py, pipeline.py, scale.py, daemon_idle.py, concurrency.py, importer.py,
-team.py, analysis.py and ui.py one after another with --json (their progress goes to stderr as it
-happens), then writes one table (and a section per benchmark with a heading of its own): median,
-min–max, target and verdict per figure. Then coverage.py, whose totals go to a "Memory coverage"
-section of their own (--coverage-only runs it alone and rewrites only that section). A benchmark
-that fails is reported in its rows, and the script exits 1 once the file is written. --quick
-passes small run counts, for a smoke test of the whole chain.
+entire.py, team.py, analysis.py and ui.py one after another with --json (their progress goes to
+stderr as it happens), then writes one table (and a section per benchmark with a heading of its
+own): median, min–max, target and verdict per figure. Then coverage.py, whose totals go to a
+"Memory coverage" section of their own (--coverage-only runs it alone and rewrites only that
+section). A benchmark that fails is reported in its rows, and the script exits 1 once the file
+is written. --quick passes small run counts, for a smoke test of the whole chain.
 
     .venv/bin/python bench/report.py [--quick | --coverage-only]
 """
@@ -165,6 +165,17 @@ def importer_cells(report: dict[str, Any]) -> list[Cells]:
             verdict(rss["pass"]),
         ),
     ]
+
+
+def entire_cells(report: dict[str, Any]) -> list[Cells]:
+    rate, ratio, rss = report["rate"]["events_per_s"], report["rate"]["over_files"], report["rss"]
+    return [
+        (f"{rate['median']:,.0f}", span(rate, ",.0f"), f"≥ {rate['target']:,}",
+         verdict(rate["pass"])),
+        (f"{ratio['median']:.2f}×", span(ratio, ".2f", "×"), NONE, NONE),
+        (f"{rss['large']['peak_rss_mb']:.1f}", NONE, f"≤ {rss['target_mb']:g} MB",
+         verdict(rss["pass"])),
+    ]  # fmt: skip
 
 
 def team_cells(report: dict[str, Any]) -> list[Cells]:
@@ -379,6 +390,20 @@ BENCHES = (
             f"importer.py {count(r['runs'], 'import')} of {r['rate']['events']:,} calls"
             f" ({r['rate']['dataset_mb']:g} MB), peak RSS at {r['rss']['small']['file_mb']}"
             f" and {r['rss']['large']['file_mb']} MB"
+        ),
+    ),
+    Bench(
+        "entire.py",
+        ("--quick",),
+        (
+            "import entire, events/s (git's object store, 1 MB checkpoints)",
+            "import entire / import claude-code of the same transcripts",
+            "import entire peak RSS, MB",
+        ),
+        entire_cells,
+        lambda r: (
+            f"entire.py {count(r['runs'], 'import')} of {r['rate']['checkpoints']} checkpoints"
+            f" ({r['rate']['dataset_mb']:g} MB, {r['rate']['events']:,} events)"
         ),
     ),
     Bench(

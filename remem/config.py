@@ -268,6 +268,18 @@ class Settings:
         "30s",
         "how often the daemon ships to and pulls from the team database",
     )
+    import_entire = setting(
+        "import.entire",
+        _boolean,
+        False,
+        "whether the daemon (and a burst) imports the new Entire checkpoints of known projects",
+    )
+    import_entire_interval_s = setting(
+        "import.entire_interval",
+        parse_duration,
+        "10m",
+        "how often the daemon looks for new Entire checkpoints",
+    )
     ui_port = setting(
         "ui.port",
         _port,

@@ -38,6 +38,18 @@ def fixtures_dir() -> Path:
     raise RuntimeError(f"hook fixtures not found in {candidates}")
 
 
+def corpus_dir() -> Path:
+    """The development corpus (real sessions kept on Entire checkpoint branches), in shared/
+    beside the clone as fixtures are; REMEM_CORPUS names another place."""
+    candidates = [REPO.parent / "shared" / "corpus"]
+    if os.environ.get("REMEM_CORPUS"):
+        candidates.insert(0, Path(os.environ["REMEM_CORPUS"]))
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise RuntimeError(f"the session corpus was not found in {candidates}")
+
+
 def load_fixture(relative: str) -> dict[str, Any]:
     return json.loads((fixtures_dir() / relative).read_text())
 

@@ -56,6 +56,10 @@ def duties(worker: Worker, team: TeamJobs | None) -> tuple[list[Duty], list[Duty
         Duty("ingest_spool", INGEST_INTERVAL_S, worker.ingest),
         Duty("rebuild_procedures", math.inf, worker.run_pending_jobs),
     ]
+    if worker.settings.import_entire:
+        before.append(
+            Duty("import_entire", worker.settings.import_entire_interval_s, worker.import_entire)
+        )
     after = [Duty("maintenance", MAINTENANCE_INTERVAL_S, worker.maintain, deferred=True)]
     if team is not None:
         settings = worker.settings

@@ -267,6 +267,29 @@ class Worker:
                 extra={"action": "ingest_spool", **report.as_dict()},
             )
 
+    def import_entire(self) -> None:
+        """The new Entire checkpoints of the known projects' repositories, imported."""
+        from remem.agent.read import read_projects
+        from remem.db.snapshot import engine_reader
+        from remem.transcripts import entire_current
+        from remem.transcripts.importer import ImportOptions, default_since_s
+
+        with engine_reader(self.engine) as execute:
+            roots = read_projects(execute)
+        now = self.clock()
+        options = ImportOptions(since_at=now - default_since_s(self.settings.max_age_s))
+        done = entire_current.refresh(self.engine, self.settings.home, roots, options, now)
+        self.stats["entire_events_imported"] += done.events_new
+        for refused in done.refused:
+            log.warning("%s", refused, extra={"action": "import_entire"})
+        if done.repositories:
+            log.info(
+                "imported %s event(s) from the new checkpoints of %s repository(ies)",
+                done.events_new,
+                done.repositories,
+                extra={"action": "import_entire", "session_copies": done.session_copies},
+            )
+
     def run_pending_jobs(self) -> None:
         """Work owed to the database as a whole: after a migration, re-deriving procedures."""
         if not rebuild.pending(self.engine):

@@ -33,8 +33,11 @@ from remem.record.event import DROPS_BY_DESIGN
 CLOCK_SKEW_S = 300.0
 
 
-def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = None) -> list[Check]:
-    """All checks in order; a check that cannot run (no home, no database) says why once."""
+def run_checks(
+    environ: dict[str, str] | None = None, user_home: Path | None = None, cwd: str | None = None
+) -> list[Check]:
+    """All checks in order; a check that cannot run (no home, no database) says why once.
+    `cwd` (the current directory by default) names the repository whose checkpoints are told."""
     try:
         settings = load_settings(environ)
     except RememError as exc:
@@ -61,7 +64,25 @@ def run_checks(environ: dict[str, str] | None = None, user_home: Path | None = N
         engine.dispose()
     checks.append(_spool(settings))
     checks += list(_hooks(user_home or Path.home(), settings.home))
+    checks += _entire(settings, cwd or os.getcwd())
     return checks
+
+
+def _entire(settings: Settings, cwd: str) -> list[Check]:
+    """Said only where the current repository keeps Entire checkpoints: how to learn from them."""
+    from remem.config import duration_text
+    from remem.transcripts import entire
+
+    storage = entire.has_checkpoints(cwd)
+    if storage is None:
+        return []
+    detail = f"{storage.work_tree} keeps agents' sessions on {entire.said(storage)}: "
+    if settings.import_entire:
+        every = duration_text(settings.import_entire_interval_s)
+        detail += f"the daemon imports new ones every {every} (`{entire.IMPORT_COMMAND}` now)"
+    else:
+        detail += f"run `{entire.IMPORT_COMMAND}` to learn from them"
+    return [Check("entire", OK, detail)]
 
 
 def _unusable_settings(exc: RememError) -> Check:

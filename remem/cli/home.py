@@ -41,6 +41,7 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
     from remem.admin.home import init_home
     from remem.cli.hooks import echo_init_hooks
     from remem.paths import installed_executable
+    from remem.record.quote import escape_unsafe
 
     result = init_home(current_settings())
     if not as_json:
@@ -60,6 +61,7 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
 
     sessions = find_sessions(str(user_home))
     command = _import_command(sessions, current_settings().max_age_s)
+    checkpoints = _entire_offer()
     if as_json:
         print_json(
             {
@@ -72,6 +74,7 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
                 "sessions_to_import": {host: f.sessions for host, f in sessions.items()},
                 "oldest_session_at": _oldest(sessions),
                 "import_command": command,
+                "entire_import_command": checkpoints and checkpoints[0],
             }
         )
         return
@@ -83,6 +86,25 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
     if command is not None:
         click.echo("")
         click.echo(_import_offer(sessions, command))
+    if checkpoints is not None:
+        click.echo("")
+        click.echo(escape_unsafe(checkpoints[1]))
+
+
+def _entire_offer() -> tuple[str, str] | None:
+    """When the current directory's repository keeps Entire checkpoints: the command that
+    imports them, and the line that says so."""
+    import os
+
+    from remem.transcripts import entire
+
+    storage = entire.has_checkpoints(os.getcwd())
+    if storage is None:
+        return None
+    return entire.IMPORT_COMMAND, (
+        f"{storage.work_tree} keeps its agents' sessions on {entire.said(storage)}: "
+        f"run `{entire.IMPORT_COMMAND}` to learn from them."
+    )
 
 
 def _oldest(sessions: dict[str, Found]) -> float | None:

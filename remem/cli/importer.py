@@ -5,19 +5,22 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from remem.cli.app import cli, json_option, open_home, options, print_json
+from remem.errors import NotFound
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from remem.config import Settings
-    from remem.transcripts.importer import ImportOptions, ImportSummary, Source
+    from remem.transcripts.importer import ImportSummary
 
 SHOWN_PROCEDURES = 10
+Summary = TypeVar("Summary")
 
 
 @cli.group("import")
@@ -33,25 +36,30 @@ def import_group() -> None:
       remem import all                       # ~/.claude/projects and ~/.codex/sessions
       remem import claude-code --since 60d --project ~/src/shop
       remem import codex ~/.codex/sessions/2026/11 --dry-run
+      remem import entire --fetch            # the sessions this repository keeps in git
     """
 
 
+_since_option = click.option(
+    "--since",
+    default=None,
+    metavar="DURATION",
+    help="Only calls this recent, e.g. 30d (default: promotion.max_age doubled).",
+)
+_run_options = options(
+    click.option("--dry-run", is_flag=True, help="Count what would be stored; store nothing."),
+    click.option("--no-promote", is_flag=True, help="Store the events; run no burst after."),
+    json_option("the summary"),
+)
 _options = options(
-    click.option(
-        "--since",
-        default=None,
-        metavar="DURATION",
-        help="Only calls this recent, e.g. 30d (default: promotion.max_age doubled).",
-    ),
+    _since_option,
     click.option(
         "--project",
         type=click.Path(),
         default=None,
         help="Only sessions whose cwd is inside this folder (or in its repository).",
     ),
-    click.option("--dry-run", is_flag=True, help="Count what would be stored; store nothing."),
-    click.option("--no-promote", is_flag=True, help="Store the events; run no burst after."),
-    json_option("the summary"),
+    _run_options,
 )
 
 # One command an agent, differing in their help only: what is read, where by default, one file
@@ -118,68 +126,141 @@ def _import(
     no_promote: bool,
     as_json: bool,
 ) -> None:
-    from remem.config import parse_duration
     from remem.transcripts import importer
 
     with open_home() as (settings, engine):
-        try:
-            since_s = (
-                parse_duration(since) if since else importer.default_since_s(settings.max_age_s)
-            )
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--since") from None
+        since_s = _since_s(since, settings)
         now = time.time()
         user_home = os.path.expanduser("~")
         sources = [s for host in hosts for s in importer.discover(host, paths, user_home)]
         options = importer.ImportOptions(now - since_s, project, dry_run)
-        summary = _run_import(engine, sources, options, now)
-        report: dict[str, Any] = {
-            **summary.as_json(),
-            "since_s": since_s,
-            "since_default": since is None,
-            "older_calls_command": _older_calls_command(hosts, paths, project, summary, now),
-        }
+        summary = _with_progress(
+            lambda advance: importer.import_transcripts(engine, sources, options, now, advance),
+            sum(s.size for s in sources),
+            len(sources),
+        )
+        words = ["remem", "import", hosts[0] if len(hosts) == 1 else "all", *paths]
+        if project is not None:
+            words += ["--project", project]
+        report = _report(summary, since, since_s, words, now)
         if not dry_run and not no_promote:
             report.update(_promote(engine, settings))
+    _print(report, as_json)
+
+
+@import_group.command("entire")
+@click.argument("repository", required=False, type=click.Path())
+@click.option("--fetch", is_flag=True, help="Run `git fetch origin entire/checkpoints/v1` first.")
+@_since_option
+@_run_options
+def import_entire(
+    repository: str | None,
+    fetch: bool,
+    since: str | None,
+    dry_run: bool,
+    no_promote: bool,
+    as_json: bool,
+) -> None:
+    """Import the sessions a repository keeps on its Entire checkpoint branch.
+
+    Reads `entire/checkpoints/v1` (origin's when there is no local one) and the refs of one
+    checkpoint each (refs/entire/checkpoints/...) from git's object store, never checking
+    anything out: Claude Code sessions, Codex rollouts and OpenCode exports, recorded on any
+    machine, become sessions of this checkout (the same folder relative to the repository, the
+    branch they recorded). Other agents' sessions are counted and skipped. REPOSITORY is a
+    folder of the repository (default: the current directory).
+
+    \b
+    Example:
+      remem import entire
+      remem import entire ~/src/shop --fetch --since 90d --json
+    """
+    from remem.record.identity import locate_given
+    from remem.transcripts import entire, entire_current, gitstore
+    from remem.transcripts.importer import ImportOptions
+
+    with open_home() as (settings, engine):
+        since_s = _since_s(since, settings)
+        now = time.time()
+        if repository is not None and not os.path.isdir(os.path.expanduser(repository)):
+            raise NotFound(f"No folder at {repository}: give a folder of a git repository.")
+        root, _branch, work_tree, _directory = locate_given(repository)
+        if fetch:
+            gitstore.fetch(work_tree, entire.REMOTE, entire.BRANCH)
+        storage = entire.find_storage(work_tree)
+        if not storage.found:
+            raise NotFound(
+                f"{work_tree} keeps no Entire checkpoints: no {entire.BRANCH} branch (nor "
+                f"{entire.REMOTE}'s) and no {entire.CHECKPOINT_REFS}...; "
+                "`remem import entire --fetch` fetches origin's."
+            )
+        found = entire.sessions(storage)
+        options = ImportOptions(now - since_s, None, dry_run)
+        summary = _with_progress(
+            lambda advance: entire.import_checkpoints(
+                engine, storage, found, options, now, advance
+            ),
+            sum(session.transcript.size for session in found),
+            len(found),
+        )
+        if not dry_run:
+            entire_current.write_state(settings.home, root, storage)
+        words = ["remem", "import", "entire", *([repository] if repository else [])]
+        report = _report(summary, since, since_s, words, now)
+        if not dry_run and not no_promote:
+            report.update(_promote(engine, settings))
+    _print(report, as_json)
+
+
+def _since_s(since: str | None, settings: Settings) -> float:
+    from remem.config import parse_duration
+    from remem.transcripts.importer import default_since_s
+
+    try:
+        return parse_duration(since) if since else default_since_s(settings.max_age_s)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from None
+
+
+def _report(
+    summary: ImportSummary, since: str | None, since_s: float, words: list[str], now: float
+) -> dict[str, Any]:
+    return {
+        **summary.as_json(),
+        "since_s": since_s,
+        "since_default": since is None,
+        "older_calls_command": _older_calls_command(words, summary, now),
+    }
+
+
+def _print(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(report)
     else:
         _print_summary(report)
 
 
-def _older_calls_command(
-    hosts: tuple[str, ...],
-    paths: tuple[str, ...],
-    project: str | None,
-    summary: ImportSummary,
-    now: float,
-) -> str | None:
-    """The same import with a `--since` that reaches the oldest call it left out as too old;
-    None when it left none out."""
+def _older_calls_command(words: list[str], summary: ImportSummary, now: float) -> str | None:
+    """The same import (`words`) with a `--since` that reaches the oldest call it left out as
+    too old; None when it left none out."""
     import shlex
 
     from remem.transcripts.importer import since_covering
 
     if summary.oldest_too_old_at is None:
         return None
-    words = ["remem", "import", hosts[0] if len(hosts) == 1 else "all", *paths]
-    if project is not None:
-        words += ["--project", project]
-    words += ["--since", since_covering(summary.oldest_too_old_at, now)]
-    return shlex.join(words)
+    return shlex.join([*words, "--since", since_covering(summary.oldest_too_old_at, now)])
 
 
-def _run_import(
-    engine: Engine, sources: list[Source], options: ImportOptions, now: float
-) -> ImportSummary:
-    from remem.transcripts.importer import import_transcripts
-
+def _with_progress(
+    run: Callable[[Callable[[int, int], None] | None], Summary], total_bytes: int, total_files: int
+) -> Summary:
+    """`run(on_progress)`, with a progress bar of the bytes and files read on a terminal."""
     if not sys.stderr.isatty():
-        return import_transcripts(engine, sources, options, now)
+        return run(None)
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    total_bytes, total_files = sum(s.size for s in sources), len(sources)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -193,7 +274,7 @@ def _run_import(
             description = f"files {done_files}/{total_files}"
             progress.update(bar, completed=done_bytes, description=description)
 
-        return import_transcripts(engine, sources, options, now, advance)
+        return run(advance)
 
 
 def _promote(engine: Engine, settings: Settings) -> dict[str, Any]:
@@ -236,6 +317,11 @@ def _print_summary(report: dict[str, Any]) -> None:
     from remem.record.quote import escape_unsafe  # recorded commands, roots and branches
 
     verb = "Would import" if report["dry_run"] else "Imported"
+    if "session_copies" in report:
+        where = [f"{report['ref']} at {report['commit'][:12]}"] if report["ref"] else []
+        if report["checkpoint_refs"]:
+            where.append(f"{report['checkpoint_refs']} checkpoint ref(s)")
+        click.echo(f"Read {report['session_copies']} session copies from {' and '.join(where)}.")
     click.echo(
         f"{verb} {report['files']} file(s), {report['sessions']} session(s): "
         f"{report['commands']} command(s), {report['edits']} edit(s); "
@@ -251,6 +337,10 @@ def _print_summary(report: dict[str, Any]) -> None:
         "call(s) outside --project": report["calls_outside_project"],
         "call(s) without a result": report["unpaired_calls"],
         **{f"dropped ({reason})": n for reason, n in report["dropped"].items()},
+        "session copies without valid metadata": report.get("invalid_metadata", 0),
+        "call(s) repeated in later checkpoints": report.get("calls_repeated", 0),
+        "copies repeated unchanged": report.get("copies_repeated", 0),
+        **{f"{agent} session(s)": n for agent, n in report.get("agents_skipped", {}).items()},
     }
     shown = [f"{n} {what}" for what, n in skipped.items() if n]
     if shown:

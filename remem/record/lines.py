@@ -53,24 +53,24 @@ def open_regular(path: str) -> BinaryIO:
         raise
 
 
-def bounded_lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
-    """(line, bytes) for each line up to the size the file had when opened; the line is None
-    when it is longer than MAX_LINE_BYTES (it was skipped). What a writer appends meanwhile is
-    the next reading's."""
-    remaining = os.fstat(handle.fileno()).st_size
+def bounded_lines(handle: BinaryIO, size: int | None = None) -> Iterator[tuple[bytes | None, int]]:
+    """(line, bytes) for each line up to the size the file had when opened (or `size` bytes of
+    a stream, a pipe that goes on after them); the line is None when it is longer than
+    MAX_LINE_BYTES (it was skipped). What a writer appends meanwhile is the next reading's."""
+    remaining = os.fstat(handle.fileno()).st_size if size is None else size
     while remaining > 0:
-        line = handle.readline(MAX_LINE_BYTES + 1)
+        line = handle.readline(min(MAX_LINE_BYTES + 1, remaining))
         if not line:
             return
         remaining -= len(line)
         if len(line) <= MAX_LINE_BYTES:
             yield line, len(line)
             continue
-        size = len(line)
+        skipped = len(line)
         while remaining > 0 and not line.endswith(b"\n"):
-            line = handle.readline(_SKIP_BYTES)
+            line = handle.readline(min(_SKIP_BYTES, remaining))
             if not line:
                 break
             remaining -= len(line)
-            size += len(line)
-        yield None, size
+            skipped += len(line)
+        yield None, skipped

@@ -7,7 +7,6 @@ shell and edit tools are kept while they wait, so memory holds the calls in flig
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +14,11 @@ from typing import Any
 from remem.record.tool_result import text_of
 from remem.transcripts.common import (
     ReadStats,
+    Transcript,
     TranscriptCall,
     parse_time,
     read_records,
+    transcript_name,
     without_none,
 )
 
@@ -40,10 +41,10 @@ class _Pending:
     branch: str | None
 
 
-def read_claude(path: str, stats: ReadStats | None = None) -> Iterator[TranscriptCall]:
+def read_claude(path: Transcript, stats: ReadStats | None = None) -> Iterator[TranscriptCall]:
     """The shell and edit calls of one transcript, in the order their results were written."""
     stats = stats if stats is not None else ReadStats()
-    transcript_path = os.path.abspath(path)
+    transcript_path = transcript_name(path)
     pending: dict[str, _Pending] = {}
     session_cwd: str | None = None
     for record in read_records(path, stats):

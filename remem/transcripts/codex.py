@@ -20,9 +20,11 @@ from remem.record.tool_result import exec_output, exit_code_of, output_outcome, 
 from remem.record.writes import applied_patch
 from remem.transcripts.common import (
     ReadStats,
+    Transcript,
     TranscriptCall,
     parse_time,
     read_records,
+    transcript_name,
     without_none,
 )
 
@@ -52,10 +54,10 @@ class _Call:
     turn_id: str | None
 
 
-def read_codex(path: str, stats: ReadStats | None = None) -> Iterator[TranscriptCall]:
+def read_codex(path: Transcript, stats: ReadStats | None = None) -> Iterator[TranscriptCall]:
     """The shell and apply_patch calls of one rollout, in the order they finished."""
     stats = stats if stats is not None else ReadStats()
-    rollout = _Rollout(os.path.abspath(path), stats)
+    rollout = _Rollout(transcript_name(path), stats)
     for record in read_records(path, stats):
         call = rollout.read(record)
         if call is not None:

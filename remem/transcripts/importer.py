@@ -15,6 +15,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from remem.capture.batch import Batch
@@ -46,6 +47,7 @@ BATCH_EVENTS = 500
 _CLAUDE_FOLDER = re.compile(r"[^A-Za-z0-9]")
 
 Where = tuple[str, str | None, str, str]
+Locate = Callable[[str], Where]
 Progress = Callable[[int, int], None]
 
 
@@ -252,6 +254,11 @@ class _Identity:
         self._located: dict[str, Where | None] = {}
         self._claude_roots: dict[tuple[str, str], str] = {}
 
+    def locator(self, call: TranscriptCall) -> Locate:
+        """Where the call's cwd lies: its project, branch, work tree and directory."""
+        session_root = self.session_root(call)
+        return lambda cwd: self.where(cwd, call.branch, session_root)
+
     def where(self, cwd: str, branch: str | None, session_root: str | None) -> Where:
         found = self._locate(cwd)
         if found is not None:
@@ -317,14 +324,11 @@ def event_time(at: float | None, fallback_at: float, now: float) -> tuple[float,
 
 
 def build_call_event(
-    call: TranscriptCall, now: float, identity: _Identity, fallback_at: float
+    call: TranscriptCall, now: float, locate: Locate, fallback_at: float
 ) -> CapturedEvent:
     """The hook's event for one call, at the record's time; a Codex command carries its exit
     code already, as the worker would have resolved it from the rollout."""
-    session_root = identity.session_root(call)
-    event = build_event(
-        call.payload, call.host, now, lambda cwd: identity.where(cwd, call.branch, session_root)
-    )
+    event = build_event(call.payload, call.host, now, locate)
     fields = event.as_dict()
     fields["event_at"], fields["event_at_reported"] = event_time(call.at, fallback_at, now)
     if call.host == "codex" and event.kind == "command" and call.exit_code is not None:
@@ -352,7 +356,7 @@ class _ProjectFilter:
 # --- the import -------------------------------------------------------------------------------
 
 
-class _Writer:
+class Writer:
     """Events stored many to a transaction with the hook's statements (each raises its
     session's extraction task, as the hook does); a dry run only asks which are known."""
 
@@ -427,7 +431,7 @@ def import_transcripts(
     """Read every source, store what its live hooks would have stored; `on_progress(bytes
     done, files done)` is called as the files go by."""
     summary = ImportSummary(dry_run=options.dry_run)
-    writer = _Writer(engine, summary, options.dry_run)
+    writer = Writer(engine, summary, options.dry_run)
     identity = _Identity()
     project = _ProjectFilter(options.project) if options.project else None
     sessions: set[tuple[str, str]] = set()
@@ -439,7 +443,10 @@ def import_transcripts(
         else:
             stats = ReadStats()
             for call in READERS[source.host](source.path, stats):
-                event = _admit(call, source, options, now, identity, project, summary)
+                keeps = None if project is None else partial(project.keeps, call)
+                event = admit(
+                    call, source.modified_at, options, now, identity.locator(call), summary, keeps
+                )
                 if event is not None:
                     sessions.add((event.host, event.session_key))
                     writer.add(event)
@@ -454,27 +461,28 @@ def import_transcripts(
     return summary
 
 
-def _admit(
+def admit(
     call: TranscriptCall,
-    source: Source,
+    modified_at: float,
     options: ImportOptions,
     now: float,
-    identity: _Identity,
-    project: _ProjectFilter | None,
+    locate: Locate,
     summary: ImportSummary,
+    keeps: Callable[[CapturedEvent], bool] | None = None,
 ) -> CapturedEvent | None:
-    """The call's event when it is to be imported; counts why when it is not."""
-    at = source.modified_at if call.at is None else call.at
+    """The call's event when it is to be imported; counts why when it is not. A call without
+    a time of its own is dated by its transcript's `modified_at`."""
+    at = modified_at if call.at is None else call.at
     if options.since_at is not None and at < options.since_at:
         summary.calls_too_old += 1
         summary.too_old(at)
         return None
     try:
-        event = build_call_event(call, now, identity, source.modified_at)
+        event = build_call_event(call, now, locate, modified_at)
     except Dropped as dropped:
         summary.dropped[dropped.reason] += 1
         return None
-    if project is not None and not project.keeps(call, event):
+    if keeps is not None and not keeps(event):
         summary.calls_outside_project += 1
         return None
     if event.kind == "command":

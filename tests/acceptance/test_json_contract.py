@@ -20,6 +20,7 @@ from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from remem.procedures.steps import workflow_hash
+from tests.checkpoint_repo import Copy, add_checkpoint, metadata, new_repository
 from tests.conftest import REMEM, Home
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "json.md"
@@ -123,6 +124,9 @@ def outputs(template_home: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     def run(*args: str) -> Any:
         return json.loads(home.remem(*args).stdout)
 
+    checkpoints = new_repository(tmp / "checkpoints")
+    add_checkpoint(checkpoints, [Copy("abcdefabcdef", 0, TRANSCRIPT.read_bytes(), metadata("s"))])
+
     found: dict[str, Any] = {"remem procedures list --json": run("procedures", "list", "--json")}
     (procedure,) = found["remem procedures list --json"]
     procedure_id = procedure["id"]
@@ -153,6 +157,9 @@ def outputs(template_home: Path, tmp_path_factory: pytest.TempPathFactory) -> It
             "remem worker --burst --json": run("worker", "--burst", "--json"),
             "remem import --json": run(
                 "import", "claude-code", str(TRANSCRIPT), "--dry-run", "--json"
+            ),
+            "remem import entire --json": run(
+                "import", "entire", str(checkpoints), "--dry-run", "--json"
             ),
             "remem procedures export --json": run(
                 "procedures",

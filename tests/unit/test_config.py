@@ -300,6 +300,8 @@ VALUES: dict[str, st.SearchStrategy[object]] = {
     "team_share": _WORDS,
     "team_promote": st.booleans(),
     "team_sync_interval_s": _DURATION,
+    "import_entire": st.booleans(),
+    "import_entire_interval_s": _DURATION,
     "ui_port": st.integers(1, 65535),
 }
 # Every way TOML lets a file give `section.key` a value.
