@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -47,7 +48,8 @@ FAILED = "Exit code 1\nE   assert 0 == 3\n1 failed in 0.12s"
 
 
 class Served:
-    """A running `remem ui` and its address."""
+    """A running `remem ui`: the address it printed (with its one-time token), its origin,
+    and the cookie its owner got for the token, once one was."""
 
     def __init__(self, home: Home) -> None:
         self.process = subprocess.Popen(
@@ -66,23 +68,57 @@ class Served:
             lines,
             self.process.poll(),
         )
-        self.url = lines[0].split()[2]
-        self.port = int(self.url.rstrip("/").rsplit(":", 1)[1])
-        wait_for(lambda: self.request("GET", "/")[0] == 200, timeout=15)
+        self.address = lines[0].split()[2]
+        parts = urlsplit(self.address)
+        self.url = f"http://{parts.netloc}/"
+        self.port = int(parts.netloc.rsplit(":", 1)[1])
+        self.token = parse_qs(parts.query)["token"][0]
+        self.cookie: str | None = None  # "name=value", as a browser sends it back
+        # Up once it answers; without the token or the cookie, that is a refusal.
+        wait_for(lambda: self.request("GET", "/", owner=False)[0] == 403, timeout=15)
+
+    def enter(self) -> None:
+        """Spend the token as a browser would, keeping the cookie it is exchanged for."""
+        status, headers, _body = self.exchange("GET", f"/?token={self.token}", owner=False)
+        assert status == 303 and headers["location"] == "/", (status, headers)
+        self.cookie = headers["set-cookie"].split(";", 1)[0]
 
     def request(
-        self, method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: str | None = None,
+        headers: dict[str, str] | None = None,
+        owner: bool = True,
     ) -> tuple[int, str]:
+        """An answer to a request sent as the owner (with the cookie), or as anyone."""
+        status, _headers, answer = self.exchange(method, path, body, headers, owner)
+        return status, answer
+
+    def exchange(
+        self,
+        method: str,
+        path: str,
+        body: str | None = None,
+        headers: dict[str, str] | None = None,
+        owner: bool = True,
+    ) -> tuple[int, dict[str, str], str]:
+        if owner and self.cookie is None:
+            self.enter()
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            sent = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
+            sent = {"Host": f"127.0.0.1:{self.port}"}
+            if owner:
+                sent["Cookie"] = str(self.cookie)
+            sent.update(headers or {})
             if body is not None:
                 sent.setdefault("Content-Type", "application/x-www-form-urlencoded")
             connection.request(method, path, body=body, headers=sent)
             answer = connection.getresponse()
-            return answer.status, answer.read().decode()
+            got = {name.lower(): value for name, value in answer.getheaders()}
+            return answer.status, got, answer.read().decode()
         except OSError:
-            return 0, ""
+            return 0, {}, ""
         finally:
             connection.close()
 
@@ -156,6 +192,7 @@ class Watched:
         self.page = self.context.new_page()
         self.page.set_default_timeout(10_000)
         self.problems: list[str] = []
+        self.entered = False
         self.page.on(
             "console",
             lambda message: (
@@ -169,6 +206,21 @@ class Watched:
             "dialog",
             lambda dialog: (self.problems.append(f"dialog: {dialog.message}"), dialog.dismiss()),
         )
+
+    def enter(self, served: Served) -> None:
+        """Open the address `remem ui` printed, as its owner does: the token is exchanged for
+        the cookie and the browser lands on the same page without it. Once the token is
+        spent, the browser is given the owner's cookie instead."""
+        if served.cookie is not None:
+            name, value = served.cookie.split("=", 1)
+            self.context.add_cookies([{"name": name, "value": value, "url": served.url}])
+        else:
+            answer = self.page.goto(served.address)
+            assert answer is not None and answer.status == 200, answer and answer.status
+            assert self.page.url == served.url, self.page.url
+            (cookie,) = [c for c in self.context.cookies() if c["name"].startswith("remem_ui_")]
+            served.cookie = f"{cookie['name']}={cookie['value']}"
+        self.entered = True
 
     def close(self) -> None:
         self.context.close()
