@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from remem.config import Settings, parse_duration
 from remem.db.snapshot import reading
+from remem.db.vocabulary import LARGEST_ID
 from remem.errors import NotFound, RememError
 from remem.json_contract import date, rfc3339
 from remem.record.quote import elsewhere, escape_unsafe, inert_path
@@ -119,8 +120,8 @@ class Site:
         return self.render("branch.html", title=name or "no branch", page=page)
 
     def procedure(self, request: Request) -> Response:
-        procedure_id = int(request.path_params["procedure_id"])
         try:
+            procedure_id = _procedure_id(request)
             evidence_page = int(request.query_params.get("page", "1"))
             with reading(self.settings) as execute:
                 page = views.procedure(execute, procedure_id, evidence_page)
@@ -187,11 +188,11 @@ class Site:
         form = await self._form(request)
         if form is None:
             return self.refused()
-        procedure_id = int(request.path_params["procedure_id"])
         verb = request.path_params["verb"]
         if verb not in ("archive", "unarchive"):
             return self.failed(NotFound(f"No action {verb}: archive or unarchive."))
         try:
+            procedure_id = _procedure_id(request)
             await run_in_threadpool(self._archive, procedure_id, verb)
         except RememError as exc:
             return self.failed(exc)
@@ -217,7 +218,7 @@ class Site:
         pattern, project = form.get("pattern", ""), form.get("project", "")
         try:
             if not pattern:
-                raise RememError("Give a pattern: a Python regular expression.")
+                raise RememError("Give a pattern: a regular expression, as the search takes one.")
             report = await run_in_threadpool(
                 self._forget, pattern, project or None, form.get("confirm")
             )
@@ -266,6 +267,14 @@ class Site:
             )
         finally:
             engine.dispose()
+
+
+def _procedure_id(request: Request) -> int:
+    """The id in the path; one no row can have is not found, as any absent one."""
+    procedure_id = int(request.path_params["procedure_id"])
+    if procedure_id > LARGEST_ID:
+        raise NotFound(f"No procedure {procedure_id}: see the projects' procedures.")
+    return procedure_id
 
 
 def _seal(plan: dict[str, Any]) -> str:

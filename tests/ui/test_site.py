@@ -5,6 +5,7 @@ buttons archive and unarchive, and nothing another site sends or a recorded text
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -148,6 +149,8 @@ def test_forget_previews_then_forgets_on_confirmation(
     served: Served, watched: Watched, home: Home, tmp_path: Path
 ) -> None:
     page = visit(watched, served, "/forget", tmp_path / "forget.png")
+    warning = page.locator("p.masked-for-good").inner_text()
+    assert "words that hold a match are masked for good, here and on every team machine" in warning
     page.locator("input[name=pattern]").fill("pytest")
     page.get_by_role("button", name="Preview").click()
     assert "Would forget (dry run)" in page.locator("main").inner_text()
@@ -303,3 +306,40 @@ def test_a_port_in_use_is_said_with_what_to_do(home: Home) -> None:
     assert result.returncode == 1
     assert f"Port {port} on 127.0.0.1 cannot be used" in result.stderr
     assert "--port 0" in result.stderr
+
+
+def test_an_id_no_row_can_have_is_not_found(served: Served, home: Home) -> None:
+    test = procedure_id(home, TEST)
+    _status, page = served.request("GET", f"/procedure/{test}")
+    (token,) = re.findall(r'name="token" value="([^"]+)"', page)
+    for number in ("9" * 30, str(2**63), str(2**63 - 1)):
+        status, answer = served.request("GET", f"/procedure/{number}")
+        assert status == 404 and f"No procedure {number}" in answer, number
+        status, answer = served.request("POST", f"/procedure/{number}/archive", f"token={token}")
+        assert status == 404 and f"No procedure {number}" in answer, number
+    status, answer = served.request("GET", f"/procedure/{test}?page={'9' * 30}")
+    assert status == 404 and "evidence page(s)" in answer
+    assert {p["status"] for p in home.procedures()} == {"active"}
+
+
+def test_a_catastrophic_forget_pattern_returns_promptly(
+    served: Served, home: Home, project: Path
+) -> None:
+    from tests.acceptance.test_truthful_digest import Agent
+
+    # `(a+)+$` backtracks 2^40 times over this in Python's `re`; RE2 is linear.
+    Agent(home, project).ran("./run.sh " + "a" * 40 + "!", "s6")
+    _status, page = served.request("GET", "/forget")
+    (token,) = re.findall(r'name="token" value="([^"]+)"', page)
+
+    def preview(pattern: str) -> tuple[int, str]:
+        return served.request("POST", "/forget", f"token={token}&pattern={quote(pattern)}")
+
+    started = time.monotonic()
+    status, answer = preview("(a+)+$")
+    assert time.monotonic() - started < 10
+    assert status == 200 and "Nothing here matches." in answer
+    status, answer = preview("(a+)+!")
+    assert status == 200 and "<li>1 event(s)</li>" in answer
+    status, answer = preview("(a)\\1")
+    assert status == 400 and "no backreferences or lookaround" in answer
