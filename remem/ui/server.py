@@ -48,6 +48,10 @@ def _environment() -> jinja2.Environment:
     )
     environment.filters.update(
         recorded=lambda text: escape_unsafe(str(text)) if text is not None else "",
+        # In a <pre>: each line escaped on its own, the line breaks kept as breaks.
+        recorded_lines=lambda text: "\n".join(
+            escape_unsafe(line) for line in str(text or "").replace("\r\n", "\n").split("\n")
+        ),
         path=lambda text: inert_path(str(text)),
         elsewhere=elsewhere,
         day=date,

@@ -343,3 +343,49 @@ def test_a_catastrophic_forget_pattern_returns_promptly(
     assert status == 200 and "<li>1 event(s)</li>" in answer
     status, answer = preview("(a)\\1")
     assert status == 400 and "no backreferences or lookaround" in answer
+
+
+@browser_test
+def test_a_lesson_attempt_shows_its_output_line_by_line(
+    home: Home, project: Path, watched: Watched, tmp_path: Path
+) -> None:
+    from tests.acceptance.test_truthful_digest import Agent
+
+    agent = Agent(home, project)
+    output = "Exit code 2\nchecking the schema of orders\nno column named total_cents"
+    agent.failed("./check.sh", "s7", output)
+    agent.ran("./check.sh", "s7")
+    agent.ran("./check.sh", "s8")
+    home.remem("worker", "--burst")
+    served = Served(home)
+    try:
+        page = visit(
+            watched, served, f"/procedure/{procedure_id(home, './check.sh')}", tmp_path / "l.png"
+        )
+        (shown,) = page.locator("ol.attempts pre.excerpt").all_inner_texts()
+    finally:
+        served.stop()
+    assert "\\u000a" not in shown and "\\n" not in shown.replace("\n", "")
+    lines = shown.splitlines()
+    assert "checking the schema of orders" in lines and "no column named total_cents" in lines
+    assert watched.problems == []
+
+
+@browser_test
+def test_a_branch_page_names_the_default_branch_it_inherits_from(
+    served: Served, watched: Watched, project: Path, tmp_path: Path
+) -> None:
+    # The settings name main and master; this project's default branch is main.
+    page = visit(watched, served, branch_path(project, "main"), tmp_path / "main.png")
+    text = page.locator("main").inner_text()
+    assert "reach this branch" not in text and "master" not in text
+    assert page.locator("p.default-branch").inner_text().startswith("main is a default branch")
+    page = visit(watched, served, branch_path(project, "feature"), tmp_path / "feature.png")
+    said = page.locator("p.inherits-from")
+    expected = "Procedures of main reach this branch unless it has its own verdict."
+    assert said.inner_text() == expected
+    assert "master" not in page.locator("main").inner_text()
+    assert page.locator("p.default-branch").count() == 0
+    said.get_by_role("link", name="main").click()
+    expect(page).to_have_url(re.compile(re.escape(branch_path(project, "main")) + "$"))
+    assert watched.problems == []
