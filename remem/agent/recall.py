@@ -146,11 +146,11 @@ def _procedure_hits(
         at, where = p.last_verified_at, (p.project, p.branch, p.directory)
         if regex.search(p.command) or regex.search(p.workflow):
             yield Hit("procedure", p.id, p.status, p.verified_runs, at, *where, p.command)
-        for command, count in p.variants:
-            if command != p.command and regex.search(command):
+        for variant in p.variants:
+            if variant.command != p.command and regex.search(variant.command):
                 yield Hit(
-                    "variant", p.id, p.status, count, at, *where, command,
-                    procedure_id=p.id, runs=count,
+                    "variant", p.id, p.status, variant.runs, at, *where, variant.command,
+                    procedure_id=p.id, runs=variant.runs,
                 )  # fmt: skip
 
 

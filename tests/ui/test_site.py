@@ -389,3 +389,21 @@ def test_a_branch_page_names_the_default_branch_it_inherits_from(
     said.get_by_role("link", name="main").click()
     expect(page).to_have_url(re.compile(re.escape(branch_path(project, "main")) + "$"))
     assert watched.problems == []
+
+
+@browser_test
+def test_variants_say_their_runs_and_how_many_verified(
+    served: Served, watched: Watched, home: Home, tmp_path: Path
+) -> None:
+    # The tests failed once, then passed twice: three runs of the one form, two verified.
+    test = procedure_id(home, TEST)
+    page = visit(watched, served, f"/procedure/{test}", tmp_path / "variants.png")
+    rows = page.locator("table.variants tr").all_inner_texts()
+    assert rows[0].split("\t") == ["command as run", "runs, failed ones too"]
+    assert rows[1:] == [f"{TEST}\t3 runs (2 verified)"]
+    assert "2 verified run(s)" in page.locator("main").inner_text()
+    shown = home.remem("procedures", "show", str(test)).stdout
+    assert f'  3 runs (2 verified)  "{TEST}"\n' in shown
+    (variant,) = home.json("procedures", "show", str(test))["variants"]
+    assert variant == {"command": TEST, "runs": 3, "verified": 2}
+    assert watched.problems == []
