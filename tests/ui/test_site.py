@@ -5,6 +5,8 @@ buttons archive and unarchive, and nothing another site sends or a recorded text
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -407,3 +409,16 @@ def test_variants_say_their_runs_and_how_many_verified(
     (variant,) = home.json("procedures", "show", str(test))["variants"]
     assert variant == {"command": TEST, "runs": 3, "verified": 2}
     assert watched.problems == []
+
+
+def test_the_address_is_printed_before_the_site_is_imported() -> None:
+    # What runs before the print: the command, the home check, the port and the keys.
+    heavy = ("starlette", "jinja2", "uvicorn", "sqlalchemy", "remem.ui.server", "remem.ui.views")
+    probe = (
+        "import sys, remem.cli.ui, remem.ui.start; "
+        f"print([name for name in {heavy!r} if name in sys.modules])"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded == "[]\n"
