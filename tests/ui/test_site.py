@@ -422,3 +422,26 @@ def test_the_address_is_printed_before_the_site_is_imported() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert loaded == "[]\n"
+
+
+@browser_test
+def test_the_printed_address_opens_the_site_in_one_browser_only(
+    served: Served, watched: Watched, chromium: Any, tmp_path: Path
+) -> None:
+    page = visit(watched, served, "/", tmp_path / "owner.png")
+    assert page.url == served.url  # the token is gone from the address
+    assert page.evaluate("document.cookie") == ""  # HttpOnly: no script of a page reads it
+    other = Watched(chromium)
+    try:
+        for address in (served.address, served.url):
+            answer = other.page.goto(address)
+            assert answer is not None and answer.status == 403, address
+            text = other.page.locator("body").inner_text()
+            assert "answers only the account that started `remem ui`" in text
+            assert "Projects" not in text
+        assert other.context.cookies() == []
+    finally:
+        other.close()
+    page.reload()
+    expect(page.locator("h1")).to_have_text("Projects")
+    assert watched.problems == []
