@@ -13,7 +13,7 @@ import hmac
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -125,13 +125,14 @@ class Guard:
             await refuse(send, 403, NOT_OWNER)
             return
         rest = urlencode([(name, value) for name, value in query if name != TOKEN])
-        location = scope["path"] + (f"?{rest}" if rest else "")
+        path = quote(scope["path"], safe="/")  # as sent: a header holds ASCII only
+        location = path + (f"?{rest}" if rest else "")
         await send(
             {
                 "type": "http.response.start",
                 "status": 303,
                 "headers": [
-                    (b"location", location.encode("utf-8")),
+                    (b"location", location.encode("ascii")),
                     (b"set-cookie", self.owner.set_cookie()),
                     (b"content-length", b"0"),
                     *SECURITY_HEADERS,

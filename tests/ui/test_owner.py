@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -82,7 +83,7 @@ def test_another_account_reads_nothing_and_changes_nothing(
     assert served.request("GET", "/")[0] == 200  # the owner is still in
 
 
-def test_the_token_works_once_then_the_cookie(served: Served) -> None:
+def test_the_token_works_once_then_the_cookie(served: Served, home: Home, project: Path) -> None:
     status, headers, body = served.exchange(
         "GET", f"/report?since=7d&token={served.token}", owner=False
     )
@@ -90,6 +91,14 @@ def test_the_token_works_once_then_the_cookie(served: Served) -> None:
     cookie = headers["set-cookie"]
     assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= {part.strip() for part in cookie.split(";")}
     served.cookie = cookie.split(";", 1)[0]
+    # A token leads to the page it was given for, the rest of its query kept as sent.
+    again = Served(home)
+    try:
+        wanted = f"/branch?project={quote(str(project), safe='')}&branch=caf%C3%A9"
+        status, headers, _body = again.exchange("GET", f"{wanted}&token={again.token}", owner=False)
+        assert (status, headers["location"]) == (303, wanted)
+    finally:
+        again.stop()
     # Spent: the same address, without the cookie, is refused and sets nothing.
     status, headers, body = served.exchange("GET", f"/?token={served.token}", owner=False)
     assert status == 403 and "set-cookie" not in headers and "Projects" not in body
