@@ -69,13 +69,13 @@ def enter(address: str) -> tuple[int, str, float]:
         started = time.perf_counter()
         connection.request("GET", f"/?token={token}", headers={"Host": parts.netloc})
         answer = connection.getresponse()
-        answer.read()
-        if answer.status != 303:
+        answer.read()  # a page that leads on to /
+        if answer.status != 200:
             raise RuntimeError(f"the printed address answered {answer.status}")
         cookie = (answer.getheader("Set-Cookie") or "").split(";", 1)[0]
     finally:
         connection.close()
-    return port, cookie, fetch(port, cookie, answer.getheader("Location") or "/", started)
+    return port, cookie, fetch(port, cookie, "/", started)
 
 
 def fetch(port: int, cookie: str, path: str, started: float | None = None) -> float:

@@ -15,7 +15,11 @@ from remem.cli.app import cli, current_settings
     help="The port on 127.0.0.1 (default: the ui.port setting, 7767; 0 picks a free one).",
 )
 @click.option(
-    "--open", "open_browser", is_flag=True, help="Open the printed address in the default browser."
+    "--open",
+    "open_browser",
+    is_flag=True,
+    help="Open the printed address in the default browser (through a file of the home: a "
+    "browser's command line is readable by every account).",
 )
 def ui_command(port: int | None, open_browser: bool) -> None:
     """Serve a local site of what the memory holds, on 127.0.0.1 only, until Ctrl-C: the

@@ -9,7 +9,10 @@ Plain ASGI and the standard library: the address is printed before the site is i
 
 from __future__ import annotations
 
+import contextlib
 import hmac
+import html
+import os
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -45,6 +48,11 @@ NOT_OWNER = (
     "start `remem ui` again."
 )
 TOO_LARGE = f"A request body is at most {MAX_BODY_BYTES} bytes here."
+LEAD_ON = (
+    '<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={location}">'
+    '<link rel="icon" href="data:,"><title>remem</title>'
+    '<p>Opening <a href="{location}">remem</a>…</p>\n'
+)
 
 
 class Owner:
@@ -57,6 +65,7 @@ class Owner:
         self.cookie_value = secrets.token_urlsafe(32)
         # Cookies are shared by every port of a host: each process keeps its own name.
         self.cookie_name = f"remem_ui_{port}"
+        self.opener: str | None = None  # the file `--open` gave the browser
 
     @property
     def origin(self) -> str:
@@ -81,6 +90,9 @@ class Owner:
         if self.token is None or not hmac.compare_digest(given.encode(), self.token.encode()):
             return False
         self.token = None
+        if self.opener is not None:  # it holds the token: gone with it
+            with contextlib.suppress(OSError):
+                os.remove(self.opener)
         return True
 
     def set_cookie(self) -> bytes:
@@ -125,21 +137,24 @@ class Guard:
             await refuse(send, 403, NOT_OWNER)
             return
         rest = urlencode([(name, value) for name, value in query if name != TOKEN])
-        path = quote(scope["path"], safe="/")  # as sent: a header holds ASCII only
-        location = path + (f"?{rest}" if rest else "")
+        location = quote(scope["path"], safe="/") + (f"?{rest}" if rest else "")
+        # A page that leads on, not a 303: a redirect keeps the navigation's initiator, and
+        # one begun elsewhere (the file `--open` hands the browser) would not carry a
+        # SameSite=Strict cookie. This page's own navigation does.
+        body = LEAD_ON.format(location=html.escape(location)).encode()
         await send(
             {
                 "type": "http.response.start",
-                "status": 303,
+                "status": 200,
                 "headers": [
-                    (b"location", location.encode("ascii")),
+                    (b"content-type", b"text/html; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
                     (b"set-cookie", self.owner.set_cookie()),
-                    (b"content-length", b"0"),
                     *SECURITY_HEADERS,
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": b""})
+        await send({"type": "http.response.body", "body": body})
 
 
 async def read_capped(scope: Scope, receive: Receive) -> bytes | None:

@@ -3,6 +3,8 @@ the standard library only; the site (Starlette, Jinja2, the read model) is impor
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 from typing import TYPE_CHECKING
 
@@ -44,18 +46,42 @@ def serve(settings: Settings, port: int, open_browser: bool = False) -> None:
         flush=True,
     )
     if open_browser:
-        import webbrowser
+        open_in_browser(settings.home, owner)
+    try:
+        import uvicorn
 
-        webbrowser.open(address)
-    import uvicorn
+        from remem.ui.server import Site
 
-    from remem.ui.server import Site
+        config = uvicorn.Config(
+            Site(settings, owner).app(),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+        )
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:  # on Ctrl-C; a SIGTERM ends the process first, leaving a spent or dead token
+        if owner.opener is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(owner.opener)
 
-    config = uvicorn.Config(
-        Site(settings, owner).app(),
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        server_header=False,
-    )
-    uvicorn.Server(config).run(sockets=[listener])
+
+def open_in_browser(home: str, owner: Owner) -> None:
+    """Open the address in the default browser through a file of the home that leads to it:
+    a browser's command line is readable by every account, a file of the home by its owner
+    only. The file goes when the token is spent."""
+    import html
+    import webbrowser
+    from pathlib import Path
+
+    opener = os.path.join(home, f"ui-open-{owner.port}.html")
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(opener)  # a stale one of an earlier process on this port
+    descriptor = os.open(opener, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(
+            '<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" '
+            f'content="0;url={html.escape(owner.address())}"><title>remem</title>\n'
+        )
+    owner.opener = opener
+    webbrowser.open(Path(opener).as_uri())
