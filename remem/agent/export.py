@@ -168,7 +168,7 @@ def _recorded(procedure: Procedure, lessons: Sequence[Lesson]) -> list[tuple[str
         ("project", procedure.project),
     ]
     recorded += [("branch", branch) for branch in procedure.branches]
-    recorded += [("variant", command) for command, _runs in procedure.variants]
+    recorded += [("variant", variant.command) for variant in procedure.variants]
     recorded += [("file name", name) for name in procedure.files]
     for lesson in lessons[:PITFALLS_SHOWN]:
         recorded += [(f"text of lesson {lesson.id}", text) for text in lesson.recorded_texts()]
@@ -298,8 +298,8 @@ def _pitfalls(lessons: Sequence[Lesson]) -> list[str]:
 
 
 def _variants(procedure: Procedure) -> list[str]:
-    others = [(c, runs) for c, runs in procedure.variants if c != procedure.command]
-    return [f"- {quote_text(command)} ({runs} run(s))" for command, runs in others[:VARIANTS_SHOWN]]
+    others = [v for v in procedure.variants if v.command != procedure.command]
+    return [f"- {quote_text(v.command)} ({v.counted()})" for v in others[:VARIANTS_SHOWN]]
 
 
 def _title(procedure: Procedure) -> str:

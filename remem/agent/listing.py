@@ -157,7 +157,7 @@ def _detail_lines(detail: Detail) -> list[str]:
     if procedure.scope == "project":
         lines.append(f"Verified on branches: {', '.join(map(inert_path, procedure.branches))}")
     lines.append("Variants:")
-    lines += [f"  {count} run(s)  {quote_text(command)}" for command, count in procedure.variants]
+    lines += [f"  {v.counted()}  {quote_text(v.command)}" for v in procedure.variants]
     if evidence.pages > 1:
         more = (
             f"; --evidence-page {evidence.page + 1} for older"

@@ -41,6 +41,20 @@ def read_projects(execute: Execute) -> list[str]:
 # --- procedures ------------------------------------------------------------------------------
 
 
+class Variant(Record):
+    """A form a procedure's workflow ran as: how often, and how often it verified (None in a
+    row written before verified runs were kept per variant)."""
+
+    command: str
+    runs: int  # every run, failed and unverified ones too
+    verified: int | None = None
+
+    def counted(self) -> str:
+        """ "5 runs (3 verified)": what its runs are, beside the procedure's verified runs."""
+        runs = f"{self.runs} run{'' if self.runs == 1 else 's'}"
+        return runs if self.verified is None else f"{runs} ({self.verified} verified)"
+
+
 class Procedure(Record):
     """A procedure of this machine, whatever its status: what `remem procedures` shows."""
 
@@ -52,7 +66,7 @@ class Procedure(Record):
     workflow: str
     workflow_hash: str
     command: str
-    variants: tuple[tuple[str, int], ...]
+    variants: tuple[Variant, ...]
     status: str
     confidence: float
     verified_runs: int
@@ -73,7 +87,7 @@ class Procedure(Record):
 
     def as_json(self) -> dict[str, Any]:
         data = self.fields()
-        data["variants"] = [{"command": command, "runs": runs} for command, runs in self.variants]
+        data["variants"] = [variant.fields() for variant in self.variants]
         data["needs_credentials"] = self.needs_credentials
         return data
 
@@ -102,7 +116,10 @@ def _fields(kind: type[Record], row: Sequence[Any]) -> dict[str, Any]:
 
 def _procedure(row: Sequence[Any]) -> Procedure:
     data = _fields(Procedure, row)
-    data["variants"] = tuple((v["command"], int(v["runs"])) for v in json_list(data["variants"]))
+    data["variants"] = tuple(
+        Variant(v["command"], int(v["runs"]), v.get("verified"))
+        for v in json_list(data["variants"])
+    )
     return Procedure(**data)
 
 

@@ -30,6 +30,7 @@ from remem.record.quote import (
     needs_credentials,
     quote_text,
 )
+from remem.regex import RegexError, compile_regex
 
 # What agent harnesses keep of a tool's output before they cut it.
 MAX_CHARS = 30_000
@@ -52,44 +53,17 @@ class Pattern(Protocol):
 
 
 def compile_pattern(pattern: str) -> Pattern:
-    """Case-insensitive unless the pattern holds a capital letter (as ripgrep's smart case).
-
-    RE2 rather than `re`: a pattern like `(\\w+\\s?)+$` backtracks for ever in `re`, holding
-    the interpreter lock, and RE2 has no backtracking (so no backreferences or lookaround)."""
-    import re2  # only when searching: `remem init` imports the MCP module for its settings
-
+    """Case-insensitive unless the pattern holds a capital letter (as ripgrep's smart case),
+    on RE2 (remem.regex): no backtracking, so no backreferences or lookaround."""
     literal = re.sub(r"\\.", "", pattern)
-    options = re2.Options()
-    options.log_errors = False  # the error is ours to say, once
-    options.case_sensitive = any(char.isupper() for char in literal)
     try:
-        return _Search(re2.compile(pattern, options))
-    except (re2.error, UnicodeEncodeError) as exc:
+        return compile_regex(pattern, any(char.isupper() for char in literal))
+    except RegexError as exc:
         raise RememError(
-            f"Not a regular expression: {pattern!r} ({_reason(exc)}): escape special characters "
+            f"Not a regular expression: {pattern!r} ({exc}): escape special characters "
             "with a backslash, or search for a plain word (backreferences and lookaround are "
             "not supported)."
         ) from None
-
-
-@dataclass(frozen=True)
-class _Search:
-    compiled: Pattern
-
-    def search(self, text: str) -> object | None:
-        try:
-            return self.compiled.search(text)
-        except UnicodeEncodeError:  # RE2 reads UTF-8: a lone surrogate becomes "?"
-            return self.compiled.search(text.encode("utf-8", "replace").decode("utf-8"))
-
-
-def _reason(exc: Exception) -> str:
-    """RE2's message without the pattern it repeats: "missing ): migrat(" -> "missing )"."""
-    if isinstance(exc, UnicodeEncodeError):
-        return "a lone surrogate, not text"
-    message = exc.args[0] if exc.args else str(exc)
-    text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
-    return text.split(": ", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -172,11 +146,11 @@ def _procedure_hits(
         at, where = p.last_verified_at, (p.project, p.branch, p.directory)
         if regex.search(p.command) or regex.search(p.workflow):
             yield Hit("procedure", p.id, p.status, p.verified_runs, at, *where, p.command)
-        for command, count in p.variants:
-            if command != p.command and regex.search(command):
+        for variant in p.variants:
+            if variant.command != p.command and regex.search(variant.command):
                 yield Hit(
-                    "variant", p.id, p.status, count, at, *where, command,
-                    procedure_id=p.id, runs=count,
+                    "variant", p.id, p.status, variant.runs, at, *where, variant.command,
+                    procedure_id=p.id, runs=variant.runs,
                 )  # fmt: skip
 
 

@@ -32,8 +32,9 @@ SHOWN = 20  # items listed in text; --json lists them all
     "--match",
     "pattern",
     default=None,
-    help="A Python regular expression: every event, procedure, lesson, spool and log line "
-    "whose text it finds goes, with the team's procedures and lessons pulled here.",
+    help="A regular expression (RE2, as `remem recall` takes it, but case-sensitive): every "
+    "event, procedure, lesson, spool and log line whose text it finds goes, with the team's "
+    "procedures and lessons pulled here.",
 )
 @project_option(
     "With --match: only this project's events, procedures and spooled events (a directory of "

@@ -6,13 +6,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import stat
 import tempfile
 from typing import Any
 
 from remem.forgetting.selection import Draft, mask_matches
+from remem.regex import Regex
 
 BACKUP_SUFFIX = ".remem-backup"
 
@@ -33,7 +33,7 @@ def delete_drafts(drafts: tuple[Draft, ...]) -> list[str]:
     return deleted
 
 
-def rewrite_transcript(path: str, pattern: re.Pattern[str], backup: bool) -> int:
+def rewrite_transcript(path: str, pattern: Regex, backup: bool) -> int:
     """Rewrite the lines of one transcript that quote the match, each match (and the word
     holding it) replaced: atomically, by a copy renamed over the file, keeping its mode. With
     backup, the file as it was is kept beside it (it still holds the text). Returns the lines
@@ -60,7 +60,7 @@ def rewrite_transcript(path: str, pattern: re.Pattern[str], backup: bool) -> int
     return rewritten
 
 
-def _copy(source: Any, out: Any, pattern: re.Pattern[str]) -> int:
+def _copy(source: Any, out: Any, pattern: Regex) -> int:
     rewritten = 0
     for raw in source:
         line = raw.decode("utf-8", "surrogateescape")
@@ -71,7 +71,7 @@ def _copy(source: Any, out: Any, pattern: re.Pattern[str]) -> int:
     return rewritten
 
 
-def rewrite_line(line: str, pattern: re.Pattern[str]) -> str:
+def rewrite_line(line: str, pattern: Regex) -> str:
     """A JSON line keeps its shape: the match goes from the strings it holds. A line that is
     not JSON, or whose match spans its syntax, is masked as text."""
     ending = "\n" if line.endswith("\n") else ""
@@ -85,7 +85,7 @@ def rewrite_line(line: str, pattern: re.Pattern[str]) -> str:
     return kept + ending
 
 
-def _masked(value: Any, pattern: re.Pattern[str]) -> Any:
+def _masked(value: Any, pattern: Regex) -> Any:
     if isinstance(value, str):
         return mask_matches(pattern, value)
     if isinstance(value, list):

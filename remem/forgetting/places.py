@@ -7,7 +7,6 @@ brings them back (remem/record/forgotten.py)."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -15,6 +14,7 @@ from sqlalchemy import Connection, text
 
 from remem.forgetting.selection import Draft, hit
 from remem.record.forgotten import words_holding
+from remem.regex import Regex
 from remem.transcripts.importer import discover
 
 # More distinct words than this and the match is too broad to mask from then on: it would
@@ -27,7 +27,7 @@ TRANSCRIPT_HOSTS = ("claude-code", "codex")
 class Words:
     """The words holding the pattern's matches, gathered while the plan reads."""
 
-    pattern: re.Pattern[str] | None
+    pattern: Regex | None
     found: set[str] = field(default_factory=set)
     unheld: set[str] = field(default_factory=set)  # matches no single word holds
 
@@ -57,7 +57,7 @@ _DROPS = text("SELECT id, idempotency_key, detail, excerpt FROM dropped_payloads
 
 
 def matching_drops(
-    connection: Connection, pattern: re.Pattern[str] | None, keys: set[str], words: Words
+    connection: Connection, pattern: Regex | None, keys: set[str], words: Words
 ) -> tuple[int, ...]:
     """The drop ledger's rows that quote the match, and the notes of the forgotten events'
     cut outputs (the hook keys them after their event)."""
@@ -75,7 +75,7 @@ _DRAFTS = text("SELECT id, procedure_id, path FROM exports ORDER BY path")
 
 def matching_drafts(
     connection: Connection,
-    pattern: re.Pattern[str] | None,
+    pattern: Regex | None,
     procedure_ids: set[int],
     words: Words,
 ) -> tuple[Draft, ...]:
@@ -115,7 +115,7 @@ def transcript_files(named: Iterable[str | None], user_home: str | None) -> list
 
 
 def matching_transcripts(
-    paths: Iterable[str], pattern: re.Pattern[str] | None, words: Words
+    paths: Iterable[str], pattern: Regex | None, words: Words
 ) -> dict[str, int]:
     """Lines that quote the match, by transcript file."""
     counts: dict[str, int] = {}

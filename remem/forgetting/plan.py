@@ -4,7 +4,6 @@ SQLite having no regular expressions of its own."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, text
@@ -30,6 +29,7 @@ from remem.json_contract import rfc3339
 from remem.procedures.groups import Group
 from remem.queue import store as queue
 from remem.record import rewrite as files
+from remem.regex import Regex
 
 # Where captured text is kept, and what a match there makes us forget: (kind, id, rows, text).
 # Derived rows are searched too: a rebuild would otherwise derive the same text again.
@@ -236,7 +236,7 @@ def _require(connection: Connection, table: str, ids: tuple[int, ...], kind: str
 
 def _matching(
     connection: Connection,
-    pattern: re.Pattern[str],
+    pattern: Regex,
     project_id: int | None,
     words: places.Words,
 ) -> dict[str, set[int]]:
@@ -266,7 +266,7 @@ _STREAK_EVENTS = text(
 )
 
 
-def _matching_task_errors(connection: Connection, pattern: re.Pattern[str]) -> tuple[int, ...]:
+def _matching_task_errors(connection: Connection, pattern: Regex) -> tuple[int, ...]:
     """Tasks whose last error quotes the match: the task stays, its error text goes."""
     rows = queue.tasks_with_errors(connection)
     return tuple(task_id for task_id, error in rows if hit(pattern, (error,)))
@@ -292,7 +292,7 @@ def _procedure_events(connection: Connection, procedure_ids: set[int]) -> set[in
 
 
 def _events(
-    connection: Connection, event_ids: set[int], pattern: re.Pattern[str] | None
+    connection: Connection, event_ids: set[int], pattern: Regex | None
 ) -> tuple[tuple[Item, ...], set[str], set[int], set[int]]:
     """The events that exist among event_ids (evidence may name a gone one), their
     idempotency keys (a spooled copy of them goes too), sessions and projects."""
@@ -317,7 +317,7 @@ def _events(
 
 
 def _procedures(
-    connection: Connection, procedure_ids: set[int], pattern: re.Pattern[str] | None
+    connection: Connection, procedure_ids: set[int], pattern: Regex | None
 ) -> tuple[Item, ...]:
     sql = with_ids("SELECT id, status, command FROM procedures WHERE id IN :ids ORDER BY id")
     return tuple(
@@ -328,7 +328,7 @@ def _procedures(
 
 
 def _pulled(
-    connection: Connection, kind: str, ids: set[int], pattern: re.Pattern[str] | None
+    connection: Connection, kind: str, ids: set[int], pattern: Regex | None
 ) -> tuple[Item, ...]:
     sql = with_ids(PULLED[kind] + " WHERE id IN :ids ORDER BY id")
     return tuple(
@@ -339,7 +339,7 @@ def _pulled(
 
 
 def _going(
-    connection: Connection, sql: Any, event_ids: set[int], pattern: re.Pattern[str] | None
+    connection: Connection, sql: Any, event_ids: set[int], pattern: Regex | None
 ) -> tuple[Item, ...]:
     """The derived rows a statement finds for the events (id, label, shown), by id."""
     rows = {

@@ -4,7 +4,6 @@ spool and log lines carry it. Shared by the local forgetting and the team databa
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +12,7 @@ from remem.capture import spool
 from remem.errors import RememError
 from remem.record.forgotten import MASK, words_holding
 from remem.record.redact import redact_text
+from remem.regex import Regex, RegexError, compile_regex
 
 EXCERPT_CHARS = 100
 # What a printed match keeps of the text around it: the rest may be the secret's own.
@@ -22,13 +22,17 @@ CHUNK = 500  # ids per IN (...): far below SQLite's bound-parameter limit
 
 class BadPattern(RememError):
     def __init__(self, pattern: str, problem: str) -> None:
-        super().__init__(f"--match {pattern!r} is not a Python regular expression: {problem}.")
+        super().__init__(
+            f"--match {pattern!r} is not a regular expression: {problem} (RE2, as remem recall "
+            "takes it: no backreferences or lookaround)."
+        )
 
 
-def compile_pattern(pattern: str) -> re.Pattern[str]:
+def compile_pattern(pattern: str) -> Regex:
+    """Case-sensitive, on RE2 as recall's search: no pattern makes a forget hang."""
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return compile_regex(pattern)
+    except RegexError as exc:
         raise BadPattern(pattern, str(exc)) from None
 
 
@@ -127,11 +131,11 @@ def chunks(ids: Iterable[int]) -> Iterator[list[int]]:
         yield ordered[start : start + CHUNK]
 
 
-def hit(pattern: re.Pattern[str], values: Iterable[Any]) -> bool:
+def hit(pattern: Regex, values: Iterable[Any]) -> bool:
     return any(isinstance(value, str) and pattern.search(value) for value in values)
 
 
-def excerpt(command: str, pattern: re.Pattern[str] | None) -> str:
+def excerpt(command: str, pattern: Regex | None) -> str:
     """Redacted, and without the match itself: what is printed must not repeat it. A command
     that holds the match shows at most AROUND_CHARS either side of it."""
     shown = " ".join(redact_text(command).split())
@@ -156,7 +160,7 @@ def held_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def mask_matches(pattern: re.Pattern[str], text: str) -> str:
+def mask_matches(pattern: Regex, text: str) -> str:
     """The text with each match, and the word holding it, replaced by MASK."""
     parts, at = [], 0
     for found in pattern.finditer(text):
@@ -174,7 +178,7 @@ def mask_matches(pattern: re.Pattern[str], text: str) -> str:
 class Lines:
     """Which spool and log lines carry what is forgotten."""
 
-    pattern: re.Pattern[str] | None
+    pattern: Regex | None
     project: str | None
     keys: frozenset[str]  # idempotency keys of the forgotten events
 

@@ -121,7 +121,14 @@ def recommended(found: list[tuple[str, bool, int, int]], workflow: str) -> str:
 
 def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, Any]]:
     ordered = sorted(found, key=lambda v: (-v[3], v[0]))
-    return [{"command": command, "runs": runs} for command, _m, _v, runs in ordered][:VARIANTS_KEPT]
+    return [_counts(command, runs, verified) for command, _m, verified, runs in ordered][
+        :VARIANTS_KEPT
+    ]
+
+
+def _counts(command: str, runs: int, verified: int) -> dict[str, Any]:
+    """A variant as stored: its runs, failed and unverified ones too, and its verified runs."""
+    return {"command": command, "runs": runs, "verified": verified}
 
 
 Variant = tuple[str, bool, int, int]
@@ -143,10 +150,10 @@ def shown(
     per_files = []
     for variants in by_files.values():
         best = min(variants, key=lambda v: (v[1], -v[3], len(v[0]), v[0]))
-        per_files.append((best[0], sum(v[3] for v in variants)))
+        per_files.append((best[0], sum(v[3] for v in variants), sum(v[2] for v in variants)))
     per_files.sort(key=lambda item: (-item[1], item[0]))
     kept = per_files[:FAMILY_VARIANTS_KEPT]
-    return workflow, [{"command": command, "runs": runs} for command, runs in kept]
+    return workflow, [_counts(command, runs, verified) for command, runs, verified in kept]
 
 
 def _files_named(command: str, workflow: str) -> tuple[str, ...]:

@@ -1,9 +1,9 @@
 """The site `remem ui` serves: Starlette routes over remem.ui.views, rendered by Jinja2 with
-autoescape on, behind a guard that answers only to this machine's own address.
+autoescape on, behind remem.ui.guard, which answers only its owner at this machine's own address.
 
 Reads open a read-only snapshot per request. The only writes are the user's: archive and
-unarchive a procedure, forget by pattern after a preview; each is a POST that carries the
-process's random token, so another site the browser has open cannot make one.
+unarchive a procedure, forget by pattern after a preview; each is a POST from this site's own
+page that carries the process's random form token, so another site cannot make one.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import hmac
 import json
 import os
 import secrets
-import socket
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from importlib.resources import files
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -29,59 +27,14 @@ from starlette.routing import Route
 
 from remem.config import Settings, parse_duration
 from remem.db.snapshot import reading
+from remem.db.vocabulary import LARGEST_ID
 from remem.errors import NotFound, RememError
 from remem.json_contract import date, rfc3339
 from remem.record.quote import elsewhere, escape_unsafe, inert_path
 from remem.ui import views
+from remem.ui.guard import ASGIApp, Guard, Owner
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-# No script runs anywhere on the site; styles come from its own stylesheet only.
-CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'"
-)
-SECURITY_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),  # "no-referrer" would send Origin: null
-    (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-store"),
-]
 DEFAULT_SINCE = "30d"
-
-
-class Guard:
-    """Answers only requests addressed to 127.0.0.1 or localhost on this port (a page of
-    another site that rebinds its name to 127.0.0.1 sends its own name), and puts the
-    security headers on every answer."""
-
-    def __init__(self, app: ASGIApp, port: int) -> None:
-        self.app = app
-        self.hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        hosts = [value for name, value in scope["headers"] if name == b"host"]
-        if len(hosts) != 1 or hosts[0].lower() not in self.hosts:
-            response = Response("Unknown host: open the address `remem ui` printed.", 421)
-            await self._secured(response, scope, receive, send)
-            return
-        await self._secured(self.app, scope, receive, send)
-
-    async def _secured(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-        async def send_secured(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
-            await send(message)
-
-        await app(scope, receive, send_secured)
 
 
 def _environment() -> jinja2.Environment:
@@ -95,6 +48,10 @@ def _environment() -> jinja2.Environment:
     )
     environment.filters.update(
         recorded=lambda text: escape_unsafe(str(text)) if text is not None else "",
+        # In a <pre>: each line escaped on its own, the line breaks kept as breaks.
+        recorded_lines=lambda text: "\n".join(
+            escape_unsafe(line) for line in str(text or "").replace("\r\n", "\n").split("\n")
+        ),
         path=lambda text: inert_path(str(text)),
         elsewhere=elsewhere,
         day=date,
@@ -107,10 +64,10 @@ def _environment() -> jinja2.Environment:
 class Site:
     """The routes, holding the settings, the token and the templates."""
 
-    def __init__(self, settings: Settings, port: int, token: str | None = None) -> None:
+    def __init__(self, settings: Settings, owner: Owner) -> None:
         self.settings = settings
-        self.port = port
-        self.token = token or secrets.token_urlsafe(32)
+        self.owner = owner
+        self.token = secrets.token_urlsafe(32)  # the forms': never the address's
         self.templates = _environment()
         self.stylesheet = (files("remem.ui") / "static" / "remem.css").read_bytes()
 
@@ -134,7 +91,7 @@ class Site:
             Route("/forget", self.forget, methods=["POST"]),
             Route("/static/remem.css", self.css),
         ]
-        return Guard(Starlette(routes=routes), self.port)
+        return Guard(Starlette(routes=routes), self.owner)
 
     # --- pages -----------------------------------------------------------------------------
 
@@ -167,8 +124,8 @@ class Site:
         return self.render("branch.html", title=name or "no branch", page=page)
 
     def procedure(self, request: Request) -> Response:
-        procedure_id = int(request.path_params["procedure_id"])
         try:
+            procedure_id = _procedure_id(request)
             evidence_page = int(request.query_params.get("page", "1"))
             with reading(self.settings) as execute:
                 page = views.procedure(execute, procedure_id, evidence_page)
@@ -213,10 +170,7 @@ class Site:
         """The POSTed form when it carries this process's token and comes from this site;
         None otherwise."""
         origin = request.headers.get("origin")
-        if origin is not None and origin not in (
-            f"http://127.0.0.1:{self.port}",
-            f"http://localhost:{self.port}",
-        ):
+        if origin is not None and origin != self.owner.origin:
             return None
         body = (await request.body()).decode("utf-8", "replace")
         form = {name: values[-1] for name, values in parse_qs(body).items()}
@@ -238,11 +192,11 @@ class Site:
         form = await self._form(request)
         if form is None:
             return self.refused()
-        procedure_id = int(request.path_params["procedure_id"])
         verb = request.path_params["verb"]
         if verb not in ("archive", "unarchive"):
             return self.failed(NotFound(f"No action {verb}: archive or unarchive."))
         try:
+            procedure_id = _procedure_id(request)
             await run_in_threadpool(self._archive, procedure_id, verb)
         except RememError as exc:
             return self.failed(exc)
@@ -268,7 +222,7 @@ class Site:
         pattern, project = form.get("pattern", ""), form.get("project", "")
         try:
             if not pattern:
-                raise RememError("Give a pattern: a Python regular expression.")
+                raise RememError("Give a pattern: a regular expression, as the search takes one.")
             report = await run_in_threadpool(
                 self._forget, pattern, project or None, form.get("confirm")
             )
@@ -319,42 +273,13 @@ class Site:
             engine.dispose()
 
 
+def _procedure_id(request: Request) -> int:
+    """The id in the path; one no row can have is not found, as any absent one."""
+    procedure_id = int(request.path_params["procedure_id"])
+    if procedure_id > LARGEST_ID:
+        raise NotFound(f"No procedure {procedure_id}: see the projects' procedures.")
+    return procedure_id
+
+
 def _seal(plan: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(plan, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def bind(port: int) -> socket.socket:
-    """A listening socket on 127.0.0.1 (port 0: a free one)."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind(("127.0.0.1", port))
-    except OSError as exc:
-        listener.close()
-        raise RememError(
-            f"Port {port} on 127.0.0.1 cannot be used ({exc.strerror}): pass --port N, or "
-            "--port 0 for any free port."
-        ) from None
-    listener.listen(128)
-    return listener
-
-
-def serve(settings: Settings, port: int, open_browser: bool = False) -> None:
-    """Serve the site until interrupted, after saying where."""
-    import uvicorn
-
-    with reading(settings):
-        pass  # a home that cannot be read is said now, not on the first page
-    listener = bind(port)
-    port = listener.getsockname()[1]
-    address = f"http://127.0.0.1:{port}/"
-    site = Site(settings, port)
-    print(f"remem ui: {address} (read-only but for its buttons; Ctrl-C stops it)", flush=True)
-    if open_browser:
-        import webbrowser
-
-        webbrowser.open(address)
-    config = uvicorn.Config(
-        site.app(), log_level="warning", access_log=False, lifespan="off", server_header=False
-    )
-    uvicorn.Server(config).run(sockets=[listener])

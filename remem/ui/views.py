@@ -14,7 +14,14 @@ from remem.agent import recall, usage
 from remem.agent.context import Context, Entry, read_context
 from remem.agent.export import read_exports
 from remem.agent.known import KnownError, read_known_errors
-from remem.agent.read import Detail, Procedure, read_detail, read_procedures, read_projects
+from remem.agent.read import (
+    Detail,
+    Procedure,
+    read_detail,
+    read_procedures,
+    read_projects,
+    read_team_procedures,
+)
 from remem.agent.substitutions import Substitution, read_substitutions
 from remem.config import Settings
 from remem.db.snapshot import Execute
@@ -82,17 +89,19 @@ class BranchPage:
     procedures: list[Procedure]
     known_errors: list[KnownError]
     substitutions: list[Substitution]
+    # The default branches ([context] inherit_from) whose procedures reach this one: those
+    # the memory holds procedures of, other than this branch.
     inherits_from: tuple[str, ...]
+    default: bool  # this branch is one of them: its procedures reach the others
     inherited: list[Entry] = field(default_factory=list)
 
 
 def branch(execute: Execute, settings: Settings, root: str, name: str | None) -> BranchPage:
     context = read_context(execute, root, name, ".", settings.inherit_from)
     pages = context.pages(settings.context_max_chars, settings.context_max_lines)
-    if name:
-        own = read_procedures(execute, root, name, statuses=None)
-    else:
-        own = [p for p in read_procedures(execute, root, statuses=None) if p.scope == "project"]
+    everything = read_procedures(execute, root, statuses=None)
+    own = [p for p in everything if p.scope == "project" or (name and p.branch == name)]
+    held = {p.branch for p in everything} | {p.branch for p in read_team_procedures(execute, root)}
     known = [e for e in read_known_errors(execute, root) if e.branch in (name, None)]
     return BranchPage(
         root,
@@ -102,7 +111,8 @@ def branch(execute: Execute, settings: Settings, root: str, name: str | None) ->
         own,
         known,
         read_substitutions(execute, root),
-        tuple(parent for parent in settings.inherit_from if parent != (name or "")),
+        tuple(b for b in settings.inherit_from if b != (name or "") and b in held),
+        (name or "") in settings.inherit_from,
         [entry for entry in context.procedures if entry.inherited],
     )
 

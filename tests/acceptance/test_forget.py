@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -260,10 +261,27 @@ def test_what_cannot_be_forgotten_is_said_in_one_line(home: Home, tmp_path: Path
     )
 
     assert bad.returncode != 0 and bad.stdout == ""
-    assert bad.stderr.count("\n") == 1 and "not a Python regular expression" in bad.stderr
+    assert bad.stderr.count("\n") == 1 and "is not a regular expression" in bad.stderr
     assert unknown.returncode != 0 and "No event 99" in unknown.stderr
     assert "Nothing to forget" in nothing.stdout
     assert unconfirmed.returncode != 0 and "--yes" in unconfirmed.stderr
+    assert home.status()["events"] == 1
+
+
+def test_a_pattern_runs_on_re2_and_a_catastrophic_one_returns_promptly(
+    home: Home, tmp_path: Path
+) -> None:
+    # `(a+)+$` backtracks 2^40 times over this in Python's `re`: hours; in RE2, linear.
+    hook(home, bash(repository(tmp_path / "shop"), "./run.sh " + "a" * 40 + "!"))
+    started = time.monotonic()
+    found = json.loads(home.remem("forget", "--match", "(a+)+$", "--dry-run", "--json").stdout)
+    assert time.monotonic() - started < 30
+    assert found["events"] == [] and found["dry_run"]
+    taken = json.loads(home.remem("forget", "--match", "(a+)+!", "--dry-run", "--json").stdout)
+    assert [event["id"] for event in taken["events"]] == [1]
+    backreference = home.remem("forget", "--match", "(a)\\1", "--yes", check=False)
+    assert backreference.returncode != 0 and backreference.stderr.count("\n") == 1
+    assert "no backreferences or lookaround" in backreference.stderr
     assert home.status()["events"] == 1
 
 

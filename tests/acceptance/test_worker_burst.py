@@ -148,7 +148,8 @@ def test_procedures_list_and_show_as_json(home: Home) -> None:
         assert (procedure["directory"], procedure["workflow"]) == (".", procedure["command"])
         index = int(procedure["project"].rsplit("/", 1)[1])
         runs = 3 if index % 7 == 0 else 2  # every run of the variant, the failed one too
-        assert procedure["variants"] == [{"command": procedure["command"], "runs": runs}]
+        expected = {"command": procedure["command"], "runs": runs, "verified": 2}
+        assert procedure["variants"] == [expected]
     assert all(p["last_verified_at"].endswith("Z") for p in listed)
     assert [p["confidence"] for p in listed] == sorted(
         (p["confidence"] for p in listed), reverse=True

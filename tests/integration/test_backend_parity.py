@@ -105,7 +105,7 @@ def test_a_tally_derived_again_counts_the_later_step_of_a_run_whatever_the_row_o
         world.post("make test && make test 2>&1")  # two steps of one workflow in one run
     world.burst()
     (variants,) = world.one("variants")
-    assert json.loads(variants) == [{"command": "make test 2>&1", "runs": 2}]
+    assert json.loads(variants) == [{"command": "make test 2>&1", "runs": 2, "verified": 2}]
     # Put back as a restore would: on PostgreSQL the first steps' rows now lie after the
     # second's, where SQLite keeps rows in the order of their ids.
     with world.engine.begin() as connection:

@@ -59,9 +59,9 @@ def test_mix_test_variants_are_one_procedure_recommending_the_unmasked_one(
     )
     assert (workflow, command, runs, scope, directory) == (MIX, MIX, 4, "branch", ".")
     assert json.loads(variants) == [
-        {"command": MIX, "runs": 2},
-        {"command": MIX_2, "runs": 1},
-        {"command": MIX_TAIL, "runs": 1},
+        {"command": MIX, "runs": 2, "verified": 2},
+        {"command": MIX_2, "runs": 1, "verified": 1},
+        {"command": MIX_TAIL, "runs": 1, "verified": 1},
     ]
     assert json.loads(evidence) == [1, 2, 3, 4]
     with world.engine.connect() as connection:
@@ -97,7 +97,10 @@ def test_masked_run_with_no_summary_is_unverified_not_evidence(world: World) -> 
         "command", "verified_runs", "evidence_event_ids", "variants"
     )
     assert (command, runs, json.loads(evidence)) == (MIX, 2, [1, 4])
-    assert json.loads(variants) == [{"command": MIX, "runs": 2}, {"command": MIX_TAIL, "runs": 2}]
+    assert json.loads(variants) == [
+        {"command": MIX, "runs": 2, "verified": 2},
+        {"command": MIX_TAIL, "runs": 2, "verified": 0},  # no output: neither run verified
+    ]
     (procedure,) = read.read_procedures(world.execute)
     assert procedure.evidence_event_ids == (1, 4)
 
@@ -147,7 +150,7 @@ def test_a_step_run_from_its_directory_or_through_cd_is_one_procedure(
         (".", "npm test", "npm test", "main"),
     ]
     assert [json.loads(row[4]) for row in rows] == [[1, 2], [3, 4]]
-    assert json.loads(rows[0][5]) == [{"command": "npm test", "runs": 2}]
+    assert json.loads(rows[0][5]) == [{"command": "npm test", "runs": 2, "verified": 2}]
     with world.engine.connect() as connection:
         roots = connection.execute(text("SELECT root FROM projects")).scalars().all()
         directories = connection.execute(

@@ -5,15 +5,19 @@ they fail and say why."""
 
 from __future__ import annotations
 
+import html
 import http.client
 import os
+import re
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.acceptance.test_context import make_project, set_branch
 from tests.acceptance.test_truthful_digest import Agent
@@ -46,13 +50,20 @@ TEST = "python -m pytest -q"
 FAILED = "Exit code 1\nE   assert 0 == 3\n1 failed in 0.12s"
 
 
-class Served:
-    """A running `remem ui` and its address."""
+def leads_to(page: str) -> str | None:
+    """Where a page that leads on (a meta refresh) leads."""
+    found = re.search(r'<meta http-equiv="refresh" content="0;url=([^"]*)">', page)
+    return html.unescape(found.group(1)) if found else None
 
-    def __init__(self, home: Home) -> None:
+
+class Served:
+    """A running `remem ui`: the address it printed (with its one-time token), its origin,
+    and the cookie its owner got for the token, once one was."""
+
+    def __init__(self, home: Home, *options: str, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            [REMEM, "ui", "--port", "0"],
-            env=home.env,
+            [REMEM, "ui", "--port", "0", *options],
+            env={**home.env, **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -66,23 +77,57 @@ class Served:
             lines,
             self.process.poll(),
         )
-        self.url = lines[0].split()[2]
-        self.port = int(self.url.rstrip("/").rsplit(":", 1)[1])
-        wait_for(lambda: self.request("GET", "/")[0] == 200, timeout=15)
+        self.address = lines[0].split()[2]
+        parts = urlsplit(self.address)
+        self.url = f"http://{parts.netloc}/"
+        self.port = int(parts.netloc.rsplit(":", 1)[1])
+        self.token = parse_qs(parts.query)["token"][0]
+        self.cookie: str | None = None  # "name=value", as a browser sends it back
+        # Up once it answers; without the token or the cookie, that is a refusal.
+        wait_for(lambda: self.request("GET", "/", owner=False)[0] == 403, timeout=15)
+
+    def enter(self) -> None:
+        """Spend the token as a browser would, keeping the cookie it is exchanged for."""
+        status, headers, body = self.exchange("GET", f"/?token={self.token}", owner=False)
+        assert status == 200 and leads_to(body) == "/", (status, headers, body)
+        self.cookie = headers["set-cookie"].split(";", 1)[0]
 
     def request(
-        self, method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: str | None = None,
+        headers: dict[str, str] | None = None,
+        owner: bool = True,
     ) -> tuple[int, str]:
+        """An answer to a request sent as the owner (with the cookie), or as anyone."""
+        status, _headers, answer = self.exchange(method, path, body, headers, owner)
+        return status, answer
+
+    def exchange(
+        self,
+        method: str,
+        path: str,
+        body: str | None = None,
+        headers: dict[str, str] | None = None,
+        owner: bool = True,
+    ) -> tuple[int, dict[str, str], str]:
+        if owner and self.cookie is None:
+            self.enter()
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            sent = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
+            sent = {"Host": f"127.0.0.1:{self.port}"}
+            if owner:
+                sent["Cookie"] = str(self.cookie)
+            sent.update(headers or {})
             if body is not None:
                 sent.setdefault("Content-Type", "application/x-www-form-urlencoded")
             connection.request(method, path, body=body, headers=sent)
             answer = connection.getresponse()
-            return answer.status, answer.read().decode()
+            got = {name.lower(): value for name, value in answer.getheaders()}
+            return answer.status, got, answer.read().decode()
         except OSError:
-            return 0, ""
+            return 0, {}, ""
         finally:
             connection.close()
 
@@ -156,6 +201,7 @@ class Watched:
         self.page = self.context.new_page()
         self.page.set_default_timeout(10_000)
         self.problems: list[str] = []
+        self.entered = False
         self.page.on(
             "console",
             lambda message: (
@@ -169,6 +215,21 @@ class Watched:
             "dialog",
             lambda dialog: (self.problems.append(f"dialog: {dialog.message}"), dialog.dismiss()),
         )
+
+    def enter(self, served: Served) -> None:
+        """Open the address `remem ui` printed, as its owner does: the token is exchanged for
+        the cookie and the browser lands on the same page without it. Once the token is
+        spent, the browser is given the owner's cookie instead."""
+        if served.cookie is not None:
+            name, value = served.cookie.split("=", 1)
+            self.context.add_cookies([{"name": name, "value": value, "url": served.url}])
+        else:
+            self.page.goto(served.address)
+            self.page.wait_for_url(served.url)
+            expect(self.page.locator("h1")).to_have_text("Projects")
+            (cookie,) = [c for c in self.context.cookies() if c["name"].startswith("remem_ui_")]
+            served.cookie = f"{cookie['name']}={cookie['value']}"
+        self.entered = True
 
     def close(self) -> None:
         self.context.close()

@@ -5,6 +5,9 @@ buttons archive and unarchive, and nothing another site sends or a recorded text
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -30,6 +33,8 @@ def branch_path(project: Path, branch: str) -> str:
 
 def visit(watched: Watched, served: Served, path: str, shot: Path) -> Any:
     page = watched.page
+    if not watched.entered:
+        watched.enter(served)
     answer = page.goto(served.url.rstrip("/") + path)
     assert answer is not None and answer.status == 200, (path, answer and answer.status)
     page.screenshot(path=str(shot), full_page=True)
@@ -146,6 +151,8 @@ def test_forget_previews_then_forgets_on_confirmation(
     served: Served, watched: Watched, home: Home, tmp_path: Path
 ) -> None:
     page = visit(watched, served, "/forget", tmp_path / "forget.png")
+    warning = page.locator("p.masked-for-good").inner_text()
+    assert "words that hold a match are masked for good, here and on every team machine" in warning
     page.locator("input[name=pattern]").fill("pytest")
     page.get_by_role("button", name="Preview").click()
     assert "Would forget (dry run)" in page.locator("main").inner_text()
@@ -185,29 +192,28 @@ def test_a_post_without_the_token_or_from_another_site_is_refused(
 
 
 def test_a_request_for_another_host_is_refused(served: Served) -> None:
+    # localhost is refused too: it may name [::1], where something else can listen on the port.
     for host in (
         "evil.example",
         f"evil.example:{served.port}",
         "127.0.0.1",
         f"127.0.0.1:{served.port + 1}",
+        f"localhost:{served.port}",
+        f"[::1]:{served.port}",
     ):
-        status, _page = served.request("GET", "/", headers={"Host": host})
-        assert status == 421, host
-    for host in (f"127.0.0.1:{served.port}", f"localhost:{served.port}"):
         status, page = served.request("GET", "/", headers={"Host": host})
-        assert status == 200 and "<h1>Projects</h1>" in page
+        assert status == 421 and "Projects" not in page, host
+    status, page = served.request("GET", "/", headers={"Host": f"127.0.0.1:{served.port}"})
+    assert status == 200 and "<h1>Projects</h1>" in page
 
 
 def test_every_answer_forbids_scripts(served: Served) -> None:
-    import http.client
-
-    connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
-    connection.request("GET", "/")
-    answer = connection.getresponse()
-    policy = answer.getheader("Content-Security-Policy") or ""
-    connection.close()
-    assert "default-src 'none'" in policy and "script-src" not in policy
-    assert "unsafe-inline" not in policy
+    for owner in (True, False):  # a page, and a refusal
+        status, headers, _page = served.exchange("GET", "/", owner=owner)
+        assert status == (200 if owner else 403)
+        policy = headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "script-src" not in policy
+        assert "unsafe-inline" not in policy
 
 
 HOSTILE_DIRECTORY = "x\"'><img src=x onerror=alert(1)>"
@@ -302,3 +308,140 @@ def test_a_port_in_use_is_said_with_what_to_do(home: Home) -> None:
     assert result.returncode == 1
     assert f"Port {port} on 127.0.0.1 cannot be used" in result.stderr
     assert "--port 0" in result.stderr
+
+
+def test_an_id_no_row_can_have_is_not_found(served: Served, home: Home) -> None:
+    test = procedure_id(home, TEST)
+    _status, page = served.request("GET", f"/procedure/{test}")
+    (token,) = re.findall(r'name="token" value="([^"]+)"', page)
+    for number in ("9" * 30, str(2**63), str(2**63 - 1)):
+        status, answer = served.request("GET", f"/procedure/{number}")
+        assert status == 404 and f"No procedure {number}" in answer, number
+        status, answer = served.request("POST", f"/procedure/{number}/archive", f"token={token}")
+        assert status == 404 and f"No procedure {number}" in answer, number
+    status, answer = served.request("GET", f"/procedure/{test}?page={'9' * 30}")
+    assert status == 404 and "evidence page(s)" in answer
+    assert {p["status"] for p in home.procedures()} == {"active"}
+
+
+def test_a_catastrophic_forget_pattern_returns_promptly(
+    served: Served, home: Home, project: Path
+) -> None:
+    from tests.acceptance.test_truthful_digest import Agent
+
+    # `(a+)+$` backtracks 2^40 times over this in Python's `re`; RE2 is linear.
+    Agent(home, project).ran("./run.sh " + "a" * 40 + "!", "s6")
+    _status, page = served.request("GET", "/forget")
+    (token,) = re.findall(r'name="token" value="([^"]+)"', page)
+
+    def preview(pattern: str) -> tuple[int, str]:
+        return served.request("POST", "/forget", f"token={token}&pattern={quote(pattern)}")
+
+    started = time.monotonic()
+    status, answer = preview("(a+)+$")
+    assert time.monotonic() - started < 10
+    assert status == 200 and "Nothing here matches." in answer
+    status, answer = preview("(a+)+!")
+    assert status == 200 and "<li>1 event(s)</li>" in answer
+    status, answer = preview("(a)\\1")
+    assert status == 400 and "no backreferences or lookaround" in answer
+
+
+@browser_test
+def test_a_lesson_attempt_shows_its_output_line_by_line(
+    home: Home, project: Path, watched: Watched, tmp_path: Path
+) -> None:
+    from tests.acceptance.test_truthful_digest import Agent
+
+    agent = Agent(home, project)
+    output = "Exit code 2\nchecking the schema of orders\nno column named total_cents"
+    agent.failed("./check.sh", "s7", output)
+    agent.ran("./check.sh", "s7")
+    agent.ran("./check.sh", "s8")
+    home.remem("worker", "--burst")
+    served = Served(home)
+    try:
+        page = visit(
+            watched, served, f"/procedure/{procedure_id(home, './check.sh')}", tmp_path / "l.png"
+        )
+        (shown,) = page.locator("ol.attempts pre.excerpt").all_inner_texts()
+    finally:
+        served.stop()
+    assert "\\u000a" not in shown and "\\n" not in shown.replace("\n", "")
+    lines = shown.splitlines()
+    assert "checking the schema of orders" in lines and "no column named total_cents" in lines
+    assert watched.problems == []
+
+
+@browser_test
+def test_a_branch_page_names_the_default_branch_it_inherits_from(
+    served: Served, watched: Watched, project: Path, tmp_path: Path
+) -> None:
+    # The settings name main and master; this project's default branch is main.
+    page = visit(watched, served, branch_path(project, "main"), tmp_path / "main.png")
+    text = page.locator("main").inner_text()
+    assert "reach this branch" not in text and "master" not in text
+    assert page.locator("p.default-branch").inner_text().startswith("main is a default branch")
+    page = visit(watched, served, branch_path(project, "feature"), tmp_path / "feature.png")
+    said = page.locator("p.inherits-from")
+    expected = "Procedures of main reach this branch unless it has its own verdict."
+    assert said.inner_text() == expected
+    assert "master" not in page.locator("main").inner_text()
+    assert page.locator("p.default-branch").count() == 0
+    said.get_by_role("link", name="main").click()
+    expect(page).to_have_url(re.compile(re.escape(branch_path(project, "main")) + "$"))
+    assert watched.problems == []
+
+
+@browser_test
+def test_variants_say_their_runs_and_how_many_verified(
+    served: Served, watched: Watched, home: Home, tmp_path: Path
+) -> None:
+    # The tests failed once, then passed twice: three runs of the one form, two verified.
+    test = procedure_id(home, TEST)
+    page = visit(watched, served, f"/procedure/{test}", tmp_path / "variants.png")
+    rows = page.locator("table.variants tr").all_inner_texts()
+    assert rows[0].split("\t") == ["command as run", "runs, failed ones too"]
+    assert rows[1:] == [f"{TEST}\t3 runs (2 verified)"]
+    assert "2 verified run(s)" in page.locator("main").inner_text()
+    shown = home.remem("procedures", "show", str(test)).stdout
+    assert f'  3 runs (2 verified)  "{TEST}"\n' in shown
+    (variant,) = home.json("procedures", "show", str(test))["variants"]
+    assert variant == {"command": TEST, "runs": 3, "verified": 2}
+    assert watched.problems == []
+
+
+def test_the_address_is_printed_before_the_site_is_imported() -> None:
+    # What runs before the print: the command, the home check, the port and the keys.
+    heavy = ("starlette", "jinja2", "uvicorn", "sqlalchemy", "remem.ui.server", "remem.ui.views")
+    probe = (
+        "import sys, remem.cli.ui, remem.ui.start; "
+        f"print([name for name in {heavy!r} if name in sys.modules])"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded == "[]\n"
+
+
+@browser_test
+def test_the_printed_address_opens_the_site_in_one_browser_only(
+    served: Served, watched: Watched, chromium: Any, tmp_path: Path
+) -> None:
+    page = visit(watched, served, "/", tmp_path / "owner.png")
+    assert page.url == served.url  # the token is gone from the address
+    assert page.evaluate("document.cookie") == ""  # HttpOnly: no script of a page reads it
+    other = Watched(chromium)
+    try:
+        for address in (served.address, served.url):
+            answer = other.page.goto(address)
+            assert answer is not None and answer.status == 403, address
+            text = other.page.locator("body").inner_text()
+            assert "answers only the account that started `remem ui`" in text
+            assert "Projects" not in text
+        assert other.context.cookies() == []
+    finally:
+        other.close()
+    page.reload()
+    expect(page.locator("h1")).to_have_text("Projects")
+    assert watched.problems == []

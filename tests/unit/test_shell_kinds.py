@@ -228,8 +228,8 @@ def test_a_family_shows_its_placeholder_form_once_it_ran_on_two_files() -> None:
     assert shown(on_a, "gofmt -w <file>") == (
         "gofmt -w internal/a.go",
         [
-            {"command": "gofmt -w internal/a.go", "runs": 2},
-            {"command": "gofmt -w internal/a.go 2>&1 | tail -3", "runs": 1},
+            {"command": "gofmt -w internal/a.go", "runs": 2, "verified": 2},
+            {"command": "gofmt -w internal/a.go 2>&1 | tail -3", "runs": 1, "verified": 0},
         ],
     )
     on_b = [("gofmt -w /r/internal/b.go", False, 1, 1), ("gofmt -w internal/b.go", False, 1, 1)]
@@ -237,8 +237,8 @@ def test_a_family_shows_its_placeholder_form_once_it_ran_on_two_files() -> None:
     assert shown(on_a + on_b, "gofmt -w <file>", ".", "/r") == (
         "gofmt -w <file>",
         [
-            {"command": "gofmt -w internal/a.go", "runs": 3},
-            {"command": "gofmt -w internal/b.go", "runs": 2},
+            {"command": "gofmt -w internal/a.go", "runs": 3, "verified": 2},
+            {"command": "gofmt -w internal/b.go", "runs": 2, "verified": 2},
         ],
     )
     # Run on one file, and only masked: the command without its filter.
