@@ -81,13 +81,13 @@ PIECES = frozenset({
     b"secret-", b"secret_", b"sg.", b"sgp_", b"shippo_", b"shpat_", b"shpca_", b"shppa_",
     b"shpss_", b"sk-", b"sk.", b"sk_", b"sl.", b"sm_", b"sntrys_", b"sntryu_", b"sq0atp-",
     b"sq0csp-", b"sqa_", b"sqp_", b"squ_", b"st.", b"t1.", b"telegram.", b"tfp_", b"tk-",
-    b"tskey-", b"tvly-", b"twilio.", b"twilio_", b"v1.", b"webhook.", b"xaat-", b"xai-", b"xapp-",
+    b"tskey-", b"tvly-", b"v1.", b"webhook.", b"xaat-", b"xai-", b"xapp-",
     b"xapt-", b"xkeysib-", b"xsmtpsib-", b"ya29.",
 })
 ANYWHERE = (
     "hf_", "aiza", "akia", "asia", "q~", "dapi", "eyj", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
     "github_pat_", "glpat-", "atatt3", "pypi-", "dckr_", "xox", "whsec_", "machine", "pgpass",
-    'send "', "send -- ", "dockerconfigjson", "dockercfg",
+    'send "', "send -- ", "dockerconfigjson", "dockercfg", "twilio",
 )
 # fmt: on
 _ANYWHERE_SET = frozenset(ANYWHERE)

@@ -332,7 +332,7 @@ PASSWORD_WORDS: tuple[tuple[str, tuple[str, ...], str, str, str, str], ...] = (
         r"\btwilio\s",
         r"(?<=[ \t]login[ \t])[ \t]*(?!-)[^\s|;&]{1,200}[ \t]+"
         rf"{PLAIN}(?P<secret>{WORD})",
-        "twilio login AC0123456789abcdef0123456789abcdef Tw1lio-Auth-T0ken",
+        'twilio login "$TWILIO_ACCOUNT_SID" Tw1lio-Auth-T0ken',
         "Tw1lio-Auth-T0ken",
     ),
     (
@@ -369,6 +369,14 @@ PASSWORD_WORDS: tuple[tuple[str, tuple[str, ...], str, str, str, str], ...] = (
         rf"(?<=[ \t])/p(?:assword)?:(?P<secret>{WORD})",
         "xfreerdp /v:win1.acme.test /u:bob /p:Fr33rdp-Pw /cert:ignore",
         "Fr33rdp-Pw",
+    ),
+    (
+        "secret store from input",
+        ("secret",),
+        "",
+        rf"{PIPED}[^|;&\n]{{0,200}}\bsecrets?[ \t]+(?:put|set|add|create)\b",
+        "echo Wr4ngler-S3cret | npx wrangler secret put API_KEY",
+        "Wr4ngler-S3cret",
     ),
     (
         "chpasswd",

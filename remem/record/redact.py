@@ -352,6 +352,11 @@ _XML_ATTRIBUTES = (
     r"\b(?:key|name)=(?P<quote>[\"'])(?P<name>[^\"'\n]{1,80})(?P=quote)[ \t\r\n]{1,80}"
     r"value=(?P<secret>\"[^\"\n]{0,500}\"|'[^'\n]{0,500}')"
 )
+# A quoted name, then its quoted value: `define('DB_PASSWORD', 'VALUE')`, `getenv("TOKEN", "V")`.
+_QUOTED_PAIR = (
+    r"(?P<quote>['\"])(?P<name>[A-Za-z_][\w.-]{0,80})(?P=quote)[ \t]{0,8},[ \t]{0,8}"
+    r"(?P<secret>'[^'\n]{1,500}'|\"[^\"\n]{1,500}\")"
+)
 # ODBC: `UID=sa;PWD=VALUE;` (PWD alone is the shell's working directory).
 _ODBC_PASSWORD = (
     r"(?i:(?<=;)[ \t]{0,8}pwd[ \t]{0,8}=[ \t]{0,8}|(?<![^\s'\"])pwd=(?=[^;'\"\s]{1,500};))"
@@ -376,8 +381,9 @@ def _mask_url_parts(text: str, _lowered: str, _found: Found) -> str:
     return _masked(text, spans)
 
 
-# Eight characters at least: `?t=42` is a moment of a video, `/hooks/12` a hook's number.
-_URL_PART = r"(?:[?&](?:code|t)=|/(?:build_)?hooks/)(?P<secret>[^&#?\[\]]{8,2000})"
+# Eight characters at least: `?t=42` is a moment of a video, `?p=2` a page, `/hooks/12` a hook's
+# number.
+_URL_PART = r"(?:[?&](?:code|t|p)=|/(?:build_)?hooks/)(?P<secret>[^&#?\[\]]{8,2000})"
 
 
 def _sub(pattern: str, replacement: str, flags: int = 0) -> Rule:
@@ -417,6 +423,7 @@ _RULES: list[tuple[tuple[str, ...], Rule]] = [
     (("</",), _option_rule("", _PLIST_ENTRY)),
     (("value=",), _option_rule("", _XML_ATTRIBUTES)),
     (("pwd",), _option_rule("", _ODBC_PASSWORD)),
+    (_NAME_STEMS, _option_rule("", _QUOTED_PAIR)),
     (_NAME_STEMS, _option_rule("", _NAME_VALUE_LINE)),
     (("key", "auth", "pw", "pass"), _option_rule("", _KEY_OPTION, _KEY_OPTION_GATE)),
     (

@@ -295,7 +295,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ),
     (
         "Twilio",
-        ("twilio.", "twilio_"),
+        ("twilio",),
         r"(?:AC|SK)[0-9a-fA-F]{32}(?::[A-Za-z0-9]{32})?\b",
         "curl https://api.twilio.com/2010-04-01/Accounts.json -u «SK{h32}:{a32}»",
     ),
