@@ -224,7 +224,10 @@ def _mask_options(text: str, command: str, option: str) -> str:
             step = max(step, *(text.rfind(separator, looked, start) + 1 for separator in "\n|;&"))
             looked = start
             if step not in program_ends:
-                program = _pattern(command).search(text, step)
+                # Looked for within the step only: from each step to the end would be
+                # quadratic in a text of many steps.
+                stop = _pattern(r"[\n|;&]").search(text, start)
+                program = _pattern(command).search(text, step, stop.start() if stop else len(text))
                 program_ends[step] = program.end() if program else len(text) + 1
             if program_ends[step] > start:
                 continue

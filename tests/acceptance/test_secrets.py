@@ -363,8 +363,16 @@ def test_a_redacted_command_keeps_everything_but_the_secret(home: Home) -> None:
         "MONKEY=1 AUTHOR=bob PASSTHROUGH=1 KEYBOARD_LAYOUT=us make test",
         "mysql -u root -p shop_development_database_name",
         "git log --author=alice --format='%H %s' -- src/auth/tokens.py",
+        "git log --pretty=format:'%h %an %s' --since=2.weeks -- src/session/cookies.py",
+        "pytest -k session tests/integration/test_checkout_flow.py",
+        "make test PYTEST_ARGS='-k cookie_salt' DATABASE=shop_test",
+        "ansible-playbook deploy.yml --private-key ~/.ssh/acme-deploy-2026 -l web",
+        "aws dynamodb query --table-name orders --partition-key id --sort-key created",
     ],
-    ids=["git-sha", "long-path", "test-node-id", "look-alike-names", "mysql-prompt", "git-log"],
+    ids=[
+        *("git-sha", "long-path", "test-node-id", "look-alike-names", "mysql-prompt", "git-log"),
+        *("git-log-pretty", "pytest-k-session", "make-test", "key-file", "sort-key"),
+    ],
 )
 def test_commands_without_secrets_survive_byte_for_byte(home: Home, command: str) -> None:
     payload = load_fixture("claude-code/post_tool_use_bash_success.json")
@@ -431,14 +439,15 @@ def claude_runs(session: str, command: str, output: str, project: str) -> list[d
 
 
 def codex_run(
-    session: str, command: str, output: str, project: str, rollout: Path
+    session: str, command: str, output: str, project: str, rollout: Path, told: bool = True
 ) -> dict[str, Any]:
-    """Codex's hook, whose output the worker reads again from the rollout with its exit code."""
+    """Codex's hook, whose output the worker reads again from the rollout with its exit code;
+    the hook's own payload holds it too when `told`."""
     payload = load_fixture("codex/post_tool_use_bash.json")
     call_id = f"call_{session}"
     payload.update(session_id=session, cwd=project, tool_use_id=call_id)
     payload.update(transcript_path=str(rollout), tool_input={"command": command})
-    payload["tool_response"] = f"{command}\n{output}"
+    payload["tool_response"] = f"{command}\n{output}" if told else ""
     end_codex_command(rollout, call_id, 0, f"{command}\n{output}")
     return payload
 
@@ -458,7 +467,9 @@ def shape_sessions(
         sessions.append([codex_run(f"shape{number}", command, output, project, rollout)])
     for number, (_family, command, output, _secret) in enumerate(printed):
         sessions.append(claude_runs(f"printed{number}", command, output, project)[2:])
-        sessions.append([codex_run(f"printed{number}", command, output, project, rollout)])
+        # Only the rollout holds this output: the worker is the one to mask it.
+        told = number % 2 == 0
+        sessions.append([codex_run(f"printed{number}", command, output, project, rollout, told)])
     return sessions
 
 
