@@ -45,7 +45,7 @@ _SECRET_LAST_SEGMENTS = frozenset(
 _NOT_SECRET_KEY_KINDS = frozenset(
     {"sort", "partition", "primary", "hash", "range", "foreign", "public", "pub", "routing"}
     | {"shard", "cache", "group", "dedup", "deduplication", "idempotency", "index", "lookup"}
-    | {"join", "kms", "gpg", "pgp", "host", "row", "object", "s3", "map", "dict", "ssh"}
+    | {"join", "kms", "gpg", "pgp", "host", "row", "object", "s3", "map", "dict"}
 )
 # A segment that makes a name a switch (--no-auth, SKIP_AUTH, --with-token): it holds no secret.
 _SWITCH_SEGMENTS = frozenset(
