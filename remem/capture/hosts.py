@@ -30,8 +30,8 @@ from remem.record.event import (
     Dropped,
 )
 from remem.record.identity import spelt_root
-from remem.record.output import OUTPUT_FIELDS, output_excerpt, output_text
-from remem.record.redact import redact_json, redact_text
+from remem.record.output import OUTPUT_FIELDS, mask_output, output_excerpt, output_text
+from remem.record.redact import MASK, prints_secrets, redact_json, redact_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -341,6 +341,9 @@ def build_event(
         raise Dropped("own_command", "remem forget is never recorded", host, draft.hook_event)
     root, branch, work_tree, directory = locate(draft.cwd)
     redacted = redact_json(payload)
+    if draft.command is not None and prints_secrets(draft.command):
+        mask_output(host, redacted)
+        draft.error_excerpt = MASK if draft.error_excerpt else None
     if draft.tool_use_id:
         key = f"{host}:{draft.session_key}:{draft.tool_use_id}"
     elif draft.event_id is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import text
@@ -16,6 +16,7 @@ from remem.procedures.rollout import Resolution, resolve_exit_codes
 from remem.procedures.steps import StepRun, classify
 from remem.record.identity import directory_under
 from remem.record.output import output_excerpt, output_text
+from remem.record.redact import MASK, prints_secrets
 
 if TYPE_CHECKING:
     from remem.procedures.reads import Reads
@@ -150,12 +151,21 @@ def _classify(event: WindowEvent, settings: Settings) -> list[StepRun]:
 
 def _resolve_codex(events: tuple[WindowEvent, ...]) -> dict[int, Resolution]:
     wanted: dict[str, dict[str, int]] = {}
+    secret_outputs: set[int] = set()
     for event in events:
         path, call_id = event.transcript_path, event.tool_use_id
         if event.host == "codex" and event.outcome == "unknown" and path and call_id:
             wanted.setdefault(path, {})[call_id] = event.id
+            if event.command is not None and prints_secrets(event.command):
+                secret_outputs.add(event.id)
     resolved: dict[int, Resolution] = {}
     for path, by_call in wanted.items():
         for call_id, resolution in resolve_exit_codes(path, set(by_call)).items():
+            if by_call[call_id] in secret_outputs:  # as the hook stores its output: masked
+                resolution = replace(
+                    resolution,
+                    excerpt=resolution.excerpt and MASK,
+                    output=resolution.output and MASK,
+                )
             resolved[by_call[call_id]] = resolution
     return resolved

@@ -75,18 +75,19 @@ PIECES = frozenset({
     b"hvb.", b"hvr.", b"hvs.", b"ico-", b"key-", b"lin_", b"live_", b"lsv2_", b"mailchimp.",
     b"mailchimp_", b"mlsn.", b"mob-", b"napi_", b"nfp_", b"npm_", b"nrak-", b"nrii-", b"nrjs-",
     b"ntn_", b"odt_", b"ops_", b"p8e-", b"pat-", b"pat.", b"pcsk_", b"pdl_", b"phx_", b"pmak-",
-    b"pnu_", b"pplx-", b"pscale_", b"pubkey-", b"pul-", b"r8_", b"rdme_", b"re_", b"rk_", b"rnd_",
+    b"pnu_", b"pplx-", b"private-", b"pscale_", b"pubkey-", b"pul-", b"r8_", b"rdme_", b"re_",
+    b"rk_", b"rnd_",
     b"rubygems_", b"rzp_", b"s-", b"s.", b"sat.", b"sb_", b"sbp_", b"sc_", b"scauth_", b"sdk-",
     b"secret-", b"secret_", b"sg.", b"sgp_", b"shippo_", b"shpat_", b"shpca_", b"shppa_",
     b"shpss_", b"sk-", b"sk.", b"sk_", b"sl.", b"sm_", b"sntrys_", b"sntryu_", b"sq0atp-",
     b"sq0csp-", b"sqa_", b"sqp_", b"squ_", b"st.", b"t1.", b"telegram.", b"tfp_", b"tk-",
-    b"tskey-", b"tvly-", b"twilio.", b"twilio_", b"v1.", b"webhook.", b"xaat-", b"xai-", b"xapp-",
+    b"tskey-", b"tvly-", b"v1.", b"webhook.", b"xaat-", b"xai-", b"xapp-",
     b"xapt-", b"xkeysib-", b"xsmtpsib-", b"ya29.",
 })
 ANYWHERE = (
     "hf_", "aiza", "akia", "asia", "q~", "dapi", "eyj", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
     "github_pat_", "glpat-", "atatt3", "pypi-", "dckr_", "xox", "whsec_", "machine", "pgpass",
-    'send "', "send -- ",
+    'send "', "send -- ", "dockerconfigjson", "dockercfg", "twilio",
 )
 # fmt: on
 _ANYWHERE_SET = frozenset(ANYWHERE)

@@ -5,6 +5,7 @@ hook stores, what the worker reads from a rollout, and what the team ships. Stdl
 from __future__ import annotations
 
 from remem.record.event import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS
+from remem.record.masking import MASK
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -30,6 +31,17 @@ def output_text(host: str, payload: dict[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             parts.append(value)
     return "\n".join(parts) or None
+
+
+def mask_output(host: str, payload: dict[str, Any]) -> None:
+    """Mask each output field of a (redacted) payload whole, in place: the output of a command
+    that prints a secret (remem.record.redact.prints_secrets)."""
+    for path in OUTPUT_FIELDS.get(host, ()):
+        parent: Any = payload
+        for name in path[:-1]:
+            parent = parent.get(name) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and isinstance(parent.get(path[-1]), str) and parent[path[-1]]:
+            parent[path[-1]] = MASK
 
 
 def output_excerpt(text: str | None, already_cut: int = 0) -> str | None:

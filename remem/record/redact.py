@@ -14,7 +14,7 @@ from remem.record.masking import MASK as MASK
 from remem.record.masking import find_keywords, mask_families
 from remem.record.masking import masked as _masked
 from remem.record.masking import pattern as _pattern
-from remem.record.password_flags import PASSWORD_FLAGS, WORD
+from remem.record.password_flags import PASSWORD_FLAGS, PASSWORD_WORDS, PLAIN, SECRET_PRINTERS, WORD
 
 TYPE_CHECKING = False  # `typing` is not imported on the hot path
 if TYPE_CHECKING:
@@ -32,8 +32,24 @@ if TYPE_CHECKING:
 # one of the glued compounds (PGPASSWORD, dbPassword, AccountKey). Whole segments only: MONKEY,
 # AUTHOR and PASSTHROUGH merely contain a word, and plurals are counts (max_tokens).
 _SECRET_SEGMENTS = frozenset(
-    {"pass", "passwd", "password", "passphrase", "pwd", "secret", "token", "key", "auth"}
+    {"pass", "passwd", "password", "passphrase", "pwd", "pw", "secret", "token", "key", "auth"}
     | {"credential", "credentials", "signature", "apikey"}
+)
+# Words that name a secret as a name's last segment only (GH_PAT, HMAC, COOKIE_SALT, MNEMONIC,
+# redis's requirepass): SALT_ROUNDS, SESSION_TIMEOUT and PATCH_LEVEL name something else.
+_SECRET_LAST_SEGMENTS = frozenset(
+    {"pat", "hmac", "salt", "mnemonic", "cookie", "session", "requirepass", "masterauth"}
+)
+# Keys that sort, index or name things (DynamoDB's --partition-key, a --public-key file): the
+# segment before a last `key`.
+_NOT_SECRET_KEY_KINDS = frozenset(
+    {"sort", "partition", "primary", "hash", "range", "foreign", "public", "pub", "routing"}
+    | {"shard", "cache", "group", "dedup", "deduplication", "idempotency", "index", "lookup"}
+    | {"join", "kms", "gpg", "pgp", "host", "row", "object", "s3", "map", "dict"}
+)
+# A segment that makes a name a switch (--no-auth, SKIP_AUTH, --with-token): it holds no secret.
+_SWITCH_SEGMENTS = frozenset(
+    {"no", "skip", "disable", "enable", "use", "require", "without", "ignore", "allow", "with"}
 )
 _SECRET_ENDINGS = (
     *("password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey"),
@@ -57,10 +73,15 @@ _NOT_SECRET_OPTIONS = frozenset({"key"})
 # Substrings without which no secret name can occur, lowercased. A rule runs when one of these
 # stems is present, then looks closer: a short word only counts with what may follow it in a
 # name ("pass" alone fires on every "4 passed"); glued compounds end in one (APIKEY=).
-_NAME_STEMS = ("pass", "pwd", "key", "auth", "sig", "token", "secret", "credential")
+_NAME_STEMS = (
+    *("pass", "pwd", "key", "auth", "sig", "token", "secret", "credential", "pw", "pat"),
+    *("hmac", "salt", "mnemonic", "cookie", "session"),
+)
 # (stem, what may follow it) in a secret name, and in a `--password VALUE` style option; ""
 # follows any. Spelled out: the hook would build them at every start.
 _NAME_ENDS = ("=", ":", '"', "'", "_", "-", ".", "\\", " =")
+# What may follow a word that names a secret only as a name's last segment.
+_LAST_ENDS = ("=", ":", '"', "'", "\\", " =")
 _NAME_GATE: Gate = (
     ("token", ("",)),
     ("secret", ("",)),
@@ -70,6 +91,8 @@ _NAME_GATE: Gate = (
     ("pwd", _NAME_ENDS),
     ("key", _NAME_ENDS),
     ("auth", _NAME_ENDS),
+    ("pw", _LAST_ENDS),
+    *((stem, _LAST_ENDS) for stem in ("pat", "hmac", "salt", "mnemonic", "cookie", "session")),
 )
 _OPTION_GATE: Gate = (
     ("token", ("",)),
@@ -78,6 +101,13 @@ _OPTION_GATE: Gate = (
     ("pass", ("word", "wd", "phrase", " ", "\t")),
     ("pwd", (" ", "\t")),
     ("key", (" ", "\t")),
+)
+# `--account-key VALUE`, `--auth VALUE`, `--pw VALUE`, `--requirepass VALUE`.
+_KEY_OPTION_GATE: Gate = (
+    ("key", (" ", "\t")),
+    ("auth", (" ", "\t")),
+    ("pw", (" ", "\t")),
+    ("pass", (" ", "\t")),
 )
 # Past this length a text is split at a stem once rather than scanned for each spelling.
 _SPLIT_CHARS = 256
@@ -126,9 +156,13 @@ def _names_secret(key: str, option: bool) -> bool:
     if lowered in _SECRET_NAMES:
         return True
     segments = lowered.replace("-", "_").replace(".", "_").split("_")
-    if len(segments) > 1 and segments[-1] in _REFERENCE_SEGMENTS:
+    if len(segments) > 1 and (
+        segments[-1] in _REFERENCE_SEGMENTS
+        or (segments[-1] == "key" and segments[-2] in _NOT_SECRET_KEY_KINDS)
+        or not _SWITCH_SEGMENTS.isdisjoint(segments)
+    ):
         return False
-    return any(
+    return segments[-1] in _SECRET_LAST_SEGMENTS or any(
         segment in _SECRET_SEGMENTS or segment.endswith(_SECRET_ENDINGS) for segment in segments
     )
 
@@ -144,10 +178,11 @@ def _unquoted_span(match: re.Match[str], group: str) -> tuple[int, int]:
     return start, end
 
 
-# Any program: `--password VALUE`, `--token VALUE`, `--api-key VALUE`, `--db-secret VALUE`.
+# Any program: `--password VALUE`, `--token VALUE`, `--api-key VALUE`, `--db-secret VALUE`;
+# pulumi's `config set --secret` is a switch before the name and the value.
 _SECRET_OPTION = (
-    r"(?i:(?<![\w-])--?(?:[\w-]*[_-])?(?:password|passwd|passphrase|secret|token|api[_-]?key"
-    r"|access[_-]?key|private[_-]?key|credentials?|auth[_-]?token|session[_-]?key|auth[_-]?key"
+    r"(?i:(?<![\w-])(?<!config set )--?(?:[\w-]*[_-])?"
+    r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|auth[_-]?token|session[_-]?key|auth[_-]?key"
     r"|pass|(?<=\w[_-])pwd))"
     rf"[ \t]+(?!-)(?P<secret>{WORD})"
 )
@@ -156,6 +191,27 @@ _SECRET_OPTION = (
 # The value of a secret-named setting: `aws configure set aws_secret_access_key VALUE`.
 _SETTING_COMMAND = r"\b(?:aws\s+configure|(?:npm|yarn|pnpm)\s+config)\s+set\s"
 _SETTING = rf"(?<=\sset[ \t])[ \t]*(?P<name>[^\s=]+)[ \t]+(?P<secret>{WORD})"
+
+
+# Any program: `--NAME VALUE` where NAME ends in one of these and names a secret.
+_KEY_OPTION = rf"(?<![\w-])--(?P<name>[A-Za-z][\w-]{{0,60}})[ \t]+{PLAIN}(?P<secret>{WORD})"
+_KEY_OPTION_ENDS = frozenset({"key", "auth", "pw", "requirepass", "masterauth"})
+# A value naming where a secret is rather than being one: a path, a key file.
+_REFERENCE_STARTS = ("~", "/", "./", "../")
+_REFERENCE_ENDS = (".pem", ".key", ".pub", ".json", ".p12", ".pfx", ".jks", ".ppk", ".asc", ".gpg")
+
+
+def _is_reference(value: str) -> bool:
+    value = value.strip("'\"")
+    return value.startswith(_REFERENCE_STARTS) or value.lower().endswith(_REFERENCE_ENDS)
+
+
+_GENERIC_OPTIONS = frozenset({_KEY_OPTION, _SECRET_OPTION})
+
+
+def _option_names_secret(name: str) -> bool:
+    last = name.lower().replace("_", "-").rsplit("-", 1)[-1]
+    return last in _KEY_OPTION_ENDS and is_secret_key(name, option=True)
 
 
 def _mask_options(text: str, command: str, option: str) -> str:
@@ -168,11 +224,19 @@ def _mask_options(text: str, command: str, option: str) -> str:
             step = max(step, *(text.rfind(separator, looked, start) + 1 for separator in "\n|;&"))
             looked = start
             if step not in program_ends:
-                program = _pattern(command).search(text, step)
+                # Looked for within the step only: from each step to the end would be
+                # quadratic in a text of many steps.
+                stop = _pattern(r"[\n|;&]").search(text, start)
+                program = _pattern(command).search(text, step, stop.start() if stop else len(text))
                 program_ends[step] = program.end() if program else len(text) + 1
             if program_ends[step] > start:
                 continue
-        if "name" in match.re.groupindex and not is_secret_key(match["name"], option=True):
+        if "name" in match.re.groupindex:
+            if option == _KEY_OPTION and not _option_names_secret(match["name"]):
+                continue
+            if option != _KEY_OPTION and not is_secret_key(match["name"], option=True):
+                continue
+        if option in _GENERIC_OPTIONS and _is_reference(match["secret"]):
             continue
         secret = _unquoted_span(match, "secret")
         if secret[0] < secret[1] and text[secret[0] : secret[1]] != MASK:
@@ -276,6 +340,55 @@ def _mask_url_userinfo(text: str, _lowered: str, _found: Found) -> str:
     return pattern.sub(_url_userinfo, text)
 
 
+# SQL: `WITH PASSWORD 'VALUE'`, `IDENTIFIED BY 'VALUE'` (quoted, or bare after IDENTIFIED BY).
+_SQL_PASSWORD = (
+    r"(?i:\b(?:password|identified[ \t]+(?:with[ \t]+\w{1,40}[ \t]+)?by)[ \t]+)"
+    r"(?P<secret>'[^'\n]{1,500}'|\"[^\"\n]{1,500}\"|(?<=[Bb][Yy] )(?!\$)[^\s'\";,)]{1,500})"
+)
+# XML: `<password>VALUE</password>`, a plist's `<key>password</key><string>VALUE</string>`, and
+# `<add key="ApiSecret" value="VALUE"/>`, `<property name="password" value="VALUE"/>`.
+_XML_ELEMENT = r"<(?P<name>[A-Za-z_][\w.:-]{0,80})>(?P<secret>[^<\n]{1,500})</(?P=name)>"
+_PLIST_ENTRY = (
+    r"<key>(?P<name>[^<\n]{1,80})</key>[ \t\r\n]{0,80}<string>(?P<secret>[^<\n]{1,500})</string>"
+)
+_XML_ATTRIBUTES = (
+    r"\b(?:key|name)=(?P<quote>[\"'])(?P<name>[^\"'\n]{1,80})(?P=quote)[ \t\r\n]{1,80}"
+    r"value=(?P<secret>\"[^\"\n]{0,500}\"|'[^'\n]{0,500}')"
+)
+# A quoted name, then its quoted value: `define('DB_PASSWORD', 'VALUE')`, `getenv("TOKEN", "V")`.
+_QUOTED_PAIR = (
+    r"(?P<quote>['\"])(?P<name>[A-Za-z_][\w.-]{0,80})(?P=quote)[ \t]{0,8},[ \t]{0,8}"
+    r"(?P<secret>'[^'\n]{1,500}'|\"[^\"\n]{1,500}\")"
+)
+# ODBC: `UID=sa;PWD=VALUE;` (PWD alone is the shell's working directory).
+_ODBC_PASSWORD = (
+    r"(?i:(?<=;)[ \t]{0,8}pwd[ \t]{0,8}=[ \t]{0,8}|(?<![^\s'\"])pwd=(?=[^;'\"\s]{1,500};))"
+    r"(?P<secret>\{[^}\n]{0,500}\}?|[^;'\"\n]{1,500})"
+)
+# A two-column table of names and values, as `vault kv get` prints it: `password    VALUE`.
+_NAME_VALUE_LINE = (
+    r"(?m:^[ \t]{0,8}(?P<name>[A-Za-z_][\w.-]{0,60})[ \t]{2,40}(?P<secret>[^\s]{1,500})[ \t]*$)"
+)
+
+
+def _mask_url_parts(text: str, _lowered: str, _found: Found) -> str:
+    """A URL's secrets that carry no name of one: an OAuth `?code=`, a `?t=` token, the path
+    after `/hooks/` of a webhook (its address is its key)."""
+    spans: list[tuple[int, int]] = []
+    for url in _pattern(r"://[^\s'\"<>`]++").finditer(text):
+        start = url.start()
+        spans += [
+            (start + part.start("secret"), start + part.end())
+            for part in _pattern(_URL_PART).finditer(url[0])
+        ]
+    return _masked(text, spans)
+
+
+# Eight characters at least: `?t=42` is a moment of a video, `?p=2` a page, `/hooks/12` a hook's
+# number.
+_URL_PART = r"(?:[?&](?:code|t|p)=|/(?:build_)?hooks/)(?P<secret>[^&#?\[\]]{8,2000})"
+
+
 def _sub(pattern: str, replacement: str, flags: int = 0) -> Rule:
     return lambda text, _lowered, _found: _pattern(pattern, flags).sub(replacement, text)
 
@@ -297,7 +410,7 @@ _RULES: list[tuple[tuple[str, ...], Rule]] = [
         ("authorization", "cookie", "api-key", "x-auth"),
         _sub(
             r"\b((?:proxy-)?authorization|set-cookie|cookie|x-api-key|api-key|x-auth-token)"
-            r"(\s*:\s*)([^\r\n'\"]+)",
+            r"(\s*:\s*['\"]?)([^\r\n'\"]+)",
             rf"\1\2{MASK}",
             re.IGNORECASE,
         ),
@@ -307,6 +420,15 @@ _RULES: list[tuple[tuple[str, ...], Rule]] = [
         _sub(r"\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*", rf"\1{MASK}", re.IGNORECASE),
     ),
     (("://",), _mask_url_userinfo),
+    (("://",), _mask_url_parts),
+    (("password", "identified"), _option_rule("", _SQL_PASSWORD)),
+    (("</",), _option_rule("", _XML_ELEMENT)),
+    (("</",), _option_rule("", _PLIST_ENTRY)),
+    (("value=",), _option_rule("", _XML_ATTRIBUTES)),
+    (("pwd",), _option_rule("", _ODBC_PASSWORD)),
+    (_NAME_STEMS, _option_rule("", _QUOTED_PAIR, _NAME_GATE)),
+    (_NAME_STEMS, _option_rule("", _NAME_VALUE_LINE, _NAME_GATE)),
+    (("key", "auth", "pw", "pass"), _option_rule("", _KEY_OPTION, _KEY_OPTION_GATE)),
     (
         ("pass", "pwd", "secret", "token", "key", "credential"),
         _option_rule("", _SECRET_OPTION, _OPTION_GATE),
@@ -314,6 +436,11 @@ _RULES: list[tuple[tuple[str, ...], Rule]] = [
     (("config",), _option_rule(_SETTING_COMMAND, _SETTING)),
     (("",), mask_families),
     (_NAME_STEMS, _mask_named_values),
+]
+# The tools whose secret is a word at its place, looked for in every text.
+_RULES += [
+    (triggers, _option_rule(command, option))
+    for _family, triggers, command, option, _example, _secret in PASSWORD_WORDS
 ]
 
 
@@ -339,14 +466,18 @@ _ALWAYS = _TRIGGERS.pop("", [])
 # fmt: off
 _KEYWORDS: Keywords = (
     (
-        "cookie", "bearer", "://", "pass", "pwd", "secret", "token", "key", "credential",
+        "cookie", "bearer", "://", "pass", "pw", "secret", "token", "key", "credential",
         "config", "auth", "sig", "aiza", "akia", "asia", "q~", "dapi", "eyj", "glpat-",
-        "atatt3", "pypi-", "xox", "machine", "_", "send ",
+        "atatt3", "pypi-", "xox", "machine", "_", "send ", "identified", "</", "value=", "pat",
+        "hmac", "salt", "mnemonic", "session", "dockerconfigjson", "dockercfg", "snyk", "cargo",
+        "poetry", "alias", "glab", "rabbitmqctl", "neo4j-admin", "twilio", "ngrok", "pulumi",
+        "nmcli", "freerdp",
     ),
     {
+        "pw": ("pwd",),
         "key": ("private key", "api-key"),
         "auth": ("authorization", "x-auth"),
-        "pass": ("pgpass",),
+        "pass": ("pgpass", "chpasswd", "password"),
         "_": ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "dckr_", "whsec_"),
         "send ": ('send "', "send -- "),
     },
@@ -355,7 +486,8 @@ _KEYWORDS: Keywords = (
 _OPTION_KEYWORDS: Keywords = (
     (
         "mysql", "mariadb", "login", "creds", "curl", "http", "xh", "mongo", "sqlcmd", "bcp",
-        "osql", "ldap", "twine", "zip", "7z", "redis-cli", "valkey-cli",
+        "osql", "ldap", "twine", "zip", "7z", "redis-cli", "valkey-cli", "doctl", "codecov",
+        "influx", "cypher-shell", "openssl", "smbclient", "rpcclient", "lftp", "sudo",
     ),
     {"pass": ("sshpass", "htpasswd", "pass:"), "key": ("keydb-cli", "keytool", "ssh-keygen")},
 )
@@ -387,6 +519,16 @@ def redact_text(text: str) -> str:
             _short_redactions.clear()
         _short_redactions[original] = text
     return text
+
+
+def prints_secrets(command: str) -> bool:
+    """Whether a command runs one that prints a secret with nothing beside it to say so
+    (SECRET_PRINTERS): its whole output is masked."""
+    lowered = command.lower()
+    return any(
+        any(trigger in lowered for trigger in triggers) and _pattern(found).search(command)
+        for _family, triggers, found, _example in SECRET_PRINTERS
+    )
 
 
 def redact_json(value: Any) -> Any:

@@ -295,7 +295,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     ),
     (
         "Twilio",
-        ("twilio.", "twilio_"),
+        ("twilio",),
         r"(?:AC|SK)[0-9a-fA-F]{32}(?::[A-Za-z0-9]{32})?\b",
         "curl https://api.twilio.com/2010-04-01/Accounts.json -u «SK{h32}:{a32}»",
     ),
@@ -370,6 +370,20 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         rf"expect[ \t]+(?:-\w+[ \t]+)*(?:\"{_PROMPT}\"|\S*(?:assw|phrase)\S*)"
         r"[\s{;]*send[ \t]+(?:--[ \t]+)?\"(?P<secret>[^\"\n]*?)(?:\\r|\\n)?\"",
         'expect -c \'spawn ssh deploy@web1; expect "*assword:"; send "«{a14}»\\r"; interact\'',
+    ),
+    # Kubernetes image pull secrets: base64 of a registry's auth, under a key starting with a dot.
+    (
+        "Docker config in a Kubernetes secret",
+        ("dockerconfigjson", "dockercfg"),
+        r"\.docker(?:configjson|cfg)[\"']?[ \t]*:[ \t]*[\"']?(?P<secret>[A-Za-z0-9+/]{16,}={0,2})",
+        "  .dockerconfigjson: «eyJhdXRocyI6{b80}»",
+    ),
+    (
+        "PuTTY private key",
+        ("private-lines",),
+        r"Private-Lines:[ \t]*\d{1,4}\r?\n"
+        r"(?P<secret>[A-Za-z0-9+/=]{1,200}(?:\r?\n[A-Za-z0-9+/=]{1,200}(?=\r?\n|\Z)){0,400})",
+        "Comment: deploy@ci\nPrivate-Lines: 2\n«{b64}\n{b40}==»\nPrivate-MAC: {h64}",
     ),
     # More prefixed formats: found as a piece of the text, they cost nothing until it holds one
     ("OpenAI service account", ("sk-",), r"sk-svcacct-[\w-]{40,}", "sk-svcacct-{w74}"),

@@ -22,10 +22,22 @@ from typing import Any
 import pytest
 from detect_secrets import SecretsCollection
 from detect_secrets.settings import default_settings
+from sqlalchemy import text as sql
 
+from remem.db.engine import make_engine
 from remem.record.quote import NEEDS_CREDENTIALS as MARK
-from tests.acceptance.secrets_corpus import CORPUS, RSA_BODY, TABLE_CORPUS
-from tests.conftest import Home, load_fixture
+from remem.record.redact import MASK
+from tests.acceptance.secrets_corpus import (
+    CORPUS,
+    PRINTED,
+    RSA_BODY,
+    SEED,
+    SHAPES,
+    TABLE_CORPUS,
+    draw,
+)
+from tests.acceptance.test_team import Machine, clone
+from tests.conftest import Home, end_codex_command, load_fixture
 
 SQLITE_FILES = ("remem.db", "remem.db-wal", "remem.db-shm")
 FAMILIES = CORPUS + TABLE_CORPUS
@@ -93,9 +105,10 @@ DIGEST_COLUMNS = {
     "topic_key": r"(?P<slug>[a-z0-9-]*)-[0-9a-f]{12}",
     # A session ledger's item: a known error's key hash, or advice's kind and key (hashes).
     "item_key": r"(?:(?P<slug>[a-z_]+):)?[0-9a-f]{32,64}(?:>[0-9a-f]{64})?",
+    "key": r"(?:(?P<slug>[a-z_]+):)?[0-9a-f]{32,64}(?:>[0-9a-f]{64})?",  # advice given
 }
 # JSON lists whose strings are digests, beside ids and directories (digest_shown).
-DIGEST_LISTS = {"procedures", "known_errors"}
+DIGEST_LISTS = {"procedures", "known_errors", "follow"}
 
 
 def sql_literal(column: str, value: Any) -> str:
@@ -350,8 +363,16 @@ def test_a_redacted_command_keeps_everything_but_the_secret(home: Home) -> None:
         "MONKEY=1 AUTHOR=bob PASSTHROUGH=1 KEYBOARD_LAYOUT=us make test",
         "mysql -u root -p shop_development_database_name",
         "git log --author=alice --format='%H %s' -- src/auth/tokens.py",
+        "git log --pretty=format:'%h %an %s' --since=2.weeks -- src/session/cookies.py",
+        "pytest -k session tests/integration/test_checkout_flow.py",
+        "make test PYTEST_ARGS='-k cookie_salt' DATABASE=shop_test",
+        "ansible-playbook deploy.yml --private-key ~/.ssh/acme-deploy-2026 -l web",
+        "aws dynamodb query --table-name orders --partition-key id --sort-key created",
     ],
-    ids=["git-sha", "long-path", "test-node-id", "look-alike-names", "mysql-prompt", "git-log"],
+    ids=[
+        *("git-sha", "long-path", "test-node-id", "look-alike-names", "mysql-prompt", "git-log"),
+        *("git-log-pretty", "pytest-k-session", "make-test", "key-file", "sort-key"),
+    ],
 )
 def test_commands_without_secrets_survive_byte_for_byte(home: Home, command: str) -> None:
     payload = load_fixture("claude-code/post_tool_use_bash_success.json")
@@ -375,3 +396,221 @@ def test_no_secret_survives_a_transcript_import(home: Home, tmp_path: Path, evid
     assert oracle_findings([*kept, *text_files(home.path)]) == []
     assert leaked_secrets(home.path) == []
     assert leaked_secrets(evidence) == []
+
+
+# ---- Realistic shapes, drawn afresh each run, through every place remem keeps or shows text -----
+
+TEAM_TEXT_COLUMNS = (
+    "SELECT table_name, column_name FROM information_schema.columns "
+    "WHERE table_schema = 'public' AND data_type IN ('text', 'character varying', 'json', 'jsonb') "
+    "ORDER BY table_name, ordinal_position"
+)
+ADVICE_ERROR = (
+    "Exit code 2\nImportError while loading conftest '/w/shop/tests/conftest.py'.\n"
+    "E   ModuleNotFoundError: No module named 'shop_deps'\n1 error in 0.31s"
+)
+
+
+def shape_batches(drawn: list[tuple[str, str, str, str]], size: int) -> list[tuple[str, str]]:
+    """(command, output) of the shapes a few at a time, one line (or lines) each."""
+    batches = []
+    for start in range(0, len(drawn), size):
+        part = drawn[start : start + size]
+        command = "\n".join(command for _family, command, _output, _secret in part)
+        output = "\n".join(output for _family, _command, output, _secret in part if output)
+        batches.append((command, output))
+    return batches
+
+
+def claude_runs(session: str, command: str, output: str, project: str) -> list[dict[str, Any]]:
+    """A failure printing the output, then two passes: the second prints the command and the
+    output, so that every shape rides as a command and as output."""
+    failure = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
+    failure.update(session_id=session, cwd=project, tool_use_id=f"toolu_{session}_0")
+    failure.update(tool_input={"command": command}, error=f"Exit code 1\n{output}")
+    runs = [failure]
+    for run, stdout in enumerate([output or "ok", f"{command}\n{output}"], start=1):
+        success = load_fixture("claude-code/post_tool_use_bash_success.json")
+        success.update(session_id=session, cwd=project, tool_use_id=f"toolu_{session}_{run}")
+        success["tool_input"] = {"command": command}
+        success["tool_response"] = {"stdout": stdout, "stderr": "", "interrupted": False}
+        runs.append(success)
+    return runs
+
+
+def codex_run(
+    session: str, command: str, output: str, project: str, rollout: Path, told: bool = True
+) -> dict[str, Any]:
+    """Codex's hook, whose output the worker reads again from the rollout with its exit code;
+    the hook's own payload holds it too when `told`."""
+    payload = load_fixture("codex/post_tool_use_bash.json")
+    call_id = f"call_{session}"
+    payload.update(session_id=session, cwd=project, tool_use_id=call_id)
+    payload.update(transcript_path=str(rollout), tool_input={"command": command})
+    payload["tool_response"] = f"{command}\n{output}" if told else ""
+    end_codex_command(rollout, call_id, 0, f"{command}\n{output}")
+    return payload
+
+
+def shape_sessions(
+    shapes: list[tuple[str, str, str, str]],
+    printed: list[tuple[str, str, str, str]],
+    project: str,
+    rollout: Path,
+) -> list[list[dict[str, Any]]]:
+    """The hook payloads of each session: the shapes a batch at a time, from Claude Code and
+    from Codex; each command that prints a secret on its own, since one in a batch would mask
+    the others' output too."""
+    sessions = []
+    for number, (command, output) in enumerate(shape_batches(shapes, 22)):
+        sessions.append(claude_runs(f"shape{number}", command, output, project))
+        sessions.append([codex_run(f"shape{number}", command, output, project, rollout)])
+    for number, (_family, command, output, _secret) in enumerate(printed):
+        sessions.append(claude_runs(f"printed{number}", command, output, project)[2:])
+        # Only the rollout holds this output: the worker is the one to mask it.
+        told = number % 2 == 0
+        sessions.append([codex_run(f"printed{number}", command, output, project, rollout, told)])
+    return sessions
+
+
+def run_in_order(home: Home, payloads: list[dict[str, Any]]) -> list[bytes]:
+    outs = []
+    for payload in payloads:
+        result = home.hook(payload)
+        assert (result.returncode, result.stderr) == (0, b""), result
+        outs.append(result.stdout)
+    return outs
+
+
+def recall_pages(home: Home, project: str, into: Path) -> list[Path]:
+    pages = []
+    for number in range(1, 50):
+        result = home.remem("recall", ".", "--cwd", project, "--page", str(number), check=False)
+        if result.returncode != 0 or not result.stdout.strip():
+            break
+        pages.append(into / f"recall-page-{number}.txt")
+        pages[-1].write_text(result.stdout, encoding="utf-8")
+        if f"--page {number + 1}" not in result.stdout:
+            break
+    return pages
+
+
+def team_values(url: str) -> list[tuple[str, Any]]:
+    """(column, value) of every text column of every table of the team database."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            columns = connection.execute(sql(TEAM_TEXT_COLUMNS)).all()
+            return [
+                (column, value)
+                for table, column in columns
+                for (value,) in connection.execute(sql(f'SELECT "{column}"::text FROM "{table}"'))
+                if value is not None
+            ]
+    finally:
+        engine.dispose()
+
+
+def local_values(home: Home) -> list[tuple[str, Any]]:
+    """(column, value) of every text column of every table of the local database."""
+    connection = sqlite3.connect(home.db, timeout=10)
+    try:
+        values = []
+        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        for (table,) in tables.fetchall():
+            columns = connection.execute(f'PRAGMA table_info("{table}")').fetchall()
+            for column in [name for _cid, name, kind, *_rest in columns if kind.upper() == "TEXT"]:
+                rows = connection.execute(f'SELECT "{column}" FROM "{table}"')
+                values += [(column, value) for (value,) in rows if value is not None]
+        return values
+    finally:
+        connection.close()
+
+
+def value_lines(column: str, value: Any) -> set[str]:
+    """A stored value as the lines an oracle reads: a digest as its shape, JSON as one line
+    per string it holds beside its key, any other text as its lines."""
+    if column in DIGEST_COLUMNS or column in DIGEST_LISTS:
+        return {sql_literal(column, value)}
+    text = str(value)
+    try:
+        parsed = json.loads(text) if text[:1] in "{[" else None
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict | list):
+        return set(text.splitlines())
+    lines, pending = set(), [(column, parsed)]
+    while pending:
+        key, item = pending.pop()
+        if isinstance(item, dict):
+            pending += list(item.items())
+        elif isinstance(item, list):
+            pending += [(key, element) for element in item]
+        elif isinstance(item, str):
+            lines |= {f"{json.dumps(key)}: {json.dumps(item)}", *item.splitlines()}
+    return lines
+
+
+def oracle_findings_in_lines(lines: set[str], into: Path) -> list[str]:
+    """What the oracle flags in the distinct lines of all that is kept, each with its line:
+    the database, its team copy and the pages repeat each text many times over."""
+    ordered = sorted(lines)
+    every = into / "distinct-lines.txt"
+    every.write_text("\n".join(ordered), encoding="utf-8")
+    return [
+        f"{finding}: {ordered[int(finding.split(':')[1]) - 1][:300]}"
+        for finding in oracle_findings([every])
+    ]
+
+
+def test_no_realistic_shape_is_kept_shown_advised_or_shipped(
+    template_home: Path, tmp_path: Path, pg_url: str, evidence: Path
+) -> None:
+    shapes, printed = draw(SHAPES), draw(PRINTED, SEED + 1)
+    secrets = {family: secret for family, _c, _o, secret in (*shapes, *printed)}
+    seed = f"values drawn with seed {SEED}"
+    path = tmp_path / "alice" / "home"
+    shutil.copytree(template_home, path)
+    (tmp_path / "alice" / "user-home").mkdir()
+    alice = Machine(path, "alice", pg_url, promote=True)
+    alice.remem("db", "upgrade", "--team")
+    project = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
+    sessions = shape_sessions(shapes, printed, project, tmp_path / "rollout.jsonl")
+    # Two secret-bearing commands fix a failure: advice quotes them later.
+    fixes = [
+        f"pip install --index-url https://ci:{secrets['postgres url']}@pypi.acme.test/simple -e .",
+        f"npm config set //npm.acme.test/:_authToken {secrets['npm auth token']}",
+    ]
+    learn = claude_runs("advice", "pytest -q", ADVICE_ERROR, project)[:1]
+    for number, command in enumerate([*fixes, "pytest -q"]):
+        passed = claude_runs(f"advice{number}", command, "", project)[1]
+        learn.append({**passed, "session_id": "advice"})
+    sessions.append(learn)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for future in [pool.submit(run_in_order, alice, runs) for runs in sessions]:
+            future.result()
+    alice.burst()
+    failure = claude_runs("later", "pytest -q", ADVICE_ERROR, project)[0]
+    advice = alice.hook(failure)
+    alice.burst()  # ships the last events too
+
+    assert advice.returncode == 0
+    advice_text = json.loads(advice.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "fixed after running" in advice_text and MASK in advice_text, advice_text
+    (evidence / "advice.txt").write_text(advice_text, encoding="utf-8")
+    pages = digest_pages(alice, Path(project), evidence)
+    assert MASK in pages[0].read_text(encoding="utf-8")
+    recalled = recall_pages(alice, project, evidence)
+    assert MASK in recalled[0].read_text(encoding="utf-8")
+    shipped = team_values(pg_url)
+    assert len([value for column, value in shipped if column == "command"]) >= len(sessions)
+    stored = [*local_values(alice), *shipped]
+    assert len(secrets) >= 200 and len(set(secrets.values())) == len(secrets)
+    shown = [*pages, *recalled, evidence / "advice.txt", *text_files(alice.path)]
+    lines = {line for column, value in stored for line in value_lines(column, value)}
+    lines |= {line for path in shown for line in path.read_text("utf-8").splitlines()}
+    everything = "\n".join([*lines, *(str(value) for _column, value in stored)]).encode()
+    everything += b"".join(path.read_bytes() for path in alice.path.rglob("*") if path.is_file())
+    assert [family for family, s in secrets.items() if s.encode() in everything] == [], seed
+    findings = oracle_findings_in_lines(lines, evidence)
+    assert findings == [], seed

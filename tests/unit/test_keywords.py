@@ -27,6 +27,7 @@ def _main_keywords() -> set[str]:
 
 
 def _option_keywords() -> set[str]:
+    # The tools' options; their words (PASSWORD_WORDS) are the main rules' triggers.
     return {trigger for _row, triggers, *_rest in PASSWORD_FLAGS for trigger in triggers}
 
 
@@ -79,15 +80,26 @@ ENDS = ("=", ":", '"', "'", "_", "-", ".", "\\", " =")
 NAME_WORDS = {
     *("token", "secret", "credential", "signature", "password", "passwd", "passphrase"),
     *(stem + end for stem in ("pass", "pwd", "key", "auth", "sig") for end in ENDS),
+    *(
+        stem + end
+        for stem in ("pw", "pat", "hmac", "salt", "mnemonic", "cookie", "session")
+        for end in ("=", ":", '"', "'", "\\", " =")
+    ),
 }
 OPTION_WORDS = {
     *("token", "secret", "credential", "password", "passwd", "passphrase"),
     *(stem + end for stem in ("pass", "pwd", "key") for end in (" ", "\t")),
 }
+KEY_OPTION_WORDS = {stem + end for stem in ("key", "auth", "pw", "pass") for end in (" ", "\t")}
+GATES = (
+    (redact._NAME_GATE, NAME_WORDS),
+    (redact._OPTION_GATE, OPTION_WORDS),
+    (redact._KEY_OPTION_GATE, KEY_OPTION_WORDS),
+)
 
 
 def test_the_gates_stand_for_their_spellings() -> None:
-    for gate, words in ((redact._NAME_GATE, NAME_WORDS), (redact._OPTION_GATE, OPTION_WORDS)):
+    for gate, words in GATES:
         assert {stem + end for stem, ends in gate for end in ends} == words
 
 
@@ -95,7 +107,7 @@ def test_a_gate_asks_for_its_stems_followed_by_what_may_follow_them() -> None:
     answers = []
     for lowered in _texts():
         found = masking.find_keywords(lowered, redact._KEYWORDS)
-        for gate, words in ((redact._NAME_GATE, NAME_WORDS), (redact._OPTION_GATE, OPTION_WORDS)):
+        for gate, words in GATES:
             answer = redact._mentions(lowered, found, gate)
             assert answer == any(word in lowered for word in words), (lowered, gate)
             answers.append(answer)
@@ -104,5 +116,5 @@ def test_a_gate_asks_for_its_stems_followed_by_what_may_follow_them() -> None:
 
 def test_no_gate_stem_overlaps_itself() -> None:
     # Splitting a text at a stem finds every place it is at only if no two places overlap.
-    for stem, _ends in (*redact._NAME_GATE, *redact._OPTION_GATE):
+    for stem, _ends in (*redact._NAME_GATE, *redact._OPTION_GATE, *redact._KEY_OPTION_GATE):
         assert not any(stem[:size] == stem[-size:] for size in range(1, len(stem)))
