@@ -461,6 +461,7 @@ def _digest_pages(
     """The digest's pages, each with what it holds; none when nothing is known of the project
     or the read fails: the digest is a courtesy."""
     from remem.agent.context import read_context  # SessionStart only
+    from remem.record.identity import spelt_root
 
     try:
         context = read_context(
@@ -469,6 +470,7 @@ def _digest_pages(
             event.branch,
             event.directory,
             settings.inherit_from,
+            spelt_root(event.cwd, event.directory) or None,
         )
         return context.pages_held(settings.context_max_chars, settings.context_max_lines)
     except Exception:

@@ -1,0 +1,210 @@
+"""A procedure knows when what it runs changed since it was last verified, as real processes:
+real repositories (`git init`), Claude Code payloads through `remem-hook`, `remem worker
+--burst`, then what the SessionStart digest, `remem context`, `remem procedures` and their JSON
+say before and after the Makefile, package.json, justfile or script changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remem.record.inputs import READ_AT_REBUILD, READ_AT_VERIFICATION
+from tests.acceptance.test_truthful_digest import Agent
+from tests.conftest import Home, load_fixture
+
+MAKEFILE = """\
+PYTEST ?= pytest
+FLAGS = -q
+
+test:
+\t$(PYTEST) $(FLAGS) tests/
+
+lint:
+\truff check .
+"""
+PACKAGE = {"name": "web", "scripts": {"build": "vite build", "lint": "eslint ."}}
+JUSTFILE = """\
+set dotenv-load
+
+fmt:
+    cargo fmt
+
+check:
+    cargo clippy
+"""
+
+
+def _repository(tmp_path: Path, name: str = "shop") -> Path:
+    project = tmp_path / name
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    (project / "Makefile").write_text(MAKEFILE)
+    (project / "package.json").write_text(json.dumps(PACKAGE, indent=2))
+    (project / "justfile").write_text(JUSTFILE)
+    (project / "scripts").mkdir()
+    (project / "scripts" / "check.sh").write_text("#!/bin/sh\necho ok\n")
+    return project
+
+
+COMMANDS = ("make test", "make lint", "npm run build", "npm run lint", "just fmt",
+            "./scripts/check.sh")  # fmt: skip
+
+
+def _verify(home: Home, agent: Agent, commands: tuple[str, ...], session: str) -> None:
+    for _ in range(2):
+        for command in commands:
+            agent.ran(command, session)
+    home.remem("worker", "--burst")
+
+
+def _start(home: Home, project: Path, session: str) -> str:
+    payload = load_fixture("claude-code/session_start.json")
+    payload.update(cwd=str(project), session_id=session)
+    result = home.hook(payload)
+    assert (result.returncode, result.stderr) == (0, b""), result
+    return result.stdout.decode()
+
+
+def _by_command(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {item["command"]: item for item in items}
+
+
+def _line(digest: str, command: str) -> str:
+    return next(line for line in digest.splitlines() if line.startswith(f"- `{command}`"))
+
+
+def _touch_later(path: Path) -> None:
+    """A file's modification time moved on, as an editor's save moves it."""
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    return _repository(tmp_path)
+
+
+def test_changed_inputs_are_said_everywhere_and_a_new_passing_run_clears_them(
+    home: Home, shop: Path
+) -> None:
+    agent = Agent(home, shop)
+    _verify(home, agent, COMMANDS, "s1")
+    before = _start(home, shop, "start-1")
+    for command in COMMANDS:
+        assert f"- `{command}`" in before
+    assert "changed since last verified" not in before
+    listed = _by_command(home.procedures())
+    assert {c: listed[c]["changed_inputs"] for c in COMMANDS} == {c: [] for c in COMMANDS}
+    inputs = {c: [(i["path"], i["task"]) for i in listed[c]["inputs"]] for c in COMMANDS}
+    assert inputs == {
+        "make test": [("Makefile", "test")],
+        "make lint": [("Makefile", "lint")],
+        "npm run build": [("package.json", "build")],
+        "npm run lint": [("package.json", "lint")],
+        "just fmt": [("justfile", "fmt")],
+        "./scripts/check.sh": [("scripts/check.sh", None)],
+    }
+    assert {i["read_by"] for c in COMMANDS for i in listed[c]["inputs"]} == {READ_AT_VERIFICATION}
+
+    # The Makefile's test target changes (its variable FLAGS), lint does not; package.json's
+    # build script changes, lint does not; the justfile gains a recipe, fmt stays.
+    (shop / "Makefile").write_text(MAKEFILE.replace("FLAGS = -q", "FLAGS = -x"))
+    scripts = {**PACKAGE["scripts"], "build": "vite build --mode production"}  # type: ignore[dict-item]
+    (shop / "package.json").write_text(json.dumps({**PACKAGE, "scripts": scripts}, indent=2))
+    (shop / "justfile").write_text(JUSTFILE + "\nbench:\n    cargo bench\n")
+    for name in ("Makefile", "package.json", "justfile"):
+        _touch_later(shop / name)
+
+    after = _start(home, shop, "start-2")
+    assert _line(after, "make test").endswith(" — changed since last verified: Makefile (test)")
+    assert _line(after, "npm run build").endswith(
+        " — changed since last verified: package.json (build)"
+    )
+    for unchanged in ("make lint", "npm run lint", "just fmt", "./scripts/check.sh"):
+        assert "changed since" not in _line(after, unchanged)
+        assert _line(after, unchanged) == _line(before, unchanged)
+    assert after == home.remem("context", "--cwd", str(shop)).stdout
+
+    shown = _by_command(home.json("context", "--cwd", str(shop))["procedures"])
+    listed = _by_command(home.procedures())
+    expected = {c: [] for c in COMMANDS} | {
+        "make test": ["Makefile"],
+        "npm run build": ["package.json"],
+    }
+    assert {c: shown[c]["changed_inputs"] for c in COMMANDS} == expected
+    assert {c: listed[c]["changed_inputs"] for c in COMMANDS} == expected
+    detail = home.json("procedures", "show", str(listed["make test"]["id"]))
+    assert detail["changed_inputs"] == ["Makefile"]
+    assert detail["changed_tasks"] == ["Makefile (test)"]
+
+    # Verified again: the new fingerprints are read, and nothing is said any more.
+    _verify(home, agent, ("make test", "npm run build"), "s2")
+    again = _start(home, shop, "start-3")
+    assert "changed since last verified" not in again
+    listed = _by_command(home.procedures())
+    assert {c: listed[c]["changed_inputs"] for c in COMMANDS} == {c: [] for c in COMMANDS}
+
+
+def test_a_deleted_script_is_not_offered_as_verified(home: Home, shop: Path) -> None:
+    agent = Agent(home, shop)
+    _verify(home, agent, ("./scripts/check.sh", "make lint"), "s1")
+    assert "- `./scripts/check.sh`" in _start(home, shop, "start-1")
+    (shop / "scripts" / "check.sh").unlink()
+
+    digest = _start(home, shop, "start-2")
+    offered, _, gone = digest.partition("Not offered as verified")
+    assert "./scripts/check.sh" not in offered
+    assert "- `make lint`" in offered
+    assert "- `./scripts/check.sh`  missing: scripts/check.sh" in gone
+    data = home.json("context", "--cwd", str(shop))
+    assert [p["command"] for p in data["procedures"]] == ["make lint"]
+    (missing,) = data["inputs_gone"]
+    assert (missing["changed_inputs"], missing["missing_inputs"]) == (
+        ["scripts/check.sh"],
+        ["scripts/check.sh"],
+    )
+    listed = _by_command(home.procedures())
+    assert listed["./scripts/check.sh"]["changed_inputs"] == ["scripts/check.sh"]
+    assert listed["make lint"]["changed_inputs"] == []
+
+
+def test_a_large_file_and_a_file_outside_the_project_are_never_read(
+    home: Home, tmp_path: Path
+) -> None:
+    shop = _repository(tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "tool.sh").write_text("#!/bin/sh\necho outside\n")
+    (shop / "scripts" / "linked.sh").symlink_to(outside / "tool.sh")
+    (shop / "scripts" / "big.sh").write_text("#" * (2 * 1024 * 1024) + "\necho big\n")
+    commands = ("sh ../elsewhere/tool.sh", "./scripts/linked.sh", "sh scripts/big.sh")
+    agent = Agent(home, shop)
+    _verify(home, agent, commands, "s1")
+    listed = _by_command(home.procedures())
+    assert {c: listed[c]["inputs"] for c in commands} == {c: [] for c in commands}
+    assert home.scalar("SELECT count(*) FROM procedures WHERE inputs != '[]'") == 0
+
+
+def test_rebuild_reads_inputs_for_existing_procedures(home: Home, shop: Path) -> None:
+    agent = Agent(home, shop)
+    _verify(home, agent, ("make test",), "s1")
+    # As a database from before inputs were kept holds it.
+    connection = sqlite3.connect(home.db)
+    with connection:
+        connection.execute("UPDATE procedures SET inputs = '[]', inputs_read_at = NULL")
+    connection.close()
+    assert home.procedures()[0]["inputs"] == []
+    home.remem("procedures", "rebuild")
+    (found,) = home.procedures()
+    assert [(i["path"], i["task"], i["read_by"]) for i in found["inputs"]] == [
+        ("Makefile", "test", READ_AT_REBUILD)
+    ]
+    (shop / "Makefile").write_text(MAKEFILE.replace("pytest", "python -m pytest"))
+    _touch_later(shop / "Makefile")
+    assert home.procedures()[0]["changed_inputs"] == ["Makefile"]
