@@ -16,7 +16,7 @@ import pytest
 
 from remem.record.inputs import READ_AT_REBUILD, READ_AT_VERIFICATION
 from tests.acceptance.test_truthful_digest import Agent
-from tests.conftest import Home, load_fixture
+from tests.conftest import REMEM, Home, load_fixture
 
 MAKEFILE = """\
 PYTEST ?= pytest
@@ -208,3 +208,31 @@ def test_rebuild_reads_inputs_for_existing_procedures(home: Home, shop: Path) ->
     (shop / "Makefile").write_text(MAKEFILE.replace("pytest", "python -m pytest"))
     _touch_later(shop / "Makefile")
     assert home.procedures()[0]["changed_inputs"] == ["Makefile"]
+
+
+def _listed(home: Home, shop: Path) -> str:
+    """`remem procedures list` on a terminal wide enough for its lines."""
+    return subprocess.run(
+        [REMEM, "procedures", "list", "--project", str(shop)],
+        env={**home.env, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def test_procedures_list_and_show_say_it_in_text(home: Home, shop: Path) -> None:
+    agent = Agent(home, shop)
+    _verify(home, agent, ("make test", "./scripts/check.sh"), "s1")
+    listed = _listed(home, shop)
+    assert "make test" in listed and "./scripts/check.sh" in listed
+    assert "changed since" not in listed and "missing" not in listed
+    (shop / "Makefile").write_text(MAKEFILE.replace("FLAGS = -q", "FLAGS = -vv"))
+    _touch_later(shop / "Makefile")
+    (shop / "scripts" / "check.sh").unlink()
+    listed = _listed(home, shop)
+    assert "make test — changed since last verified: Makefile (test)" in listed
+    assert "./scripts/check.sh — missing: scripts/check.sh" in listed
+    test = _by_command(home.procedures())["make test"]["id"]
+    shown = home.remem("procedures", "show", str(test)).stdout
+    assert "What it runs — changed since last verified: Makefile (test)\n" in shown
