@@ -4,7 +4,9 @@
 hash of the task's own definition) of the script or the named task its command runs, read when
 a run verified it (`inputs_read_at`); readers compare them with the files. A rebuild reads them
 for the procedures it clears and keeps them in `procedure_identities` until the group is
-promoted again. The team's pulled procedures carry the fingerprints a machine of the team read.
+promoted again. A shipped event carries, in the team database, the fingerprints the machine
+that shipped it read (`captured_events.inputs`): the team's procedures take them, and the pulled
+ones carry them to every machine, which compares them with its own checkout.
 A `pending_jobs` row asks the worker to rebuild, which reads them for existing procedures.
 
 Revision ID: 0017
@@ -37,6 +39,7 @@ def upgrade() -> None:
         op.add_column(table, _inputs())
         op.add_column(table, sa.Column("inputs_read_at", sa.Float))
     op.add_column("team_procedures", _inputs())
+    op.add_column("captured_events", sa.Column("inputs", sa.Text))
     op.get_bind().execute(
         sa.text(
             "INSERT INTO pending_jobs (name, reason, created_at) SELECT 'rebuild_procedures', "
@@ -49,6 +52,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     # SQLite drops a column in place since 3.35, keeping the table (and its AUTOINCREMENT).
+    op.drop_column("captured_events", "inputs")
     op.drop_column("team_procedures", "inputs")
     for table in ("procedure_identities", "procedures"):
         op.drop_column(table, "inputs_read_at")

@@ -95,6 +95,9 @@ captured_events = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     *_event_columns(),
+    # In the team database: the fingerprints of what the event's verified steps ran, read by
+    # the machine that shipped it (remem/team/ship.py), as its team has no files to read.
+    Column("inputs", Text),
     CheckConstraint(_one_of("kind", EVENT_KINDS), name="ck_captured_events_kind"),
     CheckConstraint(
         "outcome IS NULL OR " + _one_of("outcome", OUTCOMES), name="ck_captured_events_outcome"

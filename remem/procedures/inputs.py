@@ -60,11 +60,13 @@ class _Run(NamedTuple):
     workflow_hash: str
     at: float
     work_tree: str
+    shipped: str | None  # what the machine that shipped it read (a team database's event)
 
 
 def window_inputs(runs: Iterable[_Run], now: float) -> list[GroupInputs]:
     """Per workflow of the window (project, branch, directory), what its newest verified run
-    runs, read once."""
+    runs: as shipped with it, else read once from its work tree; nothing when neither is
+    there."""
     newest: dict[tuple[int, str, str, str], _Run] = {}
     for run in runs:
         key = (run.project_id, run.branch, run.directory, run.workflow_hash)
@@ -72,20 +74,64 @@ def window_inputs(runs: Iterable[_Run], now: float) -> list[GroupInputs]:
             newest[key] = run
     found = []
     for run in newest.values():
-        read = read_inputs(run.work_tree, run.workflow, run.directory, now, READ_AT_VERIFICATION)
-        if run.work_tree and os.path.isdir(run.work_tree):
-            found.append(
-                GroupInputs(
-                    run.project_id,
-                    run.branch,
-                    run.directory,
-                    run.workflow_hash,
-                    run.at,
-                    json.dumps(read, sort_keys=True),
-                    now,
-                )
+        if run.shipped is not None:
+            read = _shipped(run.shipped).get((run.directory, run.workflow_hash), [])
+        elif run.work_tree and os.path.isdir(run.work_tree):
+            read = read_inputs(
+                run.work_tree, run.workflow, run.directory, now, READ_AT_VERIFICATION
             )
+        else:
+            continue
+        found.append(
+            GroupInputs(
+                run.project_id,
+                run.branch,
+                run.directory,
+                run.workflow_hash,
+                run.at,
+                json.dumps(read, sort_keys=True),
+                now,
+            )
+        )
     return found
+
+
+def _shipped(text: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """An event's shipped inputs by (directory, workflow hash) of its steps."""
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(found, list):
+        return {}
+    return {
+        (str(item.get("directory")), str(item.get("workflow_hash"))): list(item.get("inputs", []))
+        for item in found
+        if isinstance(item, dict)
+    }
+
+
+def event_inputs(
+    command: str, output: str | None, cwd: str, directory: str, root: str, now: float
+) -> str:
+    """What a passing command's verified steps run, read from this machine's work tree: what
+    a shipped event carries to the team database (a JSON list of directory, workflow hash and
+    fingerprints)."""
+    from remem.procedures.steps import VERIFIED, classify
+
+    work_tree = spelt_root(cwd, directory) or root
+    found = [
+        {
+            "directory": run.directory,
+            "workflow_hash": run.workflow_hash,
+            "inputs": read_inputs(
+                work_tree, run.workflow, run.directory, now, READ_AT_VERIFICATION
+            ),
+        }
+        for run in classify(command, True, output, cwd, directory)
+        if run.verdict == VERIFIED
+    ]
+    return json.dumps(found, sort_keys=True)
 
 
 def verified_run(
@@ -98,9 +144,12 @@ def verified_run(
     workflow: str,
     workflow_hash: str,
     at: float,
+    shipped: str | None = None,
 ) -> _Run:
     work_tree = spelt_root(cwd, event_directory or ".") or root
-    return _Run(project_id, branch or "", directory, workflow, workflow_hash, at, work_tree)
+    return _Run(
+        project_id, branch or "", directory, workflow, workflow_hash, at, work_tree, shipped
+    )
 
 
 # A procedure takes the fingerprints of a run newer than those it holds: a window re-derived

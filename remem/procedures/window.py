@@ -48,6 +48,7 @@ class WindowEvent(NamedTuple):
     captured_at: float
     files: str | None  # an edit's files (JSON) and the hash of its change
     change_hash: str | None
+    inputs: str | None = None  # in a team database: what its steps ran, as shipped
     root: str = ""
 
 
@@ -114,7 +115,7 @@ def build_window(
         verified += [
             verified_run(
                 event.project_id, event.branch, event.cwd, event.directory, event.root,
-                run.directory, run.workflow, run.workflow_hash, event.event_at,
+                run.directory, run.workflow, run.workflow_hash, event.event_at, event.inputs,
             )
             for run in runs
             if run.verdict == VERIFIED

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import Engine
 
 from remem.record.inputs import READ_AT_REBUILD, READ_AT_VERIFICATION
+from tests.acceptance.test_team import Machine, clone, machines
 from tests.acceptance.test_truthful_digest import Agent
 from tests.conftest import REMEM, Home, load_fixture
 
@@ -88,6 +90,9 @@ def _touch_later(path: Path) -> None:
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
     return _repository(tmp_path)
+
+
+__all__ = ["machines"]  # the two machines of a team (tests/acceptance/test_team.py)
 
 
 def test_changed_inputs_are_said_everywhere_and_a_new_passing_run_clears_them(
@@ -236,3 +241,37 @@ def test_procedures_list_and_show_say_it_in_text(home: Home, shop: Path) -> None
     test = _by_command(home.procedures())["make test"]["id"]
     shown = home.remem("procedures", "show", str(test)).stdout
     assert "What it runs — changed since last verified: Makefile (test)\n" in shown
+
+
+def test_fingerprints_travel_with_the_teams_procedures(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    """Each machine runs `make test` once in its own clone: the team's procedure carries the
+    fingerprint of the Makefile's test target, and each checkout compares it with its own."""
+    alice, bob, _team = machines
+    shop_a = clone(tmp_path / "alice" / "src" / "shop", "git@github.com:acme/shop.git")
+    shop_b = clone(tmp_path / "bob" / "work" / "shop", "https://github.com/acme/shop")
+    for root in (shop_a, shop_b):
+        (Path(root) / "Makefile").write_text(MAKEFILE)
+    alice.run(shop_a, "make test", "alice-1")
+    bob.run(shop_b, "make test", "bob-1")
+    for machine in (alice, bob, alice, bob, alice):  # ship; ship; promote; pull; pull
+        assert machine.burst().returncode == 0
+    for machine, root in ((alice, shop_a), (bob, shop_b)):
+        (pulled,) = machine.pulled(root)
+        assert [(i["path"], i["task"]) for i in pulled["inputs"]] == [("Makefile", "test")]
+        assert pulled["changed_inputs"] == []
+        assert "changed since" not in machine.session_start(root, f"{machine.name}-start")
+
+    (Path(shop_b) / "Makefile").write_text(MAKEFILE.replace("FLAGS = -q", "FLAGS = -x"))
+    _touch_later(Path(shop_b) / "Makefile")
+    digest = bob.session_start(shop_b, "bob-2")
+    assert _line(digest, "make test").endswith(" — changed since last verified: Makefile (test)")
+    assert "verified by the team" in _line(digest, "make test")
+    assert bob.pulled(shop_b)[0]["changed_inputs"] == ["Makefile"]
+    assert _by_command(bob.json("context", "--cwd", shop_b)["procedures"])["make test"][
+        "changed_inputs"
+    ] == ["Makefile"]
+    # Alice's checkout has its own Makefile, unchanged.
+    assert "changed since" not in alice.session_start(shop_a, "alice-2")
+    assert alice.pulled(shop_a)[0]["changed_inputs"] == []
