@@ -15,7 +15,6 @@ import sys
 import time
 
 from remem import paths
-from remem.capture.fields import sha256_hex
 from remem.capture.hosts import (
     before_event,
     build_event,
@@ -29,6 +28,7 @@ from remem.db import sqlite as sqlite_settings
 from remem.record.event import HOSTS, CapturedEvent, Dropped
 from remem.record.identity import locate
 from remem.record.output import without_lone_surrogates
+from remem.record.sha import sha256_hex
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:

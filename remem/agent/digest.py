@@ -120,7 +120,8 @@ def _substitutions_block(substitutions: Sequence[Substitution]) -> str:
         if runs is None:
             use = f"{instead} passed instead"
         else:
-            use = f"use {instead} (verified, {runs} {'run' if runs == 1 else 'runs'})"
+            changed = changed_said(found.instead_changed_inputs)
+            use = f"use {instead} (verified, {runs} {'run' if runs == 1 else 'runs'}{changed})"
         where = f" in {inert_path(found.directory)}/" if found.directory != "." else ""
         failing = inert_command(_shortened(found.workflow))
         lines.append(f"- {failing}{where}: {said} ({found.sessions} {sessions}) — {use}")

@@ -231,8 +231,11 @@ def _lesson_lines(detail: Detail) -> list[str]:
 
 def substitution_line(found: Substitution) -> str:
     sessions = "session" if found.sessions == 1 else "sessions"
+    from remem.agent.digest import changed_said
+
     verified = (
         f", verified: procedure {found.instead_procedure_id}"
+        + changed_said(found.instead_changed_inputs)
         if found.instead_procedure_id is not None
         else ""
     )

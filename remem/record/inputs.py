@@ -11,9 +11,10 @@ changed file needs (tomllib, json) is imported then.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
+
+from remem.record.sha import sha256_hex
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -384,7 +385,7 @@ def _definition(kind: str, task: str | None, path: str, size: int) -> str | None
 
 
 def _digest(definition: str) -> str:
-    return hashlib.sha256(definition.encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256_hex(definition.encode("utf-8", "surrogateescape"))
 
 
 def fingerprint(

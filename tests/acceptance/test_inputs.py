@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import Engine
 
 from remem.record.inputs import READ_AT_REBUILD, READ_AT_VERIFICATION
+from tests.acceptance.test_advice import Claude, context_of, learn_substitute
 from tests.acceptance.test_team import Machine, clone, machines
 from tests.acceptance.test_truthful_digest import Agent
 from tests.conftest import REMEM, Home, load_fixture
@@ -275,3 +276,25 @@ def test_fingerprints_travel_with_the_teams_procedures(
     # Alice's checkout has its own Makefile, unchanged.
     assert "changed since" not in alice.session_start(shop_a, "alice-2")
     assert alice.pulled(shop_a)[0]["changed_inputs"] == []
+
+
+def test_advice_naming_a_procedure_says_what_it_runs_changed(home: Home, shop: Path) -> None:
+    (shop / "assets").mkdir()
+    (shop / "assets" / "build.js").write_text("require('esbuild').buildSync({})\n")
+    agent = Claude(home, shop)
+    error = 'Exit code 1\n✘ [ERROR] Could not resolve "js/app.js"'
+    learn_substitute(agent, "node assets/build.js", error, f"cd {shop}/assets && node build.js")
+    use = " — use `node build.js` in assets/ (verified, 2 runs)"
+    assert context_of(agent.failed("node assets/build.js", "now-1", error)).endswith(use)
+
+    (shop / "assets" / "build.js").write_text("require('esbuild').buildSync({minify: true})\n")
+    _touch_later(shop / "assets" / "build.js")
+    changed = (
+        " — use `node build.js` in assets/ (verified, 2 runs"
+        " — changed since last verified: assets/build.js)"
+    )
+    assert context_of(agent.failed("node assets/build.js", "now-2", error)).endswith(changed)
+    digest = _start(home, shop, "start")
+    assert changed.removeprefix(" — ") in digest
+    (found,) = home.json("context", "--cwd", str(shop))["substitutions"]
+    assert found["instead_changed_inputs"] == ["assets/build.js"]
