@@ -11,6 +11,7 @@ changed file needs (tomllib, json) is imported then.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -33,12 +34,22 @@ READ_AT_VERIFICATION, READ_AT_REBUILD = "verification", "rebuild"
 
 # --- task definitions ------------------------------------------------------------------------
 
-_MAKE_VARIABLE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_.-]*)[)}]")
-_MAKE_ASSIGNMENT = re.compile(
-    r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::::?=|:=|\?=|\+=|!=|=)"
-)
-_JUST_VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)")
-_JUST_ASSIGNMENT = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_-]*)\s*:=")
+# The patterns the make and just readers use, compiled when a Makefile or a justfile is read:
+# a digest with nothing changed pays nothing for them.
+PATTERNS = {
+    "make variable": r"\$[({]([A-Za-z_][A-Za-z0-9_.-]*)[)}]",
+    "make assignment": (
+        r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::::?=|:=|\?=|\+=|!=|=)"
+    ),
+    "just variable": r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)",
+    "just assignment": r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_-]*)\s*:=",
+    "just header": r"^@?([A-Za-z_][A-Za-z0-9_-]*)(?:\s[^:=]*)?:(?!=)",
+}
+
+
+@functools.cache
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(PATTERNS[name])
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -46,36 +57,53 @@ def _logical_lines(text: str) -> list[str]:
     return text.replace("\\\r\n", " ").replace("\\\n", " ").splitlines()
 
 
-def _with_variables(
-    block: list[str], lines: Sequence[str], uses: re.Pattern[str], defines: re.Pattern[str]
-) -> str:
-    """A task's lines, then the definitions in the same file of the variables they name, and
-    of those these name, in the file's order."""
-    definitions: dict[str, list[str]] = {}
-    for line in lines:
-        found = defines.match(line)
-        if found:
-            definitions.setdefault(found.group(1), []).append(line)
-    wanted: set[str] = set()
-    pending = [name for line in block for name in uses.findall(line)]
-    while pending:
-        name = pending.pop()
-        if name in wanted or name not in definitions:
-            continue
-        wanted.add(name)
-        pending += [used for line in definitions[name] for used in uses.findall(line)]
-    kept = [line for line in lines if (m := defines.match(line)) and m.group(1) in wanted]
-    return "\n".join([*block, *kept])
+class _Indexed:
+    """A task file read once: each task's lines, and each variable's definitions."""
+
+    __slots__ = ("defined", "definitions", "lines", "tasks")
+
+    def __init__(self, lines: list[str], defines: re.Pattern[str]) -> None:
+        self.lines = lines
+        self.tasks: dict[str, list[str]] = {}
+        self.definitions: dict[str, list[str]] = {}
+        self.defined: list[str | None] = []  # per line, the variable it defines
+        for line in lines:
+            found = defines.match(line)
+            self.defined.append(found.group(1) if found else None)
+            if found:
+                self.definitions.setdefault(found.group(1), []).append(line)
+
+    def with_variables(self, name: str, uses: re.Pattern[str]) -> str | None:
+        """A task's lines, then the definitions in the same file of the variables they name,
+        and of those these name, in the file's order."""
+        block = self.tasks.get(name)
+        if block is None:
+            return None
+        wanted: set[str] = set()
+        pending = [used for line in block for used in uses.findall(line)]
+        while pending:
+            used = pending.pop()
+            if used in wanted or used not in self.definitions:
+                continue
+            wanted.add(used)
+            pending += [more for line in self.definitions[used] for more in uses.findall(line)]
+        found = zip(self.lines, self.defined, strict=True)
+        kept = [line for line, defined in found if defined in wanted]
+        return "\n".join([*block, *kept])
 
 
-def makefile_target(text: str, name: str) -> str | None:
-    """A Makefile target's rule and recipe, with the variables they name."""
+@functools.lru_cache(maxsize=8)
+def _makefile(text: str) -> _Indexed:
+    """A Makefile's rules by target (the rule line and its recipe): read once per text, as
+    the digest asks for many targets of one Makefile."""
     lines = _logical_lines(text)
+    assignment = _pattern("make assignment")
+    indexed = _Indexed(lines, assignment)
     for index, line in enumerate(lines):
-        if line.startswith("\t") or _MAKE_ASSIGNMENT.match(line):
+        if line.startswith("\t") or assignment.match(line):
             continue
         head, colon, _rest = line.partition(":")
-        if not colon or name not in head.split():
+        if not colon:
             continue
         block = [line]
         for following in lines[index + 1 :]:
@@ -85,16 +113,25 @@ def makefile_target(text: str, name: str) -> str | None:
                 continue
             else:
                 break
-        return _with_variables(_trimmed(block), lines, _MAKE_VARIABLE, _MAKE_ASSIGNMENT)
-    return None
+        for target in head.split():
+            indexed.tasks.setdefault(target, _trimmed(list(block)))
+    return indexed
 
 
-def justfile_recipe(text: str, name: str) -> str | None:
-    """A justfile recipe (its header and indented body), with the variables it names."""
+def makefile_target(text: str, name: str) -> str | None:
+    """A Makefile target's rule and recipe, with the variables they name."""
+    return _makefile(text).with_variables(name, _pattern("make variable"))
+
+
+@functools.lru_cache(maxsize=8)
+def _justfile(text: str) -> _Indexed:
+    """A justfile's recipes by name (the header and its indented body), read once per text."""
     lines = text.splitlines()
-    header = re.compile(rf"^@?{re.escape(name)}(?:\s[^:=]*)?:(?!=)")
+    indexed = _Indexed(lines, _pattern("just assignment"))
+    header = _pattern("just header")
     for index, line in enumerate(lines):
-        if not header.match(line):
+        found = header.match(line)
+        if not found:
             continue
         block = [line]
         for following in lines[index + 1 :]:
@@ -102,8 +139,13 @@ def justfile_recipe(text: str, name: str) -> str | None:
                 block.append(following)
             else:
                 break
-        return _with_variables(_trimmed(block), lines, _JUST_VARIABLE, _JUST_ASSIGNMENT)
-    return None
+        indexed.tasks.setdefault(found.group(1), _trimmed(block))
+    return indexed
+
+
+def justfile_recipe(text: str, name: str) -> str | None:
+    """A justfile recipe (its header and indented body), with the variables it names."""
+    return _justfile(text).with_variables(name, _pattern("just variable"))
 
 
 def _trimmed(block: list[str]) -> list[str]:
@@ -365,23 +407,55 @@ def _inside(path: str, real_tree: str) -> str | None:
     return real if real.startswith(real_tree.rstrip("/") + "/") else None
 
 
-def _definition(kind: str, task: str | None, path: str, size: int) -> str | None:
+# Files read, by real path, size and modification time: the digest asks for many targets of
+# one Makefile. Kept small: a long-running reader (the UI) reads again once it is full.
+_TEXTS: dict[tuple[str, int, int], str | None] = {}
+TEXTS_KEPT = 16
+
+
+def _text(path: str, stat: os.stat_result) -> str | None:
+    key = (path, stat.st_size, stat.st_mtime_ns)
+    if key in _TEXTS:
+        return _TEXTS[key]
+    text = None
+    if stat.st_size <= MAX_INPUT_BYTES:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_INPUT_BYTES + 1)
+        except OSError:
+            data = None
+        if data is not None and len(data) <= MAX_INPUT_BYTES:
+            text = data.decode("utf-8", "surrogateescape")
+    if len(_TEXTS) >= TEXTS_KEPT:
+        _TEXTS.clear()
+    _TEXTS[key] = text
+    return text
+
+
+def _definition(kind: str, task: str | None, path: str, stat: os.stat_result) -> str | None:
     """What of the file the input is: the whole file's text, or the task's definition; None
     when it cannot be read (too large, not text, the task gone)."""
-    if size > MAX_INPUT_BYTES:
+    if stat.st_size > MAX_INPUT_BYTES:
         return None
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
-    except OSError:
+    text = _text(path, stat)
+    if text is None:
         return None
-    if len(data) > MAX_INPUT_BYTES:
-        return None
-    text = data.decode("utf-8", "surrogateescape")
     if kind == SCRIPT or task is None:
         return text
     row = TASK_KINDS.get(kind)
     return None if row is None else row.extract(text, task)
+
+
+@functools.lru_cache(maxsize=16)
+def _real_tree(work_tree: str) -> str:
+    return os.path.realpath(work_tree)
+
+
+@functools.lru_cache(maxsize=64)
+def _real_path(path: str, inode: int, device: int) -> str:
+    """A file's real path, read once per file it names (a symlink moved elsewhere names
+    another file, and is resolved again)."""
+    return os.path.realpath(path)
 
 
 def _digest(definition: str) -> str:
@@ -402,7 +476,7 @@ def fingerprint(
         stat = os.stat(real)
     except OSError:
         return None
-    definition = _definition(kind, task, real, stat.st_size)
+    definition = _definition(kind, task, real, stat)
     if definition is None:
         return None
     return {
@@ -484,10 +558,11 @@ def compare(stored: Sequence[dict[str, Any]], work_tree: str) -> Check:
             continue
         if stat.st_size == item.get("size") and stat.st_mtime_ns == item.get("mtime_ns"):
             continue
-        real_tree = real_tree or os.path.realpath(work_tree)
-        real = _inside(full, real_tree)
+        real_tree = real_tree or _real_tree(work_tree)
+        resolved = _real_path(full, stat.st_ino, stat.st_dev)
+        real = resolved if resolved.startswith(real_tree.rstrip("/") + "/") else None
         kind, task = item.get("kind", SCRIPT), item.get("task")
-        definition = None if real is None else _definition(kind, task, real, stat.st_size)
+        definition = None if real is None else _definition(kind, task, real, stat)
         if definition is None or _digest(definition) != item.get("sha256"):
             changed.append(label(item))
             paths.append(item["path"])
