@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client import ClientSession
 from sqlalchemy import Engine
 
 from remem.record.inputs import READ_AT_REBUILD, READ_AT_VERIFICATION
 from tests.acceptance.test_advice import Claude, context_of, learn_substitute
+from tests.acceptance.test_mcp import _data, _talk
 from tests.acceptance.test_team import Machine, clone, machines
 from tests.acceptance.test_truthful_digest import Agent
-from tests.conftest import REMEM, Home, load_fixture
+from tests.conftest import REMEM, Home, hook_imports, load_fixture
 
 MAKEFILE = """\
 PYTEST ?= pytest
@@ -298,3 +300,40 @@ def test_advice_naming_a_procedure_says_what_it_runs_changed(home: Home, shop: P
     assert changed.removeprefix(" — ") in digest
     (found,) = home.json("context", "--cwd", str(shop))["substitutions"]
     assert found["instead_changed_inputs"] == ["assets/build.js"]
+
+
+def test_mcp_tools_say_what_changed(home: Home, shop: Path, tmp_path: Path) -> None:
+    agent = Agent(home, shop)
+    _verify(home, agent, ("make test", "make lint"), "s1")
+    (shop / "Makefile").write_text(MAKEFILE.replace("FLAGS = -q", "FLAGS = -x"))
+    _touch_later(shop / "Makefile")
+    test = _by_command(home.procedures())["make test"]["id"]
+    answers: dict[str, dict[str, Any]] = {}
+
+    async def body(session: ClientSession) -> None:
+        answers["procedures"] = _data(await session.call_tool("procedures", {"cwd": str(shop)}))
+        answers["procedure"] = _data(await session.call_tool("procedure", {"id": test}))
+
+    _talk(home, str(shop), tmp_path / "stderr.log", body)
+    shown = _by_command(answers["procedures"]["procedures"])
+    assert (shown["make test"]["changed_inputs"], shown["make lint"]["changed_inputs"]) == (
+        ["Makefile"],
+        [],
+    )
+    assert answers["procedure"]["changed_tasks"] == ["Makefile (test)"]
+
+
+def test_session_start_compares_inputs_with_the_stdlib_alone(home: Home, shop: Path) -> None:
+    """The SessionStart hook that finds a changed Makefile and a gone script imports nothing
+    heavy: no grammar, no SQLAlchemy, no hashlib, no typing."""
+    _verify(home, Agent(home, shop), ("make test", "./scripts/check.sh"), "s1")
+    (shop / "Makefile").write_text(MAKEFILE.replace("FLAGS = -q", "FLAGS = -x"))
+    _touch_later(shop / "Makefile")
+    (shop / "scripts" / "check.sh").unlink()
+    payload = load_fixture("claude-code/session_start.json")
+    payload.update(cwd=str(shop), session_id="imports")
+    printed, code, modules = hook_imports(home, payload)
+    assert code == 0
+    assert "— changed since last verified: Makefile (test)" in "\n".join(printed)
+    forbidden = {"typing", "dataclasses", "inspect", "sqlalchemy", "tree_sitter", "hashlib"}
+    assert forbidden.isdisjoint(modules)
