@@ -182,9 +182,12 @@ SET_INPUTS = text(
 
 def read_for_rebuild(connection: Connection, now: float) -> list[dict[str, Any]]:
     """Every procedure's fingerprints, read from its project's files as they are now and
-    marked as read by a rebuild: rows for SET_INPUTS."""
+    marked as read by a rebuild: rows for SET_INPUTS. A project whose work tree is not here
+    (a clone deleted; a team database's, known by key) keeps what its procedures hold."""
     rows = []
     for procedure_id, root, directory, workflow in connection.execute(SELECT_PROCEDURES):
+        if not os.path.isdir(root):
+            continue
         read = read_inputs(root, workflow, directory, now, READ_AT_REBUILD)
         rows.append(
             {"id": procedure_id, "inputs": json.dumps(read, sort_keys=True), "read_at": now}

@@ -5,11 +5,13 @@ procedures, and the rebuild it asks for reads their inputs from the files as the
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from sqlalchemy import inspect, text
 
 from remem.db import migrate
+from remem.procedures import rebuild
 from remem.record.inputs import READ_AT_REBUILD, READ_AT_VERIFICATION
 from tests.integration.conftest import World, make_repository
 
@@ -48,3 +50,20 @@ def test_a_verified_run_records_its_input_and_0017_migrates_and_rebuilds_it(
     world.burst()  # the pending rebuild, then the re-derivation
     assert _inputs(world) == [("make test", [("Makefile", "test", READ_AT_REBUILD)])]
     assert world.scalar("SELECT inputs_read_at FROM procedures") == world.now
+
+
+def test_a_rebuild_where_the_work_tree_is_gone_keeps_the_fingerprints(
+    world: World, tmp_path: Path
+) -> None:
+    shop = make_repository(tmp_path / "shop")
+    (Path(shop) / "Makefile").write_text(MAKEFILE)
+    for _ in range(2):
+        world.post("make test", project=shop, branch=None)
+    world.burst()
+    kept = _inputs(world)
+    assert kept == [("make test", [("Makefile", "test", READ_AT_VERIFICATION)])]
+    shutil.rmtree(shop)
+    world.now += 60
+    rebuild.rebuild(world.engine, world.now)
+    world.burst()
+    assert _inputs(world) == kept
