@@ -4,11 +4,13 @@ Times the installed `remem-hook` storing a Claude Code PostToolUse event into an
 and into one holding a million events, answering a SessionStart with the digest of a project
 that has procedures and lessons, and answering a failed command with advice (a failure remem
 knows what works instead of, and one it knows nothing of, in a project with advice to give;
-and, opt-in, the PreToolUse warning before a command known to fail), against
+and, opt-in, the PreToolUse warning before a command known to fail), and a SessionStart whose
+page holds INPUT_PROCEDURES procedures, each a Makefile target whose fingerprint the digest
+compares with the file (unchanged, and every target's recipe changed since), against
 `python -c "import sqlite3, json"`, the floor any Python hook pays. Everything it creates lives
 in one temporary directory, removed at the end.
 
-    .venv/bin/python bench/hook.py [--runs N] [--json] [--advice-only]
+    .venv/bin/python bench/hook.py [--runs N] [--json] [--advice-only | --inputs-only]
 """
 
 from __future__ import annotations
@@ -49,6 +51,13 @@ WARMUP_RUNS = 3
 TARGET_RATIO = 1.30
 ADVICE_RATIO = 1.50  # a failure answered with advice: the hook reads and prints more
 CASES = ("baseline", "hook-empty", "hook-1M", "sessionstart")
+# A SessionStart whose page shows INPUT_PROCEDURES procedures (`make tNN`), each with the
+# fingerprint of its Makefile target: the file as it was verified ("inputs-same", compared by
+# size and time alone), and with every target's recipe changed since ("inputs-changed", each
+# read and hashed again). The page's budget is raised so that all of them are on it.
+INPUT_CASES = ("inputs-same", "inputs-changed")
+INPUT_PROCEDURES = 50
+INPUT_PAGE_CHARS = "9000"
 # Failures in a project with advice to give, in a database holding only it and in the 1M one:
 # answered by the failing command's workflow ("match") or by its error line alone, read with
 # the recogniser table ("keymatch"), known nothing of ("nomatch"), and the PreToolUse warning
@@ -68,6 +77,8 @@ TARGETS = {
     **dict.fromkeys(("nomatch-empty", "nomatch-1M"), TARGET_RATIO),
     **dict.fromkeys(("match-empty", "match-1M", "keymatch-empty", "keymatch-1M"), ADVICE_RATIO),
     **dict.fromkeys(("before-empty", "before-1M"), ADVICE_RATIO),
+    "inputs-same": TARGET_RATIO,
+    "inputs-changed": ADVICE_RATIO,
 }
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"
 UNKNOWN_ERROR = "Exit code 2\nerror: unused import `os` in app.py"
@@ -238,6 +249,51 @@ def fill_advice(home: Path, project: Path) -> None:
         raise RuntimeError(f"{home}: {found} substitutions after burst, not 2")
 
 
+def _makefile(changed: bool) -> str:
+    recipe = "pytest -x -q" if changed else "pytest -q"
+    targets = (f"t{index:02d}:\n\t{recipe} -k case_{index:02d}\n" for index in range(50))
+    return "\n".join(targets)
+
+
+def fill_inputs(home: Path, project: Path, changed: bool) -> None:
+    """INPUT_PROCEDURES procedures `make tNN`, each verified twice through the real hook and
+    promoted by one burst with the fingerprint of its target; then, when `changed`, every
+    target's recipe edited, as a person's edit leaves the file (a later modification time)."""
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    makefile = project / "Makefile"
+    makefile.write_text(_makefile(False), encoding="utf-8")
+    success = fixture_payload()
+    hook, env = [str(VENV_BIN / "remem-hook")], remem_env(home)
+    for index in range(INPUT_PROCEDURES):
+        for run in range(2):
+            payload = {
+                **success,
+                "session_id": f"bench-inputs-{index % 4}",
+                "cwd": str(project),
+                "tool_use_id": f"toolu_inputs_{index}_{run}",
+                "tool_input": {"command": f"make t{index:02d}"},
+            }
+            run_checked(hook, env, json.dumps(payload).encode())
+    run_checked([str(VENV_BIN / "remem"), "worker", "--burst"], env)
+    if changed:
+        makefile.write_text(_makefile(True), encoding="utf-8")
+        stat = makefile.stat()
+        os.utime(makefile, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    env = {**env, "REMEM_CONTEXT_MAX_CHARS": INPUT_PAGE_CHARS}
+    result = subprocess.run(
+        [str(VENV_BIN / "remem"), "context", "--cwd", str(project)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shown = result.stdout.count("\n- `make t")
+    said = result.stdout.count("— changed since last verified: Makefile (t")
+    if (shown, said) != (INPUT_PROCEDURES, INPUT_PROCEDURES if changed else 0):
+        raise RuntimeError(f"{home}: the page shows {shown} procedures, {said} changed")
+
+
 def advice_payload(case: str, project: Path) -> tuple[dict[str, Any], bool]:
     """The payload of an advice case, in a session of its own (advice is given once per
     session), and whether the hook must print."""
@@ -286,10 +342,15 @@ def time_cases(
                 elapsed = run_checked(hook, remem_env(home), stdin, expect_stdout=prints)
                 if not case.startswith("before"):
                     sent[case].append(payload["tool_use_id"])
-            elif case == "sessionstart":
+            elif case == "sessionstart" or case in INPUT_CASES:
                 session_id = f"bench-{uuid.uuid4()}"
-                stdin = json.dumps({**session_start, "session_id": session_id}).encode()
-                elapsed = run_checked(hook, remem_env(homes[case]), stdin, expect_stdout=True)
+                start = {**session_start, "session_id": session_id}
+                env = remem_env(homes[case])
+                if case in INPUT_CASES:
+                    start["cwd"] = str(project.parent / case)
+                    env["REMEM_CONTEXT_MAX_CHARS"] = INPUT_PAGE_CHARS
+                stdin = json.dumps(start).encode()
+                elapsed = run_checked(hook, env, stdin, expect_stdout=True)
                 sent[case].append(session_id)
             else:
                 elapsed = run_checked(hook, remem_env(homes[case]), stdin)
@@ -340,8 +401,17 @@ def main() -> int:
     parser.add_argument(
         "--advice-only", action="store_true", help="time the baseline and the advice cases only"
     )
+    parser.add_argument(
+        "--inputs-only",
+        action="store_true",
+        help="time the baseline and the SessionStart cases only",
+    )
     args = parser.parse_args()
-    cases = ("baseline", *ADVICE_CASES) if args.advice_only else (*CASES, *ADVICE_CASES)
+    cases = (*CASES, *ADVICE_CASES, *INPUT_CASES)
+    if args.advice_only:
+        cases = ("baseline", *ADVICE_CASES)
+    elif args.inputs_only:
+        cases = ("baseline", "sessionstart", *INPUT_CASES)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     compile_bytecode()
@@ -353,14 +423,17 @@ def main() -> int:
             "hook-1M": big,
             "sessionstart": tmp / "digest",
             **{case: big if case.endswith("1M") else small for case in ADVICE_CASES},
+            **{case: tmp / case for case in INPUT_CASES},
         }
         homes = {case: home for case, home in homes.items() if case in cases}
         for home in set(homes.values()):
             init_home(home)
         started = time.perf_counter()
-        fill_database(big / "remem.db")
+        if big in homes.values():
+            fill_database(big / "remem.db")
+            generate_s = time.perf_counter() - started
+            print(f"generated {EVENTS:,} events in {generate_s:.1f} s", file=sys.stderr)
         generate_s = time.perf_counter() - started
-        print(f"generated {EVENTS:,} events in {generate_s:.1f} s", file=sys.stderr)
         project = tmp / "projects" / "shop"
         if "sessionstart" in cases:
             fill_procedures(homes["sessionstart"], project)
@@ -368,12 +441,16 @@ def main() -> int:
                 f"promoted {DIGEST_PROCEDURES} procedures with {DIGEST_LESSONS} lessons",
                 file=sys.stderr,
             )
-        for home in (small, big):
+        for home in {small, big} & set(homes.values()):
             fill_advice(home, project)
+        for case in INPUT_CASES:
+            if case in cases:
+                fill_inputs(homes[case], project.parent / case, case == "inputs-changed")
+                print(f"promoted {INPUT_PROCEDURES} procedures for {case}", file=sys.stderr)
         print(f"timing {WARMUP_RUNS}+{args.runs} runs of {', '.join(cases)}", file=sys.stderr)
         timings, sent = time_cases(args.runs, homes, project, cases)
         for case, ids in sent.items():
-            if case == "sessionstart":
+            if case == "sessionstart" or case in INPUT_CASES:
                 verify_stored(homes[case], ids, _SESSIONS_STARTED)
             elif ids:
                 verify_stored(homes[case], ids)

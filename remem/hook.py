@@ -15,7 +15,6 @@ import sys
 import time
 
 from remem import paths
-from remem.capture.fields import sha256_hex
 from remem.capture.hosts import (
     before_event,
     build_event,
@@ -29,6 +28,7 @@ from remem.db import sqlite as sqlite_settings
 from remem.record.event import HOSTS, CapturedEvent, Dropped
 from remem.record.identity import locate
 from remem.record.output import without_lone_surrogates
+from remem.record.sha import sha256_hex
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -461,6 +461,7 @@ def _digest_pages(
     """The digest's pages, each with what it holds; none when nothing is known of the project
     or the read fails: the digest is a courtesy."""
     from remem.agent.context import read_context  # SessionStart only
+    from remem.record.identity import spelt_root
 
     try:
         context = read_context(
@@ -469,6 +470,7 @@ def _digest_pages(
             event.branch,
             event.directory,
             settings.inherit_from,
+            spelt_root(event.cwd, event.directory) or None,
         )
         return context.pages_held(settings.context_max_chars, settings.context_max_lines)
     except Exception:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from remem.capture.fields import key_hash, sha256_hex
+from remem.capture.fields import key_hash
 from remem.db.vocabulary import ACTIVE, BEFORE, KNOWN_ERROR, SUBSTITUTION
 from remem.json_contract import date
 from remem.record.frozen import Record, in_list, json_list
@@ -29,6 +29,7 @@ from remem.record.quote import (
     needs_credentials,
     quote_text,
 )
+from remem.record.sha import sha256_hex
 from remem.shell.plain import plain_workflow
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -159,8 +160,16 @@ _SUBSTITUTE_KEYS = (
     f"AND error_key IS NOT NULL LIMIT {KEYS_READ + 1}"
 )
 _ACTIVE = (
-    "SELECT verified_runs FROM procedures WHERE project_id = :project AND directory = :directory "
-    "AND workflow_hash = :hash AND status = :active ORDER BY verified_runs DESC LIMIT 1"
+    "SELECT p.verified_runs, p.inputs, pr.root FROM procedures p "
+    "JOIN projects pr ON pr.id = p.project_id WHERE p.project_id = :project "
+    "AND p.directory = :directory AND p.workflow_hash = :hash AND p.status = :active "
+    "ORDER BY p.verified_runs DESC LIMIT 1"
+)
+# The active procedures of a known error's fix commands that keep fingerprints of what they run.
+_FIX_PROCEDURES = (
+    "SELECT p.command, p.inputs, pr.root FROM procedures p JOIN projects pr "
+    "ON pr.id = p.project_id WHERE p.project_id = :project AND p.workflow_hash IN ({hashes}) "
+    "AND p.status = :active AND p.inputs != '[]' ORDER BY p.id"
 )
 _FAILED_SESSIONS = (
     "SELECT count(DISTINCT session_id) FROM attempts WHERE project_id = :project "
@@ -257,7 +266,35 @@ def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
     line = f"- {_quoted(row[3])}{where} ({seen} on {date(row[4])}): {fix_text(fixed)}"
     hashes = (plain_workflow_hash(command) for command in fixed.fix_commands)
     follow = tuple(dict.fromkeys(h for h in hashes if h is not None))
+    line += _fixes_changed(execute, failure.project_id, follow)
     return [Advice(KNOWN_ERROR, key_hash(row[10]), line, follow)]
+
+
+def _fixes_changed(execute: Execute, project_id: int, hashes: Sequence[str]) -> str:
+    """What the fix commands that are procedures run, where it changed since they were last
+    verified: `make deps` changed since last verified: Makefile (deps)."""
+    if not hashes:
+        return ""
+    params: dict[str, Any] = {"project": project_id, "active": ACTIVE}
+    query = _FIX_PROCEDURES.format(hashes=in_list("h", hashes, params))
+    said = []
+    for command, inputs, root in execute(query, params):
+        changed = _inputs_said(inputs, root)
+        if changed:
+            said.append(f"{_command(command)}{changed}")
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def _inputs_said(inputs: str, root: str) -> str:
+    """What a procedure's line says of its inputs compared with the project's files now."""
+    from remem.agent.digest import changed_said
+    from remem.record.inputs import check
+
+    found = check(inputs, root)
+    said = changed_said(found.changed)
+    if found.missing:
+        said += " — missing: " + ", ".join(map(inert_path, found.missing))
+    return said
 
 
 def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
@@ -274,13 +311,13 @@ def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
     )
     if best is None:
         return []
-    row, sessions, runs = best
+    row, sessions, verified = best
     where = f" in {inert_path(row[1])}/" if row[1] != "." else ""
     said = _quoted(row[4]) if row[4] else "failed, no output recorded"
     times = "session" if sessions == 1 else "sessions"
     line = (
         f"- {_command(row[2])}{where}: {said} ({sessions} {times}, last {date(row[8])})"
-        f" — {_use(row[6], runs, elsewhere(row[10], row[1]))}"
+        f" — {_use(row[6], verified, elsewhere(row[10], row[1]))}"
     )
     return [Advice(SUBSTITUTION, f"{row[3]}>{row[5]}", line, (row[5],))]
 
@@ -291,7 +328,7 @@ def _best_substitute(
     rows: Sequence[Any],
     directory: str,
     workflow_hash: str | None,
-) -> tuple[Any, int, int | None] | None:
+) -> tuple[Any, int, tuple[int, str] | None] | None:
     """The substitute to name for a failure of `workflow_hash` in `directory`: verified first,
     then met in the most sessions, then newest; none when the failing workflow is itself
     verified now (it passes here, whatever failed), and never the command that just failed
@@ -303,22 +340,29 @@ def _best_substitute(
     for (where, failed_hash, substitute_hash, ran_in), found in groups.items():
         if (ran_in, substitute_hash) == (directory, workflow_hash):
             continue
-        if _verified_runs(execute, project_id, where, failed_hash) is not None:
+        if _verified(execute, project_id, where, failed_hash) is not None:
             continue
-        runs = _verified_runs(execute, project_id, ran_in, substitute_hash)
+        verified = _verified(execute, project_id, ran_in, substitute_hash)
         sessions = len({row[7] for row in found})
-        order = (where != directory, runs is None, -sessions, -found[0][8])
-        ranked.append((order, found[0], sessions, runs))
+        order = (where != directory, verified is None, -sessions, -found[0][8])
+        ranked.append((order, found[0], sessions, verified))
     if not ranked:
         return None
-    _order, row, sessions, runs = min(ranked, key=lambda item: item[0])
-    return row, sessions, runs
+    _order, row, sessions, verified = min(ranked, key=lambda item: item[0])
+    return row, sessions, verified
 
 
-def _verified_runs(execute: Execute, project_id: int, directory: str, hash_: str) -> int | None:
+def _verified(
+    execute: Execute, project_id: int, directory: str, hash_: str
+) -> tuple[int, str] | None:
+    """The verified runs of the workflow's active procedure here, and what its line says of
+    what it runs (changed since it was last verified); None when none is active."""
     params = {"project": project_id, "directory": directory, "hash": hash_, "active": ACTIVE}
     rows = execute(_ACTIVE, params)
-    return int(rows[0][0]) if rows else None
+    if not rows:
+        return None
+    runs, inputs, root = rows[0]
+    return int(runs), _inputs_said(inputs, root)
 
 
 def advise_before(execute: Execute, root: str, directory: str, command: str | None) -> list[Advice]:
@@ -337,10 +381,10 @@ def advise_before(execute: Execute, root: str, directory: str, command: str | No
     best = _best_substitute(execute, project_id, rows, directory, workflow_hash)
     if best is None or best[2] is None:
         return []
-    row, _sessions, runs = best
+    row, _sessions, verified = best
     line = (
         f"- {_command(row[2])} failed in {failed_sessions} sessions here and never passed"
-        f" — {_use(row[6], runs, elsewhere(row[10], row[1]))}"
+        f" — {_use(row[6], verified, elsewhere(row[10], row[1]))}"
     )
     return [Advice(BEFORE, f"{row[3]}>{row[5]}", line, (row[5],))]
 
@@ -408,14 +452,16 @@ def render(found: Sequence[Advice], before: bool = False) -> str | None:
     return text if len(text) <= ADVICE_CHARS else text[: ADVICE_CHARS - 1] + "…"
 
 
-def _use(command: str, runs: int | None, where: str) -> str:
-    """The command that passed instead, with where it ran when elsewhere (`where`)."""
+def _use(command: str, verified: tuple[int, str] | None, where: str) -> str:
+    """The command that passed instead, with where it ran when elsewhere (`where`), and, when
+    verified, its runs and whether what it runs changed since."""
     shown = _command(command) + where
     if needs_credentials(command):
         shown += f" ({NEEDS_CREDENTIALS})"
-    if runs is None:
+    if verified is None:
         return f"{shown} passed instead"
-    return f"use {shown} (verified, {runs} {'run' if runs == 1 else 'runs'})"
+    runs, changed = verified
+    return f"use {shown} (verified, {runs} {'run' if runs == 1 else 'runs'}{changed})"
 
 
 def _command(command: str) -> str:

@@ -15,6 +15,7 @@ from remem.agent.substitutions import Substitution, digest_substitutions
 from remem.config import Settings
 from remem.db.vocabulary import ACTIVE, ARCHIVED, BROKEN, STALE
 from remem.record.frozen import Record, in_list, json_list
+from remem.record.inputs import checked_fields
 from remem.record.quote import family_files, needs_credentials, pitfall_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -62,6 +63,12 @@ class Entry(Record):
     failing_since_at: float | None = None
     failing_error: str | None = None
     family_files: int = 0  # the sets of files its placeholder form (`<file>`) stands for
+    inputs: str = "[]"  # the fingerprints of what it runs, as stored (remem/record/inputs.py)
+    # Compared with the work tree's files when read: the paths of those changed or gone since
+    # they were read, those gone, and the labels of those changed (`Makefile (test)`).
+    changed_inputs: tuple[str, ...] = ()
+    missing_inputs: tuple[str, ...] = ()
+    changed_tasks: tuple[str, ...] = ()
 
     @property
     def needs_credentials(self) -> bool:
@@ -75,6 +82,7 @@ class Entry(Record):
 
     def as_json(self) -> dict[str, Any]:
         data = {**self.fields(), "needs_credentials": self.needs_credentials}
+        del data["inputs"]
         if self.scope == "project":
             data["branch"] = None
         return data
@@ -83,10 +91,11 @@ class Entry(Record):
 def make_entry(
     row: Sequence[Any], inherited: bool = False, source: str = LOCAL, machines: int | None = None
 ) -> Entry:
-    """An entry from the first 13 columns of `_ENTRIES`."""
+    """An entry from the first 13 columns of `_ENTRIES`, and its inputs (the 16th)."""
     values = list(row[:13])
     values[9], values[11] = json_list(values[9]), json_list(values[11])
-    return Entry(*values, inherited, source, machines)
+    entry = Entry(*values, inherited, source, machines)
+    return entry.but(inputs=row[15]) if len(row) > 15 and row[15] != "[]" else entry
 
 
 # This machine's procedures and the team's pulled ones alike; this machine's add `variants`,
@@ -94,7 +103,8 @@ def make_entry(
 _ENTRIES = (
     "SELECT p.id, p.command, p.scope, p.branch, p.directory, p.workflow_hash, p.confidence, "
     "p.verified_runs, p.distinct_sessions, p.branches, p.last_verified_at, p.files, "
-    "p.files_more, p.status{extra} FROM {table} p JOIN projects pr ON pr.id = p.project_id "
+    "p.files_more, p.status{extra}, p.inputs FROM {table} p "
+    "JOIN projects pr ON pr.id = p.project_id "
     "WHERE pr.root = :root AND (p.scope = 'project' OR p.branch IN ({branches}))"
 )
 # The pitfall is rendered from the lesson's fields, not read from its stored text: rows written
@@ -164,9 +174,11 @@ def read_entries(
     directory: str = ".",
     status: str = ACTIVE,
     team: bool = True,
+    work_tree: str | None = None,
 ) -> list[Entry]:
     """The procedure that holds for each workflow on this branch (see `choose`), with its
-    pitfalls and whether it fails on this branch. Those of this directory first, then by what
+    pitfalls, whether it fails on this branch and whether what it runs changed in the work
+    tree (the project's root unless given). Those of this directory first, then by what
     became of them once shown (remem.agent.usage.use_rank), then by confidence, then most
     recently verified, then this machine's before the team's, then id. `status` STALE reads
     what was verified earlier instead, by the same rules. `team` False: the team's procedures
@@ -192,6 +204,7 @@ def read_entries(
         shown.but(
             pitfalls=tuple(_pitfalls(execute, root, shown)),
             **failing.get((shown.directory, shown.workflow_hash), {}),
+            **checked_fields(shown.inputs, work_tree or root),
         )
         for shown in chosen
     ]
@@ -311,6 +324,8 @@ class Context(Record):
     substitutions: list[Substitution]
     verified_earlier: tuple[Entry, ...] = ()
     verified_earlier_more: int = 0  # verified earlier too, left out of verified_earlier
+    # Those that would hold but what they run is gone: not offered as verified.
+    inputs_gone: tuple[Entry, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -319,6 +334,7 @@ class Context(Record):
             "known_errors": [error.as_json() for error in self.known_errors],
             "verified_earlier": [shown.as_json() for shown in self.verified_earlier],
             "substitutions": [found.as_json() for found in self.substitutions],
+            "inputs_gone": [shown.as_json() for shown in self.inputs_gone],
         }
 
     def pages(self, max_chars: int, max_lines: int) -> list[str]:
@@ -339,6 +355,7 @@ class Context(Record):
             self.substitutions,
             self.verified_earlier_more,
             self.project,
+            self.inputs_gone,
         )
 
 
@@ -348,14 +365,22 @@ def read_context(
     branch: str | None,
     directory: str,
     inherit_from: Sequence[str] = Settings.inherit_from,
+    work_tree: str | None = None,
 ) -> Context:
+    """What the digest holds for `directory` of the work tree (the project's root unless
+    given) on `branch`."""
     # A machine that pulls nothing from a team asks once, cheaply, instead of reading for it.
     ((procedures, lessons),) = execute(_TEAM_HELD, {})
-    entries = read_entries(execute, root, branch, inherit_from, directory, team=bool(procedures))
+    team = bool(procedures)
+    read = read_entries(
+        execute, root, branch, inherit_from, directory, team=team, work_tree=work_tree
+    )
+    entries = [entry for entry in read if not entry.missing_inputs]
+    gone = tuple(entry for entry in read if entry.missing_inputs)
     earlier: list[Entry] = []
     if not entries:
         earlier = read_entries(
-            execute, root, branch, inherit_from, directory, STALE, team=bool(procedures)
+            execute, root, branch, inherit_from, directory, STALE, team, work_tree
         )
     substitutions = digest_substitutions(execute, root)
     known = digest_known_errors(execute, root, substitutions, team=bool(lessons))
@@ -368,6 +393,7 @@ def read_context(
         substitutions,
         tuple(earlier[:EARLIER_SHOWN]),
         max(len(earlier) - EARLIER_SHOWN, 0),
+        gone,
     )
 
 
@@ -383,9 +409,9 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     if page < 1:
         raise RememError("--page counts from 1.")
     settings = load_settings()
-    root, branch, _work_tree, directory = locate_given(cwd)
+    root, branch, work_tree, directory = locate_given(cwd)
     with read_snapshot(settings) as execute:
-        context = read_context(execute, root, branch, directory, settings.inherit_from)
+        context = read_context(execute, root, branch, directory, settings.inherit_from, work_tree)
     if as_json:
         from remem.record.quote import json_text
 

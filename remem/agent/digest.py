@@ -35,6 +35,7 @@ PITFALLS_SHOWN = 3
 FIX_COMMAND_CHARS = 120  # a fix command (an inline script, say) shortened in a known error
 TEAM = "team"  # remem.agent.known.TEAM: the source of the team's entries
 EARLIER_HEADING = "Verified earlier (not lately):"
+GONE_HEADING = "Not offered as verified: what they run is gone since they were verified:"
 
 
 def _block(entry: Entry) -> str:
@@ -45,7 +46,7 @@ def _block(entry: Entry) -> str:
         shown = inert_command(entry.command)
     if entry.needs_credentials:
         shown += f" ({NEEDS_CREDENTIALS})"
-    lines = [f"- {shown}  ({_facts(entry)})"]
+    lines = [f"- {shown}  ({_facts(entry)}){changed_said(entry.changed_tasks)}"]
     if entry.failing_runs and entry.failing_since_at is not None:
         since = json_contract.date(entry.failing_since_at)
         runs = "run" if entry.failing_runs == 1 else "runs"
@@ -56,6 +57,21 @@ def _block(entry: Entry) -> str:
     if entry.files:
         lines.append("  files: " + name_files(entry.files, entry.files_more or 0))
     lines.extend(f"  pitfall: {pitfall}" for pitfall in entry.pitfalls[:PITFALLS_SHOWN])
+    return "\n".join(lines)
+
+
+def changed_said(labels: Sequence[str]) -> str:
+    """What a procedure's line says when what it runs changed since it was last verified."""
+    if not labels:
+        return ""
+    return " — changed since last verified: " + ", ".join(labels)
+
+
+def _gone_block(entries: Sequence[Entry]) -> str:
+    lines = [GONE_HEADING]
+    for entry in entries:
+        missing = ", ".join(map(inert_path, entry.missing_inputs))
+        lines.append(f"- {inert_command(_shortened(entry.command))}  missing: {missing}")
     return "\n".join(lines)
 
 
@@ -104,7 +120,8 @@ def _substitutions_block(substitutions: Sequence[Substitution]) -> str:
         if runs is None:
             use = f"{instead} passed instead"
         else:
-            use = f"use {instead} (verified, {runs} {'run' if runs == 1 else 'runs'})"
+            changed = changed_said(found.instead_changed_inputs)
+            use = f"use {instead} (verified, {runs} {'run' if runs == 1 else 'runs'}{changed})"
         where = f" in {inert_path(found.directory)}/" if found.directory != "." else ""
         failing = inert_command(_shortened(found.workflow))
         lines.append(f"- {failing}{where}: {said} ({found.sessions} {sessions}) — {use}")
@@ -162,6 +179,7 @@ def paginate(
     substitutions: Sequence[Substitution] = (),
     earlier_more: int = 0,
     root: str = "",
+    gone: Sequence[Entry] = (),
 ) -> list[str]:
     """Pages of whole procedures within the budget, footer included; then what was verified
     earlier (when nothing was lately), under its own heading; the known errors and the commands
@@ -178,6 +196,7 @@ def paginate(
         substitutions,
         earlier_more,
         root,
+        gone,
     )
     return [text for text, _held in pages]
 
@@ -192,6 +211,7 @@ def paginate_held(
     substitutions: Sequence[Substitution] = (),
     earlier_more: int = 0,
     root: str = "",
+    gone: Sequence[Entry] = (),
 ) -> list[tuple[str, list[Any]]]:
     """`paginate`'s pages, each with the procedures (entries) and known errors it holds: what
     the SessionStart hook records as shown. A known error cut off its page is not held.
@@ -206,6 +226,8 @@ def paginate_held(
             block += "\n" + earlier_more_line(earlier_more, root)
         heading = f"{EARLIER_HEADING}\n{block}" if number == 0 else block
         blocks.append((heading, entry.whole, (entry,)))
+    if gone:  # not offered: not held as shown
+        blocks.append((_gone_block(gone), "remem procedures list", ()))
     if known_errors:
         errors = _known_errors_block(known_errors)
         blocks.append((errors, "remem procedures errors", known_errors))

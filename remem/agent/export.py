@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from remem.agent.read import Lesson, Procedure, read_lessons, read_procedure, read_procedures
-from remem.capture.fields import sha256_hex
 from remem.db.snapshot import Execute
 from remem.errors import NotFound, RememError
 from remem.json_contract import date
@@ -50,6 +49,7 @@ from remem.record.quote import (
     quote_text,
 )
 from remem.record.redact import redact_text
+from remem.record.sha import sha256_hex
 
 DRAFTS_DIR = "remem-drafts"
 DRAFTS_GITIGNORE = (

@@ -75,7 +75,7 @@ def _rows(found: Sequence[Procedure]) -> list[list[str]]:
     return [
         [
             str(p.id),
-            command_cell(p.command, p.needs_credentials),
+            command_cell(p.command, p.needs_credentials) + inputs_said(p),
             p.project,
             where(p.scope, p.branch, p.directory, len(p.branches)),
             p.status,
@@ -103,6 +103,17 @@ def _no_procedures(
         return f"No procedures yet: they appear after a command passes {times}."
     shown = "procedures" if statuses is None else " or ".join(statuses) + " procedures"
     return f"No {shown} here: see `remem procedures list --all`."
+
+
+def inputs_said(p: Procedure) -> str:
+    """What a procedure's line adds when what it runs changed or is gone since it was last
+    verified (as the digest says it)."""
+    from remem.agent.digest import changed_said
+
+    said = changed_said(p.changed_tasks)
+    if p.missing_inputs:
+        said += " — missing: " + ", ".join(map(inert_path, p.missing_inputs))
+    return said
 
 
 def command_cell(command: str, needs_credentials: bool) -> str:
@@ -147,6 +158,8 @@ def _detail_lines(detail: Detail) -> list[str]:
         f"{procedure.confidence:.2f}, topic {procedure.topic_key})",
         *procedure.body.split("\n"),  # its own lines: recorded text in it is quoted
     ]
+    if procedure.changed_inputs:
+        lines.append(f"What it runs{inputs_said(procedure)}")
     if detail.followed_then_failed_at is not None:
         lines.append(
             f"Followed after the digest showed it, then failed on "
@@ -218,8 +231,11 @@ def _lesson_lines(detail: Detail) -> list[str]:
 
 def substitution_line(found: Substitution) -> str:
     sessions = "session" if found.sessions == 1 else "sessions"
+    from remem.agent.digest import changed_said
+
     verified = (
         f", verified: procedure {found.instead_procedure_id}"
+        + changed_said(found.instead_changed_inputs)
         if found.instead_procedure_id is not None
         else ""
     )

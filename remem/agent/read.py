@@ -16,6 +16,7 @@ from remem.agent.substitutions import Substitution, read_substitutions
 from remem.db.vocabulary import ACTIVE
 from remem.errors import NotFound
 from remem.record.frozen import Record, in_list, json_list
+from remem.record.inputs import checked_fields, shown_inputs
 from remem.record.quote import needs_credentials, pitfall_text
 
 TYPE_CHECKING = False
@@ -79,6 +80,12 @@ class Procedure(Record):
     last_verified_at: float
     topic_key: str
     body: str
+    inputs: str = "[]"  # the fingerprints of what it runs, as stored (remem/record/inputs.py)
+    # Compared with the project's files when read: the paths of those changed or gone since
+    # they were read, those gone, and the labels of those changed (`Makefile (test)`).
+    changed_inputs: tuple[str, ...] = ()
+    missing_inputs: tuple[str, ...] = ()
+    changed_tasks: tuple[str, ...] = ()
 
     @property
     def needs_credentials(self) -> bool:
@@ -89,6 +96,7 @@ class Procedure(Record):
         data = self.fields()
         data["variants"] = [variant.fields() for variant in self.variants]
         data["needs_credentials"] = self.needs_credentials
+        data["inputs"] = shown_inputs(self.inputs)
         return data
 
 
@@ -96,7 +104,7 @@ _PROCEDURES = (
     "SELECT p.id, pr.root, p.scope, p.branch, p.directory, p.workflow, p.workflow_hash, "
     "p.command, p.variants, p.status, p.confidence, p.verified_runs, p.distinct_sessions, "
     "p.branches, p.evidence_event_ids, p.files, p.files_more, p.first_verified_at, "
-    "p.last_verified_at, p.topic_key, p.body FROM procedures p "
+    "p.last_verified_at, p.topic_key, p.body, p.inputs FROM procedures p "
     "JOIN projects pr ON pr.id = p.project_id WHERE 1 = 1{where} "
     "ORDER BY p.confidence DESC, p.last_verified_at DESC, p.id"
 )
@@ -105,12 +113,14 @@ _PROCEDURES = (
 def _fields(kind: type[Record], row: Sequence[Any]) -> dict[str, Any]:
     """A procedure's row of either table as its record's fields: one that holds on every
     branch has no branch, and the lists the table keeps as JSON are tuples."""
-    data = dict(zip(kind._fields, row, strict=True))
+    data = dict(zip(kind._fields[: len(row)], row, strict=True))
     if data["scope"] == "project":
         data["branch"] = None
     for name in ("branches", "evidence_event_ids", "files"):
         if name in data:
             data[name] = tuple(json_list(data[name]))
+    # What it runs, compared with the files of the project as they are now.
+    data.update(checked_fields(data["inputs"], data["project"]))
     return data
 
 
@@ -462,20 +472,29 @@ class TeamProcedure(Record):
     last_verified_at: float
     body: str
     pulled_at: float
+    inputs: str = "[]"  # as a machine of the team read them; compared with this checkout
+    changed_inputs: tuple[str, ...] = ()
+    missing_inputs: tuple[str, ...] = ()
+    changed_tasks: tuple[str, ...] = ()
 
     @property
     def needs_credentials(self) -> bool:
         return needs_credentials(self.command)
 
     def as_json(self) -> dict[str, Any]:
-        return {**self.fields(), "needs_credentials": self.needs_credentials}
+        return {
+            **self.fields(),
+            "needs_credentials": self.needs_credentials,
+            "inputs": shown_inputs(self.inputs),
+        }
 
 
 _TEAM_PROCEDURES = (
     "SELECT t.id, pr.root, t.team_procedure_id, t.scope, t.branch, t.directory, t.workflow, "
     "t.command, t.status, t.confidence, t.verified_runs, t.distinct_sessions, t.machines, "
     "t.branches, t.files, t.files_more, t.first_verified_at, t.last_verified_at, t.body, "
-    "t.pulled_at FROM team_procedures t JOIN projects pr ON pr.id = t.project_id WHERE {where} "
+    "t.pulled_at, t.inputs FROM team_procedures t JOIN projects pr ON pr.id = t.project_id "
+    "WHERE {where} "
     "ORDER BY t.confidence DESC, t.last_verified_at DESC, t.id"
 )
 

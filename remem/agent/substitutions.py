@@ -35,6 +35,8 @@ class Substitution(Record):
     instead_procedure_id: int | None = None  # its active procedure, when one is verified
     instead_verified_runs: int | None = None
     kind: str = "substitution"
+    # What that procedure runs, changed or gone since it was last verified (`Makefile (test)`).
+    instead_changed_inputs: tuple[str, ...] = ()
 
     def recorded_text(self) -> str:
         """What a query's words are looked for in."""
@@ -50,7 +52,8 @@ _SUBSTITUTIONS = (
     "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
 )
 _ACTIVE_WORKFLOWS = (
-    "SELECT pr.root, p.directory, p.workflow_hash, p.id, p.verified_runs FROM procedures p "
+    "SELECT pr.root, p.directory, p.workflow_hash, p.id, p.verified_runs, p.inputs "
+    "FROM procedures p "
     "JOIN projects pr ON pr.id = p.project_id WHERE p.status = :active "
     "AND p.workflow_hash IN ({hashes}){where} ORDER BY p.verified_runs DESC, p.id"
 )
@@ -86,31 +89,41 @@ def read_substitutions(
         if (project, directory, failed_hash) in active:
             continue
         newest = rows[0]
-        verified = active.get((project, ran_in, substitute_hash), (None, None))
+        procedure_id, runs, inputs = active.get((project, ran_in, substitute_hash), _NONE)
         result.append(
             Substitution(
                 project, directory, newest[4], newest[5], newest[6], len(rows),
                 len({row[7] for row in rows}), newest[8], newest[9], newest[10], ran_in,
-                *verified,
+                procedure_id, runs, instead_changed_inputs=_changed(inputs, project),
             )
         )  # fmt: skip
     result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))
     return result
 
 
+_NONE = (None, None, "[]")
+
+
+def _changed(inputs: str, root: str) -> tuple[str, ...]:
+    from remem.record.inputs import check
+
+    found = check(inputs, root)
+    return found.changed + found.missing
+
+
 def _active_workflows(
     execute: Execute, root: str | None, hashes: set[str]
-) -> dict[tuple[str, str, str], tuple[int, int]]:
-    """(project, directory, workflow hash) -> the id and verified runs of its most verified
-    active procedure, on any branch."""
+) -> dict[tuple[str, str, str], tuple[int, int, str]]:
+    """(project, directory, workflow hash) -> the id, verified runs and inputs of its most
+    verified active procedure, on any branch."""
     params: dict[str, Any] = {"active": ACTIVE}
     where = ""
     if root is not None:
         where, params["root"] = " AND pr.root = :root", root
     query = _ACTIVE_WORKFLOWS.format(hashes=in_list("h", sorted(hashes), params), where=where)
-    found: dict[tuple[str, str, str], tuple[int, int]] = {}
-    for project, directory, workflow_hash, procedure_id, runs in execute(query, params):
-        found.setdefault((project, directory, workflow_hash), (procedure_id, runs))
+    found: dict[tuple[str, str, str], tuple[int, int, str]] = {}
+    for project, directory, workflow_hash, procedure_id, runs, inputs in execute(query, params):
+        found.setdefault((project, directory, workflow_hash), (procedure_id, runs, inputs))
     return found
 
 

@@ -11,6 +11,7 @@ import re
 
 from remem.record.event import ERROR_EXCERPT_CHARS, Dropped
 from remem.record.redact import redact_text
+from remem.record.sha import sha256_hex
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -109,29 +110,6 @@ def edit_change(tool_name: str, tool_input: dict[str, Any]) -> tuple[list[str], 
             if key in tool_input:
                 parts.append(normalise_ws(tool_input[key]))
     return [f.strip() for f in files if isinstance(f, str) and f.strip()], parts
-
-
-def _sha256_constructor() -> Any:
-    # The interpreter's own SHA-256 module loads in microseconds; hashlib loads OpenSSL, which
-    # costs the hook about 3 ms. Its name changed in Python 3.12.
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found]
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found]
-        except ImportError:
-            from hashlib import sha256
-    return sha256
-
-
-_sha256: Any = None  # found on first use: a failed import is not retried per call
-
-
-def sha256_hex(data: bytes) -> str:
-    global _sha256
-    if _sha256 is None:
-        _sha256 = _sha256_constructor()
-    return str(_sha256(data).hexdigest())
 
 
 def key_hash(text: str) -> str:

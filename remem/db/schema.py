@@ -95,6 +95,9 @@ captured_events = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     *_event_columns(),
+    # In the team database: the fingerprints of what the event's verified steps ran, read by
+    # the machine that shipped it (remem/team/ship.py), as its team has no files to read.
+    Column("inputs", Text),
     CheckConstraint(_one_of("kind", EVENT_KINDS), name="ck_captured_events_kind"),
     CheckConstraint(
         "outcome IS NULL OR " + _one_of("outcome", OUTCOMES), name="ck_captured_events_outcome"
@@ -517,6 +520,10 @@ procedures = Table(
     Column("body", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    # Fingerprints of what its command runs (remem/record/inputs.py), a JSON list, read when a
+    # run verified it (or by a rebuild) at inputs_read_at: readers compare them with the files.
+    Column("inputs", Text, nullable=False, server_default=text("'[]'")),
+    Column("inputs_read_at", Float),
     CheckConstraint(_one_of("status", PROCEDURE_STATUSES), name="ck_procedures_status"),
     CheckConstraint(_one_of("scope", SCOPES), name="ck_procedures_scope"),
     UniqueConstraint(
@@ -528,7 +535,8 @@ procedures = Table(
 )
 
 # The id and creation time of each procedure a rebuild cleared, by its group: when the
-# re-derivation promotes the group again, the procedure gets its id back.
+# re-derivation promotes the group again, the procedure gets its id back, and the
+# fingerprints of its inputs the rebuild read from the files.
 procedure_identities = Table(
     "procedure_identities",
     metadata,
@@ -539,6 +547,8 @@ procedure_identities = Table(
     Column("workflow_hash", Text, nullable=False),
     Column("procedure_id", Integer, nullable=False, unique=True),
     Column("created_at", Float, nullable=False),
+    Column("inputs", Text, nullable=False, server_default=text("'[]'")),
+    Column("inputs_read_at", Float),
     PrimaryKeyConstraint(
         "project_id",
         "scope",
@@ -684,6 +694,9 @@ team_procedures = Table(
     Column("machines", Integer, nullable=False),
     *_same_as(procedures, "branches files files_more first_verified_at last_verified_at body"),
     Column("pulled_at", Float, nullable=False),
+    # The fingerprints a machine of the team read (remem/team/ship.py): compared here with
+    # this checkout's files.
+    Column("inputs", Text, nullable=False, server_default=text("'[]'")),
     UniqueConstraint("project_id", "team_procedure_id", name="uq_team_procedures_team_id"),
     info={"pulled": True},
 )

@@ -208,11 +208,12 @@ UPDATE_PROCEDURE = text(
 )
 _INSERT_COLUMNS = (
     "project_id, scope, branch, directory, workflow, workflow_hash, topic_key, "
-    "first_verified_at, last_verified_at, created_at, updated_at, " + ", ".join(COMPARED)
+    "first_verified_at, last_verified_at, created_at, updated_at, inputs, inputs_read_at, "
+    + ", ".join(COMPARED)
 )
 _INSERT_VALUES = (
     ":project_id, :scope, :branch, :directory, :workflow, :workflow_hash, :topic_key, "
-    ":first_verified_at, :last_verified_at, :created_at, :now, "
+    ":first_verified_at, :last_verified_at, :created_at, :now, :inputs, :inputs_read_at, "
     + ", ".join(f":{name}" for name in COMPARED)
 )
 INSERT_PROCEDURE = text(
@@ -225,7 +226,7 @@ INSERT_PROCEDURE_WITH_ID = text(
 TAKE_IDENTITY = text(
     "DELETE FROM procedure_identities WHERE project_id = :project_id AND scope = :scope "
     "AND branch = :branch AND directory = :directory AND workflow_hash = :workflow_hash "
-    "RETURNING procedure_id, created_at"
+    "RETURNING procedure_id, created_at, inputs, inputs_read_at"
 )
 INSERT_EVIDENCE = many_rows(
     text(
@@ -368,6 +369,8 @@ _PLACEHOLDER = {
     "files_more": 0,
     "body": "",
     "branches": "[]",
+    "inputs": "[]",
+    "inputs_read_at": None,
 }
 
 
@@ -399,7 +402,12 @@ def _promote(
         procedure_id = sent.scalar_one()
     else:
         procedure_id = identity.procedure_id
-        params.update(id=procedure_id, created_at=identity.created_at)
+        params.update(
+            id=procedure_id,
+            created_at=identity.created_at,
+            inputs=identity.inputs,
+            inputs_read_at=identity.inputs_read_at,
+        )
         connection.execute(INSERT_PROCEDURE_WITH_ID, params)
     _fill_evidence(connection, group, procedure_id)
     values = yield from _values(connection, group, tally, decision, procedure_id, now)

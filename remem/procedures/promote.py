@@ -25,7 +25,7 @@ from remem.config import Settings
 from remem.db.driver import Driver, Rounds, Rows, run, side_by_side
 from remem.db.engine import READ_ONLY, is_sqlite
 from remem.errors import NotFound
-from remem.procedures import instead, journal, known, ledger_rows, policy, tallies
+from remem.procedures import inputs, instead, journal, known, ledger_rows, policy, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
 from remem.procedures.reads import INSERT_RUN, Reads, after_latest, read_window, streak_span
 from remem.procedures.steps import VERIFIED
@@ -148,6 +148,7 @@ def _apply(connection: Driver, window: Window, settings: Settings, now: float) -
     for step, outcome in zip(steps, outcomes, strict=True):
         if step.group.scope == BRANCH or outcome != "unpromoted":
             stats[outcome] += 1
+    inputs.keep(connection, window.inputs)
     if window.events:
         passed = {
             run.workflow
@@ -382,7 +383,7 @@ def resolve_late(engine: Engine, settings: Settings, now: float) -> Counter[str]
         params = {"session_id": session_id, "cursor": 2**62, "since": since}
         with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
             late = tuple(event_of(row) for row in connection.execute(SELECT_UNRESOLVED, params))
-        window = build_window((), late, settings)
+        window = build_window((), late, settings, now)
         if not window.late:
             continue
         with engine.begin() as connection:

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, text
 from remem.capture.hosts import shell_patch
 from remem.db.engine import READ_ONLY
 from remem.db.schema import metadata
+from remem.procedures import inputs
 from remem.procedures.steps import group_workflow, workflow_hash
 from remem.queue.store import rewind_promote_tasks
 from remem.record.identity import directory_under, locate
@@ -55,8 +56,14 @@ def pending(engine: Engine) -> bool:
 
 
 def rebuild(engine: Engine, now: float, ignore_commands: tuple[str, ...] = ()) -> RebuildReport:
-    """Clear derived memory and queue its re-derivation, in one transaction."""
+    """Clear derived memory and queue its re-derivation, in one transaction. What each
+    procedure runs is read from the files first, outside it: the procedure derived again for
+    its group takes those fingerprints, marked as read by the rebuild."""
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+        read = inputs.read_for_rebuild(connection, now)
     with engine.begin() as connection:
+        if read:
+            connection.execute(inputs.SET_INPUTS, read)
         filled = _fill_directories(connection)
         _clamp_times(connection)
         patches = _patches_as_edits(connection)
@@ -191,8 +198,9 @@ _CLEAR_EVIDENCE = text(
 )
 _KEEP_IDENTITIES = text(
     "INSERT INTO procedure_identities (project_id, scope, branch, directory, workflow_hash, "
-    "procedure_id, created_at) SELECT project_id, scope, branch, directory, workflow_hash, id, "
-    "created_at FROM procedures WHERE status != 'archived' ON CONFLICT DO NOTHING"
+    "procedure_id, created_at, inputs, inputs_read_at) SELECT project_id, scope, branch, "
+    "directory, workflow_hash, id, created_at, inputs, inputs_read_at FROM procedures "
+    "WHERE status != 'archived' ON CONFLICT DO NOTHING"
 )
 
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import text
 
 from remem.config import Settings
+from remem.procedures.inputs import GroupInputs, verified_run, window_inputs
 from remem.procedures.rollout import Resolution, resolve_exit_codes
-from remem.procedures.steps import StepRun, classify
+from remem.procedures.steps import VERIFIED, StepRun, classify
 from remem.record.identity import directory_under
 from remem.record.output import output_excerpt, output_text
 from remem.record.redact import MASK, prints_secrets
@@ -47,6 +49,7 @@ class WindowEvent(NamedTuple):
     captured_at: float
     files: str | None  # an edit's files (JSON) and the hash of its change
     change_hash: str | None
+    inputs: str | None = None  # in a team database: what its steps ran, as shipped
     root: str = ""
 
 
@@ -59,6 +62,8 @@ class Window:
     late: tuple[WindowEvent, ...] = ()
     # What apply needs from the database, read by prepare outside the write transaction.
     reads: Reads | None = None
+    # What each workflow's newest verified run runs, read from its work tree.
+    inputs: tuple[GroupInputs, ...] = ()
 
 
 _STORED = [name for name in WindowEvent._fields if name != "root"]
@@ -86,12 +91,16 @@ SELECT_UNRESOLVED = text(
 
 
 def build_window(
-    events: tuple[WindowEvent, ...], late: tuple[WindowEvent, ...], settings: Settings
+    events: tuple[WindowEvent, ...],
+    late: tuple[WindowEvent, ...],
+    settings: Settings,
+    now: float | None = None,
 ) -> Window:
     """Resolve Codex outcomes and classify every run; `late` events count only once
-    resolved."""
+    resolved. What the verified runs run is read from their work trees at `now`."""
     resolutions = _resolve_codex(events + late)
     steps = {}
+    verified = []
     for event in events + late:
         resolution = resolutions.get(event.id)
         if resolution is not None:
@@ -104,8 +113,17 @@ def build_window(
         runs = _classify(event, settings)
         if runs:
             steps[event.id] = runs
+        verified += [
+            verified_run(
+                event.project_id, event.branch, event.cwd, event.directory, event.root,
+                run.directory, run.workflow, run.workflow_hash, event.event_at, event.inputs,
+            )
+            for run in runs
+            if run.verdict == VERIFIED
+        ]  # fmt: skip
     resolved_late = tuple(event for event in late if event.id in resolutions)
-    return Window(events, resolutions, steps, resolved_late)
+    read = window_inputs(verified, time.time() if now is None else now) if verified else []
+    return Window(events, resolutions, steps, resolved_late, inputs=tuple(read))
 
 
 def event_of(row: Any) -> WindowEvent:

@@ -172,7 +172,7 @@ def file_identity(word: str, directory: str, root: str) -> str:
     return posixpath.normpath(posixpath.join(directory, path))
 
 
-def _script_position(argv: Sequence[str]) -> int | None:
+def script_position(argv: Sequence[str]) -> int | None:
     """Where the script an interpreter (or `go run`, `mix run`) runs is named in argv."""
     found = interpreter_argv(argv)
     if found is not None:
@@ -195,7 +195,7 @@ def file_arguments(words: Sequence[str], message: Message) -> list[tuple[int, st
     name = program_name(argv)
     if (name,) in FILE_OPERATIONS or (name, *argv[1:2]) in FILE_OPERATIONS:
         return []
-    script = _script_position(argv)
+    script = script_position(argv)
     skipped = set(message.whole) | {index for index, _offset in message.tails}
     found = []
     for position, index in enumerate(view[1:], start=1):

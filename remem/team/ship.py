@@ -23,6 +23,7 @@ from remem.config import Settings
 from remem.db.columns import EVENT_COLUMNS, names
 from remem.db.engine import READ_ONLY, executor
 from remem.faults import crash_point
+from remem.procedures.inputs import event_inputs
 from remem.record.forgotten import Known
 from remem.record.identity import directory_under
 from remem.record.output import output_excerpt, output_text
@@ -199,7 +200,8 @@ def _store(
                     "machine": machine,
                 },
             ).scalar_one()
-        values.append(_masked(known, _team_event(row, link, machine, team_project, sessions[key])))
+        event = _team_event(row, link, machine, team_project, sessions[key], now)
+        values.append(_masked(known, event))
     if not values:
         return 0
     inserted = _insert_new(connection, values)
@@ -212,19 +214,22 @@ def _store(
     return len(inserted)
 
 
+# What a shipped event holds in the team database: its columns, and what its verified steps
+# ran as this machine read it (the team has no files to read).
+_TEAM_COLUMNS = (*EVENT_COLUMNS, "inputs")
 # The team database takes a batch by COPY into a scratch table, then one INSERT … SELECT that
 # skips the events it holds: a statement with a parameter per field of a thousand rows would
 # cost more to build and parse than to run.
 _SCRATCH = (
     "CREATE TEMPORARY TABLE ship_batch ON COMMIT DROP AS SELECT 0::bigint AS ord, "
-    + names(EVENT_COLUMNS)
+    + names(_TEAM_COLUMNS)
     + " FROM captured_events WITH NO DATA"
 )
-_COPY = f"COPY ship_batch (ord, {names(EVENT_COLUMNS)}) FROM STDIN"
+_COPY = f"COPY ship_batch (ord, {names(_TEAM_COLUMNS)}) FROM STDIN"
 # Ids are given in the order the events were captured here: a session's windows follow them.
 _INSERT_NEW = (
-    f"INSERT INTO captured_events ({names(EVENT_COLUMNS)}) "
-    f"SELECT {names(EVENT_COLUMNS)} FROM ship_batch ORDER BY ord "
+    f"INSERT INTO captured_events ({names(_TEAM_COLUMNS)}) "
+    f"SELECT {names(_TEAM_COLUMNS)} FROM ship_batch ORDER BY ord "
     "ON CONFLICT (idempotency_key) DO NOTHING RETURNING id, session_id"
 )
 
@@ -236,7 +241,7 @@ def _insert_new(connection: Connection, values: list[dict[str, Any]]) -> list[tu
     assert raw is not None
     with raw.cursor() as cursor, cursor.copy(_COPY) as copy:
         for order, event in enumerate(values):
-            copy.write_row([order, *(event[name] for name in EVENT_COLUMNS)])
+            copy.write_row([order, *(event[name] for name in _TEAM_COLUMNS)])
     return [(int(i), int(s)) for i, s in connection.exec_driver_sql(_INSERT_NEW).all()]
 
 
@@ -250,7 +255,7 @@ def _masked(known: Known | None, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _team_event(
-    row: Any, link: Linked, machine: str, team_project: int, team_session: int
+    row: Any, link: Linked, machine: str, team_project: int, team_session: int, now: float
 ) -> dict[str, Any]:
     event = {name: getattr(row, name) for name in _SHIPPED if name != "id"}
     directory = event["directory"] or directory_under(event["cwd"], link.root)
@@ -260,6 +265,11 @@ def _team_event(
         except ValueError:
             found = None
         event["output_excerpt"] = output_excerpt(found)
+    event["inputs"] = None
+    if event["kind"] == "command" and event["outcome"] == "success" and event["command"]:
+        event["inputs"] = event_inputs(
+            event["command"], event["output_excerpt"], event["cwd"], directory, link.root, now
+        )
     for name, value in event.items():
         # PostgreSQL text holds no NUL character, which an output may: shown as U+FFFD.
         if isinstance(value, str) and "\x00" in value:
