@@ -229,11 +229,10 @@ def _mask_named_values(text: str, lowered: str, found: Found) -> str:
 _DIGESTS = ("sha256:", "sha512:", "sha384:", "sha1:")
 
 
-def _url_userinfo(match: re.Match[str]) -> str:
+def _url_userinfo(scheme: str, rest: str) -> str:
     """A URL with the password of its userinfo, or a token standing alone as the userinfo, masked.
     A password may hold `/`, `:` and `@`: the userinfo ends at the last `@` before the host, one
     not right after a `/` (an npm scope) nor followed by a digest (image@sha256:...)."""
-    scheme, rest = match.group(1), match.group(2)
     ats = [
         i
         for i, char in enumerate(rest)
@@ -246,7 +245,7 @@ def _url_userinfo(match: re.Match[str]) -> str:
                 return f"{scheme}{user}:{MASK}{rest[at:]}"
         elif _looks_like_token(user):
             return f"{scheme}{MASK}{rest[at:]}"
-    return match.group(0)
+    return scheme + rest
 
 
 def _is_host_and_port(user: str, password: str) -> bool:
@@ -269,11 +268,29 @@ def _looks_like_token(text: str) -> bool:
     )
 
 
+# A word of a text, up to blanks and quotes, that holds an `@`: each word is scanned once, from
+# where it starts (the look-behind), to its last `@`, then to its end. A URL's userinfo never
+# crosses a blank or a quote, so its scheme and its `@` are in one word.
+_AT_WORD = r"(?<![^\s'\"<>`])[^\s'\"<>`]*@[^\s'\"<>`]*+"
+_SCHEME = r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://"
+
+
+def _word_userinfo(match: re.Match[str]) -> str:
+    word = match.group(0)
+    if "://" not in word:
+        return word
+    # The first scheme with an `@` after it; what follows it, to the word's end, is the rest.
+    scheme = _pattern(_SCHEME).search(word, 0, word.rindex("@"))
+    if scheme is None:
+        return word
+    start, end = scheme.span()
+    return word[:start] + _url_userinfo(word[start:end], word[end:])
+
+
 def _mask_url_userinfo(text: str, _lowered: str, _found: Found) -> str:
     if "@" not in text:
         return text
-    pattern = _pattern(r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://)([^\s'\"<>`]*@[^\s'\"<>`]*)")
-    return pattern.sub(_url_userinfo, text)
+    return _pattern(_AT_WORD).sub(_word_userinfo, text)
 
 
 def _sub(pattern: str, replacement: str, flags: int = 0) -> Rule:
