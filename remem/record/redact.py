@@ -15,6 +15,7 @@ from remem.record.masking import find_keywords, mask_families
 from remem.record.masking import masked as _masked
 from remem.record.masking import pattern as _pattern
 from remem.record.password_flags import PASSWORD_FLAGS, WORD
+from remem.record.tree import WALK, copy_json
 
 TYPE_CHECKING = False  # `typing` is not imported on the hot path
 if TYPE_CHECKING:
@@ -406,19 +407,14 @@ def redact_text(text: str) -> str:
     return text
 
 
-def redact_json(value: Any) -> Any:
-    """A copy of a JSON value with secret-named keys masked and every string redacted."""
-    if isinstance(value, dict):
-        result = {}
-        for key, item in value.items():
-            safe_key = redact_text(key) if isinstance(key, str) else key
-            if isinstance(key, str) and is_secret_key(key):
-                result[safe_key] = MASK if item not in (None, "", False, [], {}) else item
-            else:
-                result[safe_key] = redact_json(item)
-        return result
-    if isinstance(value, list):
-        return [redact_json(item) for item in value]
-    if isinstance(value, str):
-        return redact_text(value)
-    return value
+def redact_json(value: Any, string: Callable[[str], str] = redact_text) -> Any:
+    """A copy of a JSON value with secret-named keys masked and every string, keys included,
+    through `string` (redacted), walked without recursion (remem.record.tree: a value nested
+    too deeply is left out)."""
+    return copy_json(value, string, string, _secret_entry)
+
+
+def _secret_entry(key: Any, item: Any) -> Any:
+    if isinstance(key, str) and is_secret_key(key):
+        return MASK if item not in (None, "", False, [], {}) else item
+    return WALK
