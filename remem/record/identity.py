@@ -16,27 +16,19 @@ from __future__ import annotations
 import os
 import stat
 
+from remem.record.lines import open_regular
+
 _HEAD_REF = "ref: refs/heads/"
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
 
 
 def read_regular(path: str, limit: int) -> str | None:
     """The first `limit` bytes of a regular file as text; None for anything else (a FIFO, a
-    device, a directory) and for what cannot be read. The open does not wait for a FIFO's
-    writer: it is refused once open, by what fstat says it is."""
+    device, a directory: remem.record.lines.open_regular) and for what cannot be read."""
     try:
-        descriptor = os.open(path, _OPEN_FLAGS)
-    except OSError:
+        with open_regular(path) as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:  # NotRegularFile included
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return None
-        data = os.read(descriptor, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(descriptor)
-    return data.decode("utf-8", "replace")
 
 
 def _read_small(path: str) -> str | None:
