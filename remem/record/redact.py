@@ -169,7 +169,9 @@ def _mask_options(text: str, command: str, option: str) -> str:
             step = max(step, *(text.rfind(separator, looked, start) + 1 for separator in "\n|;&"))
             looked = start
             if step not in program_ends:
-                program = _pattern(command).search(text, step)
+                # Looked for within the step only: a search to the text's end for each step
+                # would be quadratic in a text of many steps that name no program.
+                program = _pattern(command).search(text, step, _step_end(text, start))
                 program_ends[step] = program.end() if program else len(text) + 1
             if program_ends[step] > start:
                 continue
@@ -179,6 +181,11 @@ def _mask_options(text: str, command: str, option: str) -> str:
         if secret[0] < secret[1] and text[secret[0] : secret[1]] != MASK:
             spans.append(secret)
     return _masked(text, spans)
+
+
+def _step_end(text: str, start: int) -> int:
+    end = _pattern(r"[\n|;&]").search(text, start)
+    return end.start() if end else len(text)
 
 
 def _option_rule(command: str, option: str, gate: Gate = ()) -> Rule:

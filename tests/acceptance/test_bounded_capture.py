@@ -24,6 +24,7 @@ ADVERSARIAL = [
     ("url userinfo", "x@y " + "a://" * 32_000),  # 128 KB: 30.9 s
     (".netrc", "machine m" + " login default" * 30_000),  # 420 KB: 293 s
     ("expect", 'send "x" expect "' + "assw" * 16_000),  # 64 KB: about 40 s
+    ("tool options", " set x y; -p x;" * 8_000),  # 120 KB: about 60 s
 ]
 BOUND_S = 20.0  # a hook here takes well under a second, a worker or an import a few seconds
 
@@ -62,8 +63,8 @@ def test_the_hook_stores_promptly_what_made_a_rule_backtrack(
     assert 0 < excerpt_chars < 5000  # its head and tail, cut
 
 
-def test_the_hook_stores_promptly_a_megabyte_of_each_at_once(home: Home, tmp_path: Path) -> None:
-    """A megabyte of output (over the payload cap, so cut first) that holds all three."""
+def test_the_hook_stores_promptly_a_megabyte_of_them_all(home: Home, tmp_path: Path) -> None:
+    """A megabyte of output (over the payload cap, so cut first) that holds them all."""
     project = make_project(tmp_path)
     each = (1 << 20) // len(ADVERSARIAL)
     output = "\n".join((text * (each // len(text) + 1))[:each] for _name, text in ADVERSARIAL)
