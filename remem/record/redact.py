@@ -169,9 +169,10 @@ def _mask_options(text: str, command: str, option: str) -> str:
             step = max(step, *(text.rfind(separator, looked, start) + 1 for separator in "\n|;&"))
             looked = start
             if step not in program_ends:
-                # Looked for within the step only: a search to the text's end for each step
-                # would be quadratic in a text of many steps that name no program.
-                program = _pattern(command).search(text, step, _step_end(text, start))
+                # Looked for within the step only: from each step to the end would be
+                # quadratic in a text of many steps.
+                stop = _pattern(r"[\n|;&]").search(text, start)
+                program = _pattern(command).search(text, step, stop.start() if stop else len(text))
                 program_ends[step] = program.end() if program else len(text) + 1
             if program_ends[step] > start:
                 continue
@@ -181,11 +182,6 @@ def _mask_options(text: str, command: str, option: str) -> str:
         if secret[0] < secret[1] and text[secret[0] : secret[1]] != MASK:
             spans.append(secret)
     return _masked(text, spans)
-
-
-def _step_end(text: str, start: int) -> int:
-    end = _pattern(r"[\n|;&]").search(text, start)
-    return end.start() if end else len(text)
 
 
 def _option_rule(command: str, option: str, gate: Gate = ()) -> Rule:
