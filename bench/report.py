@@ -1,7 +1,8 @@
 """Run every benchmark and write their figures to BENCHMARKS.md at the repository root.
 
-Runs hook.py, cli.py, pipeline.py, scale.py, daemon_idle.py, concurrency.py, importer.py,
-entire.py, team.py, analysis.py and ui.py one after another with --json (their progress goes to
+Runs hook.py, hook_output.py, cli.py, pipeline.py, scale.py, daemon_idle.py, concurrency.py,
+importer.py, entire.py, team.py, analysis.py and ui.py one after another with --json (their
+progress goes to
 stderr as it happens), then writes one table (and a section per benchmark with a heading of its
 own): median, min–max, target and verdict per figure. Then coverage.py, whose totals go to a
 "Memory coverage" section of their own (--coverage-only runs it alone and rewrites only that
@@ -89,6 +90,20 @@ def start_up_cells(report: dict[str, Any]) -> list[Cells]:
             ratio = report["ratios"][case]
             target = f"≤ {ratio['target']:.2f}×"
             rows.append((f"{ratio['ratio']:.2f}×", NONE, target, verdict(ratio["pass"])))
+    return rows
+
+
+def hook_output_cells(report: dict[str, Any]) -> list[Cells]:
+    """hook_output.py: the plain case's milliseconds, then each adversarial case's ratio to it."""
+    cases = report["cases"]
+    plain = cases["plain"]
+    rows: list[Cells] = [
+        (f"{plain['median_ms']:.0f}", f"{plain['min_ms']:.0f}–{plain['max_ms']:.0f}", NONE, NONE)
+    ]
+    for name, figures in cases.items():
+        if name != "plain":
+            target = f"≤ {figures['target']:g}×"
+            rows.append((f"{figures['ratio']:.2f}×", NONE, target, verdict(figures["pass"])))
     return rows
 
 
@@ -304,6 +319,19 @@ BENCHES = (
             f"hook.py {count(r['runs'], 'run')} per case"
             f" after {count(r['warmup_runs'], 'warm-up run')}"
         ),
+    ),
+    Bench(
+        "hook_output.py",
+        ("--runs", "3"),
+        (
+            "hook, 1 MiB of plain output, ms",
+            "hook, 1 MiB of URL-userinfo backtracking output / plain",
+            "hook, 1 MiB of .netrc backtracking output / plain",
+            "hook, 1 MiB of expect backtracking output / plain",
+            "hook, 1 MiB of all three / plain",
+        ),
+        hook_output_cells,
+        lambda r: f"hook_output.py {count(r['runs'], 'run')} per case, interleaved",
     ),
     Bench(
         "cli.py",

@@ -9,8 +9,8 @@ import json
 import os
 import re
 
+from remem.record.bounded import redacted_head
 from remem.record.event import ERROR_EXCERPT_CHARS, Dropped
-from remem.record.redact import redact_text
 from remem.record.sha import sha256_hex
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -65,8 +65,8 @@ def exit_code_value(value: Any) -> int | None:
 def excerpt(text: Any) -> str | None:
     if not isinstance(text, str) or not text:
         return None
-    # Redact the whole text before cutting: a cut could leave a token too short to recognise.
-    return redact_text(text)[:ERROR_EXCERPT_CHARS]
+    # Redacted with a margin past the cut: a cut could leave a token too short to recognise.
+    return redacted_head(text, ERROR_EXCERPT_CHARS)
 
 
 def command_text(value: Any) -> str | None:
@@ -123,18 +123,9 @@ def change_hash(files: list[str], parts: list[str]) -> str:
 
 
 def stored_payload(payload: dict[str, Any]) -> str:
-    """The redacted payload as stored: long strings cut, so one output cannot bloat the row."""
-
-    def shorten(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: shorten(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [shorten(v) for v in value]
-        if isinstance(value, str) and len(value) > STORED_STRING_CHARS:
-            return value[:STORED_STRING_CHARS] + f"…[{len(value) - STORED_STRING_CHARS} more]"
-        return value
-
-    return json.dumps(shorten(payload), ensure_ascii=False, sort_keys=True)
+    """The redacted payload as stored: its strings already cut (STORED_STRING_CHARS, by
+    remem.record.bounded.redacted_cut), so that one output cannot bloat the row."""
+    return json.dumps(payload, ensure_ascii=False, sort_keys=True)
 
 
 def payload_hash(payload: dict[str, Any]) -> str:

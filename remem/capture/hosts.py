@@ -12,6 +12,7 @@ import os
 import re
 
 from remem.capture.fields import (
+    STORED_STRING_CHARS,
     change_hash,
     command_text,
     edit_change,
@@ -24,13 +25,20 @@ from remem.capture.fields import (
     payload_hash,
     stored_payload,
 )
+from remem.record.bounded import redact_field, redacted_cut
 from remem.record.event import (
     DROP_EXCERPT_CHARS,
     CapturedEvent,
     Dropped,
 )
 from remem.record.identity import spelt_root
-from remem.record.output import OUTPUT_FIELDS, mask_output, output_excerpt, output_text
+from remem.record.output import (
+    OUTPUT_FIELDS,
+    mask_output,
+    output_excerpt,
+    output_text,
+    redacted_excerpt,
+)
 from remem.record.redact import MASK, prints_secrets, redact_json, redact_text
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
@@ -327,6 +335,10 @@ def _runs_remem_forget(command: str | None) -> bool:
     )
 
 
+def _stored_string(text: str) -> str:
+    return redacted_cut(text, STORED_STRING_CHARS)
+
+
 def build_event(
     payload: dict[str, Any], host: str, now: float, locate: Locate, output_cut: int = 0
 ) -> CapturedEvent:
@@ -340,8 +352,11 @@ def build_event(
     if draft.kind == "command" and _runs_remem_forget(draft.command):
         raise Dropped("own_command", "remem forget is never recorded", host, draft.hook_event)
     root, branch, work_tree, directory = locate(draft.cwd)
-    redacted = redact_json(payload)
-    if draft.command is not None and prints_secrets(draft.command):
+    # Each string cut to what is stored of it before it is redacted: a tool's output may be
+    # megabytes, and the agent waits for the hook.
+    redacted = redact_json(payload, _stored_string)
+    printed = draft.command is not None and prints_secrets(draft.command)
+    if printed:
         mask_output(host, redacted)
         draft.error_excerpt = MASK if draft.error_excerpt else None
     if draft.tool_use_id:
@@ -358,27 +373,31 @@ def build_event(
         (spelt_root(draft.cwd, directory), "."),
         (os.path.normpath(draft.cwd), directory),
     )
-    files = sorted({redact_text(_relative(f, roots)) for f in draft.files})
+    files = sorted({redact_field(_relative(f, roots)) for f in draft.files})
     return CapturedEvent(
         idempotency_key=key,
         host=host,
-        session_key=redact_text(draft.session_key),
+        session_key=redact_field(draft.session_key),
         hook_event=draft.hook_event,
         kind=draft.kind,
         tool_name=draft.tool_name,
         tool_use_id=draft.tool_use_id,
-        command=redact_text(draft.command) if draft.command is not None else None,
+        command=redact_field(draft.command) if draft.command is not None else None,
         outcome=draft.outcome,
         exit_code=draft.exit_code,
         exit_code_source=draft.exit_code_source,
         error_excerpt=draft.error_excerpt,
-        output_excerpt=output_excerpt(output_text(host, redacted), output_cut)
+        output_excerpt=(
+            output_excerpt(output_text(host, redacted), output_cut)
+            if printed
+            else redacted_excerpt(output_text(host, payload), output_cut)
+        )
         if draft.kind == "command"
         else None,
-        project_root=redact_text(root),
+        project_root=redact_field(root),
         branch=draft.branch or branch,
-        cwd=redact_text(draft.cwd),
-        directory=redact_text(directory),
+        cwd=redact_field(draft.cwd),
+        directory=redact_field(directory),
         files=files or None,
         change_hash=draft.change_hash,
         transcript_path=draft.transcript_path,
@@ -441,7 +460,9 @@ def written_edit(event: CapturedEvent) -> CapturedEvent | None:
     directory = event.directory or "."
     roots = _roots(event.cwd, directory)
     files: list[str] = []
-    parts: list[str] = []
+    # Each content once, though a line writes many files (`echo x >a >b`): normalised and
+    # hashed once, not once per file, which was quadratic in the redirections of a line.
+    parts: dict[int, str] = {}
     for name, content in writes:
         if os.path.isabs(name):
             path = _relative(name, roots)
@@ -451,7 +472,8 @@ def written_edit(event: CapturedEvent) -> CapturedEvent | None:
         if os.path.isabs(path) or path.startswith(("~", "../")) or path == "..":
             continue
         files.append(path)
-        parts.append(normalise_ws(content))
+        if id(content) not in parts:
+            parts[id(content)] = normalise_ws(content)
     if not files:
         return None
     fields = event.fields()
@@ -465,6 +487,6 @@ def written_edit(event: CapturedEvent) -> CapturedEvent | None:
         error_excerpt=None,
         output_excerpt=None,
         files=sorted(set(files)),
-        change_hash=change_hash(files, parts),
+        change_hash=change_hash(files, list(parts.values())),
     )
     return CapturedEvent(**fields)

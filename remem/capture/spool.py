@@ -16,7 +16,7 @@ import time
 from remem.db import columns
 from remem.paths import write_whole
 from remem.record import rewrite as files
-from remem.record.redact import redact_text
+from remem.record.bounded import redacted_head
 
 # Event fields newer than the first spool format; a record without them is still an event.
 ADDED_EVENT_FIELDS = ("directory", "output_excerpt", "event_at_reported")
@@ -196,9 +196,9 @@ class Rejected(Exception):
 
 
 def _dead_letter(spool_dir: str, source: str, number: int, line: bytes, reason: str) -> None:
-    text = redact_text(line.decode("utf-8", "replace"))[:10_000]
+    text = redacted_head(line.decode("utf-8", "replace"), 10_000)
     # A database's message may quote the row it refused.
-    reason = redact_text(reason)[:500]
+    reason = redacted_head(reason, 500)
     entry = {"reason": reason, "source": source, "line_number": number, "line": text}
     path = os.path.join(spool_dir, DEAD_LETTER_FILE)
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from remem.record.bounded import redacted_head
 from remem.record.event import ERROR_EXCERPT_CHARS
 from remem.record.lines import bounded_lines, open_regular
-from remem.record.output import output_excerpt
-from remem.record.redact import redact_text
+from remem.record.output import redacted_excerpt
 from remem.record.tool_result import exec_output, exit_code_of, output_outcome
 
 # The exit codes a database column holds on every backend (PostgreSQL's INTEGER is 32 bits):
@@ -73,9 +73,8 @@ def _collect(
         return
     # PostgreSQL text holds no NUL character, which an output may: shown as U+FFFD.
     output = output.replace("\x00", "\ufffd")
-    redacted = redact_text(output) if output else None
-    excerpt = redacted[:ERROR_EXCERPT_CHARS] if exit_code != 0 and redacted else None
-    found[payload["call_id"]] = Resolution(exit_code, excerpt, output_excerpt(redacted))
+    excerpt = redacted_head(output, ERROR_EXCERPT_CHARS) if exit_code != 0 and output else None
+    found[payload["call_id"]] = Resolution(exit_code, excerpt or None, redacted_excerpt(output))
 
 
 def _ended(payload: dict[str, Any]) -> Outcome | None:

@@ -4,21 +4,47 @@ A project is the repository, not the checkout: every worktree of a repository (a
 pointing into the main repository's `.git/worktrees/NAME`, whose `commondir` leads back) is the
 same project, rooted at the main work tree; the branch and the directory stay the worktree's
 own. Symlinks are resolved, so two spellings of one directory are one project.
+
+Whatever lies in a parent directory may be planted (another account's `/tmp/.git`, a FIFO at
+`.git/HEAD` in a tarball): a file is read only when it is a regular one, opened without waiting
+for a writer, and the walk up stops at a directory another user owns or anyone may write to
+(sticky and world-writable, like `/tmp`).
 """
 
 from __future__ import annotations
 
 import os
+import stat
+
+from remem.record.lines import open_regular
 
 _HEAD_REF = "ref: refs/heads/"
 
 
-def _read_small(path: str) -> str | None:
+def read_regular(path: str, limit: int) -> str | None:
+    """The first `limit` bytes of a regular file as text; None for anything else (a FIFO, a
+    device, a directory: remem.record.lines.open_regular) and for what cannot be read."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(4096).strip()
-    except OSError:
+        with open_regular(path) as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:  # NotRegularFile included
         return None
+
+
+def _read_small(path: str) -> str | None:
+    text = read_regular(path, 4096)
+    return None if text is None else text.strip()
+
+
+def _trusted(directory: str, uid: int) -> bool:
+    """Whether a repository found in the directory may be taken for the user's: it is theirs,
+    and not one where anyone may put a `.git` (sticky and world-writable)."""
+    try:
+        status = os.stat(directory)
+    except OSError:  # a directory that is gone (or hidden) holds nothing to read either
+        return True
+    shared = status.st_mode & stat.S_ISVTX and status.st_mode & stat.S_IWOTH
+    return status.st_uid == uid and not shared
 
 
 def _git_dir(dot_git: str) -> str | None:
@@ -56,8 +82,10 @@ def locate(cwd: str) -> tuple[str, str | None, str, str]:
     """(project root, branch, work tree root, cwd relative to that root); outside any
     repository the directory itself is the project and its work tree, with no branch."""
     start = os.path.realpath(cwd) if cwd else "/"
-    directory = start
+    directory, uid = start, os.geteuid()
     while True:
+        if not _trusted(directory, uid):
+            return start, None, start, "."
         dot_git = os.path.join(directory, ".git")
         if os.path.lexists(dot_git):
             git_dir = _git_dir(dot_git)

@@ -1,15 +1,18 @@
 """Reading a file an agent wrote (a transcript, a rollout), line by line and within bounds: only
 a regular file, up to the size it had when opened, and no line longer than MAX_LINE_BYTES held
 in memory. A FIFO would block its reader for ever and a device never ends; a line of gigabytes
-would take the memory with it. Stdlib only.
+would take the memory with it. Stdlib only: the hook reads a repository's HEAD through it.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path (identity reads here)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import BinaryIO
 
 # The longest line read; a longer one is skipped whole (and counted by the caller). A Claude
 # Code line holding a pasted image runs to a few MiB.

@@ -4,8 +4,11 @@ hook stores, what the worker reads from a rollout, and what the team ships. Stdl
 
 from __future__ import annotations
 
+from remem.record.bounded import REDACTION_MARGIN_CHARS, redacted_head, redacted_tail
 from remem.record.event import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS
 from remem.record.masking import MASK
+from remem.record.redact import redact_text
+from remem.record.tree import copy_json
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -44,6 +47,16 @@ def mask_output(host: str, payload: dict[str, Any]) -> None:
             parent[path[-1]] = MASK
 
 
+def redacted_excerpt(text: str | None, already_cut: int = 0) -> str | None:
+    """output_excerpt of an output not redacted yet: each end redacted on its own (with a
+    margin, remem.record.bounded), never the whole of a long output."""
+    if not text or len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS + 2 * REDACTION_MARGIN_CHARS:
+        return output_excerpt(redact_text(text) if text else None, already_cut)
+    head, tail = redacted_head(text, OUTPUT_HEAD_CHARS), redacted_tail(text, OUTPUT_TAIL_CHARS)
+    cut = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS + already_cut
+    return f"{head}\n…[{cut} characters cut]…\n{tail}"
+
+
 def output_excerpt(text: str | None, already_cut: int = 0) -> str | None:
     """The head and the tail of an already redacted output, within a fixed size; already_cut
     counts what an oversized payload lost before (see cut_output)."""
@@ -56,12 +69,12 @@ def output_excerpt(text: str | None, already_cut: int = 0) -> str | None:
     return f"{head}\n…[{cut} characters cut]…\n{tail}"
 
 
+def _utf8(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def without_lone_surrogates(value: Any) -> Any:
     """Lone surrogates are valid JSON but not UTF-8: they could be stored nowhere."""
     if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, dict):
-        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_lone_surrogates(item) for item in value]
-    return value
+        return _utf8(value)
+    return copy_json(value, _utf8, _utf8)

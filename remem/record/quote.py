@@ -50,16 +50,38 @@ def needs_credentials(command: str) -> bool:
     return REDACTION_MARK in command
 
 
+# Letters that print as nothing: the Hangul fillers (default-ignorable, yet letters) and the
+# blank Braille pattern. Words joined by one read as words joined by a space.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# Marks that draw on the character before them (Mn, Me), and format characters (Cf).
+_MARK_CATEGORIES = ("Mn", "Me", "Cf")
+
+
 def has_unsafe(text: str) -> bool:
     """Whether the text holds what some reader takes for a line break (str.splitlines, an
     editor) or a terminal for a command (C0 and C1 controls: ESC, CSI, OSC), what reorders or
-    hides text (bidi controls, zero-width marks), or a lone surrogate: what str.isprintable
-    refuses, ASCII space aside."""
-    return not text.isprintable()
+    hides text (bidi controls, zero-width marks), a lone surrogate (what str.isprintable
+    refuses, ASCII space aside), or what a reader cannot see for what it is: a letter that
+    prints blank, a combining mark, a default-ignorable character."""
+    if text.isascii():
+        return not text.isprintable()
+    return any(map(_unsafe, text))
+
+
+def _unsafe(char: str) -> bool:
+    if not char.isprintable():
+        return True
+    if char < "\x80":
+        return False
+    if char in _BLANK_LETTERS:
+        return True
+    from unicodedata import category  # text beyond ASCII only
+
+    return category(char) in _MARK_CATEGORIES
 
 
 def _escaped(char: str) -> str:
-    if char.isprintable():
+    if not _unsafe(char):
         return char
     code = ord(char)
     if code > 0xFFFF:  # as JSON writes it: a surrogate pair
@@ -72,7 +94,7 @@ def escape_unsafe(text: str) -> str:
     """The text with each unsafe character (has_unsafe) as a \\uXXXX escape: for text JSON
     already quoted (it leaves C1 controls, U+2028 and bidi controls as they are), and for
     recorded text shown inside remem's own wording."""
-    if text.isprintable():
+    if not has_unsafe(text):
         return text
     return "".join(map(_escaped, text))
 
@@ -136,9 +158,9 @@ def inert_command(command: str) -> str:
 
 
 def inert_path(path: str) -> str:
-    """A file or directory name, a project root or a branch as is when it is plainly a path,
-    else quoted like an excerpt."""
-    if path and all(ch.isalnum() or ch in _PATH_CHARS for ch in path):
+    """A file or directory name, a project root or a branch as is when it is plainly a path
+    (ASCII letters, digits and the punctuation of paths), else quoted like an excerpt."""
+    if path and path.isascii() and all(ch.isalnum() or ch in _PATH_CHARS for ch in path):
         return path
     return quote_text(path)
 

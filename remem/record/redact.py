@@ -15,6 +15,7 @@ from remem.record.masking import find_keywords, mask_families
 from remem.record.masking import masked as _masked
 from remem.record.masking import pattern as _pattern
 from remem.record.password_flags import PASSWORD_FLAGS, PASSWORD_WORDS, PLAIN, SECRET_PRINTERS, WORD
+from remem.record.tree import WALK, copy_json
 
 TYPE_CHECKING = False  # `typing` is not imported on the hot path
 if TYPE_CHECKING:
@@ -293,11 +294,10 @@ def _mask_named_values(text: str, lowered: str, found: Found) -> str:
 _DIGESTS = ("sha256:", "sha512:", "sha384:", "sha1:")
 
 
-def _url_userinfo(match: re.Match[str]) -> str:
+def _url_userinfo(scheme: str, rest: str) -> str:
     """A URL with the password of its userinfo, or a token standing alone as the userinfo, masked.
     A password may hold `/`, `:` and `@`: the userinfo ends at the last `@` before the host, one
     not right after a `/` (an npm scope) nor followed by a digest (image@sha256:...)."""
-    scheme, rest = match.group(1), match.group(2)
     ats = [
         i
         for i, char in enumerate(rest)
@@ -310,7 +310,7 @@ def _url_userinfo(match: re.Match[str]) -> str:
                 return f"{scheme}{user}:{MASK}{rest[at:]}"
         elif _looks_like_token(user):
             return f"{scheme}{MASK}{rest[at:]}"
-    return match.group(0)
+    return scheme + rest
 
 
 def _is_host_and_port(user: str, password: str) -> bool:
@@ -333,11 +333,29 @@ def _looks_like_token(text: str) -> bool:
     )
 
 
+# A word of a text, up to blanks and quotes, that holds an `@`: each word is scanned once, from
+# where it starts (the look-behind), to its last `@`, then to its end. A URL's userinfo never
+# crosses a blank or a quote, so its scheme and its `@` are in one word.
+_AT_WORD = r"(?<![^\s'\"<>`])[^\s'\"<>`]*@[^\s'\"<>`]*+"
+_SCHEME = r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://"
+
+
+def _word_userinfo(match: re.Match[str]) -> str:
+    word = match.group(0)
+    if "://" not in word:
+        return word
+    # The first scheme with an `@` after it; what follows it, to the word's end, is the rest.
+    scheme = _pattern(_SCHEME).search(word, 0, word.rindex("@"))
+    if scheme is None:
+        return word
+    start, end = scheme.span()
+    return word[:start] + _url_userinfo(word[start:end], word[end:])
+
+
 def _mask_url_userinfo(text: str, _lowered: str, _found: Found) -> str:
     if "@" not in text:
         return text
-    pattern = _pattern(r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://)([^\s'\"<>`]*@[^\s'\"<>`]*)")
-    return pattern.sub(_url_userinfo, text)
+    return _pattern(_AT_WORD).sub(_word_userinfo, text)
 
 
 # SQL: `WITH PASSWORD 'VALUE'`, `IDENTIFIED BY 'VALUE'` (quoted, or bare after IDENTIFIED BY).
@@ -531,19 +549,14 @@ def prints_secrets(command: str) -> bool:
     )
 
 
-def redact_json(value: Any) -> Any:
-    """A copy of a JSON value with secret-named keys masked and every string redacted."""
-    if isinstance(value, dict):
-        result = {}
-        for key, item in value.items():
-            safe_key = redact_text(key) if isinstance(key, str) else key
-            if isinstance(key, str) and is_secret_key(key):
-                result[safe_key] = MASK if item not in (None, "", False, [], {}) else item
-            else:
-                result[safe_key] = redact_json(item)
-        return result
-    if isinstance(value, list):
-        return [redact_json(item) for item in value]
-    if isinstance(value, str):
-        return redact_text(value)
-    return value
+def redact_json(value: Any, string: Callable[[str], str] = redact_text) -> Any:
+    """A copy of a JSON value with secret-named keys masked and every string, keys included,
+    through `string` (redacted), walked without recursion (remem.record.tree: a value nested
+    too deeply is left out)."""
+    return copy_json(value, string, string, _secret_entry)
+
+
+def _secret_entry(key: Any, item: Any) -> Any:
+    if isinstance(key, str) and is_secret_key(key):
+        return MASK if item not in (None, "", False, [], {}) else item
+    return WALK

@@ -23,8 +23,13 @@ from __future__ import annotations
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _UUID_SHAPE = "{h8}-{h4}-{h4}-{h4}-{h12}"
-# What a secret of the expect scripts follows: a prompt for one.
-_PROMPT = r"[^\"\n]*(?:assw|phrase|[Pp][Ii][Nn]\b|[Tt]oken|[Ss]ecret|OTP|[Cc]ode)[^\"\n]*"
+# What a secret of the expect scripts follows: a prompt for one, quoted, which names it within
+# its first 200 characters (looked ahead for, then taken whole and never given back: a scan
+# that failed is not restarted inside the same prompt).
+_PROMPT = (
+    r"\"(?=[^\"\n]{0,200}?(?:assw|phrase|[Pp][Ii][Nn]\b|[Tt]oken|[Ss]ecret|OTP|[Cc]ode))"
+    r"[^\"\n]{0,240}+\""
+)
 
 # (family, keywords, pattern, example)
 FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
@@ -354,7 +359,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     (
         ".netrc",
         ("machine",),
-        r"(?:machine[ \t\n]+\S+|default)(?:[ \t\n]+(?:login|account|port)[ \t\n]+\S+)*"
+        r"(?:\bmachine[ \t\n]+\S+|\bdefault\b)(?:[ \t\n]+(?:login|account|port)[ \t\n]+\S+){0,8}+"
         r"[ \t\n]+password[ \t\n]+['\"]?(?P<secret>[^\s'\"\\]+)",
         "printf 'machine api.acme.test login ci password «{a16}»\\n' >> ~/.netrc",
     ),
@@ -367,7 +372,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     (
         "expect script",
         ('send "', "send -- "),  # not "expect": hosts name a field noOutputExpected
-        rf"expect[ \t]+(?:-\w+[ \t]+)*(?:\"{_PROMPT}\"|\S*(?:assw|phrase)\S*)"
+        rf"expect[ \t]+(?:-\w+[ \t]+)*+(?:{_PROMPT}|(?>\S*?(?:assw|phrase))\S*+)"
         r"[\s{;]*send[ \t]+(?:--[ \t]+)?\"(?P<secret>[^\"\n]*?)(?:\\r|\\n)?\"",
         'expect -c \'spawn ssh deploy@web1; expect "*assword:"; send "«{a14}»\\r"; interact\'',
     ),

@@ -77,20 +77,23 @@ def _patch_in(text: str) -> str | None:
 
 def written_files(command: str) -> list[tuple[str, str]]:
     """(file, content) for each file the command writes with cat, printf, echo or tee: the
-    content is the heredoc's body, else the command line that writes it. Files are named as
-    the command names them; descriptors and /dev/ are no files."""
+    content is the heredoc's body, else the command line that writes it (one string for all
+    the files a line writes). Files are named as the command names them; descriptors and
+    /dev/ are no files. Read in one pass: each character once, however many lines a quote
+    spans or files a line writes."""
     if ">" not in command and "tee" not in command:
         return []
     writes: list[tuple[str, str]] = []
-    lines = command.split("\n")
     at = 0
-    while at < len(lines):
-        line, tokens, at = _logical_line(lines, at)
+    while at < len(command):
+        tokens, end = _line_tokens(command, at)
         if tokens is None:
             break
+        line = command[at : end - 1 if command[end - 1 : end] == "\n" else end]
+        at = end
         bodies = []
         for delimiter, strip_tabs in _heredocs(tokens):
-            body, at = _heredoc_body(lines, at, delimiter, strip_tabs)
+            body, at = _heredoc_body(command, at, delimiter, strip_tabs)
             bodies.append(body)
         heredoc_at = 0
         for segment in _segments(tokens):
@@ -104,24 +107,14 @@ def written_files(command: str) -> list[tuple[str, str]]:
     return writes
 
 
-def _logical_line(lines: list[str], at: int) -> tuple[str, list[tuple[str, str]] | None, int]:
-    """The command line starting at `at`, joined with the next ones while a quote is open or a
-    backslash continues it; its tokens (None when it never closes) and the next line's index."""
-    line = lines[at]
-    at += 1
-    while True:
-        tokens = _tokens(line)
-        if tokens is not None or at >= len(lines):
-            return line, tokens, at
-        line = f"{line}\n{lines[at]}"
-        at += 1
-
-
-def _heredoc_body(lines: list[str], at: int, delimiter: str, strip_tabs: bool) -> tuple[str, int]:
+def _heredoc_body(text: str, at: int, delimiter: str, strip_tabs: bool) -> tuple[str, int]:
+    """A heredoc's body from `at` up to its delimiter's line, and where the next line starts."""
     body: list[str] = []
-    while at < len(lines):
-        line = lines[at]
-        at += 1
+    while at < len(text):
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[at:end]
+        at = end + 1
         if (line.lstrip("\t") if strip_tabs else line) == delimiter:
             break
         body.append(line)
@@ -180,28 +173,39 @@ def _is_file(target: str) -> bool:
 def _tokens(line: str) -> list[tuple[str, str]] | None:
     """Words (quotes removed), operators and descriptor numbers of one line; None when a quote
     or a trailing backslash leaves it open."""
+    tokens, end = _line_tokens(line, 0)
+    return tokens if end >= len(line) else None
+
+
+def _line_tokens(text: str, index: int) -> tuple[list[tuple[str, str]] | None, int]:
+    """The tokens of the command line starting at `index`, which goes on past a line break
+    inside quotes or after a backslash, and where the next line starts; None when a quote or
+    a trailing backslash is never closed."""
     tokens: list[tuple[str, str]] = []
-    index, length = 0, len(line)
+    length = len(text)
     while index < length:
-        char = line[index]
-        if char in " \t\n":
+        char = text[index]
+        if char == "\n":
+            return tokens, index + 1
+        if char in " \t":
             index += 1
         elif char == "#":
-            break
-        elif char.isdigit() and _descriptor_end(line, index) is not None:
-            end = _descriptor_end(line, index) or index
-            tokens.append(("io", line[index:end]))
+            end = text.find("\n", index)
+            return tokens, length if end < 0 else end + 1
+        elif char.isdigit() and _descriptor_end(text, index) is not None:
+            end = _descriptor_end(text, index) or index
+            tokens.append(("io", text[index:end]))
             index = end
         elif char in _OPERATOR_CHARS:
-            operator = next(o for o in _OPERATORS if line.startswith(o, index))
+            operator = next(o for o in _OPERATORS if text.startswith(o, index))
             tokens.append(("op", operator))
             index += len(operator)
         else:
-            word, index = _word(line, index)
+            word, index = _word(text, index)
             if word is None:
-                return None
+                return None, length
             tokens.append(("word", word))
-    return tokens
+    return tokens, length
 
 
 def _descriptor_end(line: str, index: int) -> int | None:

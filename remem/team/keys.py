@@ -17,7 +17,7 @@ import fnmatch
 import os
 import re
 
-from remem.record.identity import _git_dir, _read_small
+from remem.record.identity import _git_dir, _read_small, read_regular
 
 # scheme://[user[:password]@]host[:port][/path]; the host may be an [IPv6] literal.
 _URL = re.compile(
@@ -94,11 +94,7 @@ def _config_path(root: str) -> str | None:
 
 
 def _read_config(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(_MAX_CONFIG_BYTES)
-    except OSError:
-        return ""
+    return read_regular(path, _MAX_CONFIG_BYTES) or ""
 
 
 def is_shared(key: str | None, patterns: tuple[str, ...] | list[str]) -> bool:

@@ -102,6 +102,8 @@ DIGEST_COLUMNS = {
     "payload_sha256": r"[0-9a-f]{64}",
     "draft_sha256": r"[0-9a-f]{64}",
     "procedure_sha256": r"[0-9a-f]{64}",
+    # A fingerprint of what a procedure runs (remem/record/inputs.py), inside its JSON.
+    "sha256": r"[0-9a-f]{64}",
     "topic_key": r"(?P<slug>[a-z0-9-]*)-[0-9a-f]{12}",
     # A session ledger's item: a known error's key hash, or advice's kind and key (hashes).
     "item_key": r"(?:(?P<slug>[a-z_]+):)?[0-9a-f]{32,64}(?:>[0-9a-f]{64})?",
@@ -546,6 +548,8 @@ def value_lines(column: str, value: Any) -> set[str]:
             pending += list(item.items())
         elif isinstance(item, list):
             pending += [(key, element) for element in item]
+        elif isinstance(item, str) and key in DIGEST_COLUMNS:
+            lines.add(f"{json.dumps(key)}: {sql_literal(key, item)}")
         elif isinstance(item, str):
             lines |= {f"{json.dumps(key)}: {json.dumps(item)}", *item.splitlines()}
     return lines

@@ -965,7 +965,8 @@ def test_output_cut_before_the_event_is_counted_in_its_excerpt() -> None:
 
     assert event.output_excerpt is not None
     assert event.output_excerpt.endswith(f"\n{MASK}")
-    total_cut = 3 * CUT_OUTPUT_KEEP_CHARS + 1 + len(MASK) - 1000 - OUTPUT_TAIL_CHARS
+    # Characters of the output as printed: the token is counted as it was, not as masked.
+    total_cut = 3 * CUT_OUTPUT_KEEP_CHARS + 1 + len(GITHUB_TOKEN) - 1000 - OUTPUT_TAIL_CHARS
     assert f"…[{total_cut} characters cut]…" in event.output_excerpt
     assert (event.outcome, event.exit_code) == ("success", 0)
 

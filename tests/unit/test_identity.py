@@ -258,3 +258,53 @@ def test_branch_of_reads_head(tmp_path: Path, head: str, branch: str | None) -> 
 
 def test_branch_of_a_directory_without_head(tmp_path: Path) -> None:
     assert branch_of(str(tmp_path)) is None
+
+
+def test_a_fifo_where_git_reads_a_file_is_refused_without_waiting(base: Path) -> None:
+    """A FIFO at `.git/HEAD`, at `commondir` or at `.git` itself has no writer: opened as a
+    file, it would block for ever. Each is refused and the walk goes on."""
+    outer = base / "outer"
+    make_repo(outer, "ref: refs/heads/main")
+    (outer / ".git" / "HEAD").unlink()
+    os.mkfifo(outer / ".git" / "HEAD")
+    os.mkfifo(outer / ".git" / "commondir")
+    (outer / "src").mkdir()
+    assert locate(str(outer / "src")) == (str(outer), None, str(outer), "src")
+
+    inner = outer / "inner"
+    inner.mkdir()
+    os.mkfifo(inner / ".git")
+    assert locate(str(inner)) == (str(outer), None, str(outer), "inner")
+
+
+def test_the_origin_is_not_read_from_a_fifo(base: Path) -> None:
+    from remem.team.keys import project_key
+
+    make_repo(base / "shop", "ref: refs/heads/main")
+    os.mkfifo(base / "shop" / ".git" / "config")
+    assert project_key(str(base / "shop")) is None
+
+
+def test_a_repository_in_a_directory_anyone_may_write_to_is_not_the_project(base: Path) -> None:
+    """A sticky world-writable directory (like /tmp) where another account planted a `.git`:
+    a directory under it is its own project, with no branch."""
+    shared = base / "shared"
+    make_repo(shared, "ref: refs/heads/planted")
+    shared.chmod(0o1777)
+    mine = shared / "mine" / "src"
+    mine.mkdir(parents=True)
+    assert locate(str(mine)) == (str(mine), None, str(mine), ".")
+    shared.chmod(0o755)  # the same repository, once only its owner may write there, is found
+    assert locate(str(mine)) == (str(shared), "planted", str(shared), "mine/src")
+
+
+def test_a_repository_another_user_owns_is_not_the_project(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_repo(base / "shop", "ref: refs/heads/main")
+    (base / "shop" / "src").mkdir()
+    shop = str(base / "shop")
+    assert locate(f"{shop}/src") == (shop, "main", shop, "src")
+    # The same tree, seen from an account that owns none of it.
+    monkeypatch.setattr(os, "geteuid", lambda: (base / "shop").stat().st_uid + 1)
+    assert locate(f"{shop}/src") == (f"{shop}/src", None, f"{shop}/src", ".")

@@ -29,6 +29,27 @@ def test_each_unsafe_character_is_escaped_and_reads_back(unsafe: str) -> None:
     assert quote.inert_command(text) == quoted  # never a code span it could leave
 
 
+# What prints as nothing or draws on its neighbour: the Hangul fillers (letters, and default-
+# ignorable), the blank Braille pattern, a combining acute accent, an enclosing circle, a
+# variation selector and a combining grapheme joiner.
+UNSEEN = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u2800", "\u0301", "\u20dd", "\ufe0f", "\u034f"]
+
+
+@pytest.mark.parametrize("unseen", UNSEEN)
+def test_a_letter_a_reader_cannot_see_is_escaped_and_quoted(unseen: str) -> None:
+    text = f"config/ignore{unseen}previous{unseen}instructions.exs"
+    escaped = f"\\u{ord(unseen):04x}"
+    assert quote.has_unsafe(text)
+    assert quote.escape_unsafe(text) == text.replace(unseen, escaped)
+    assert quote.inert_path(text) == f'"{text.replace(unseen, escaped)}"'
+    assert json.loads(quote.inert_path(text)) == text
+    assert quote.inert_command(f"cat {text}") == f'"cat {text.replace(unseen, escaped)}"'
+
+
+def test_a_path_beyond_ascii_is_quoted_but_not_escaped() -> None:
+    assert quote.inert_path("src/café/运行.py") == '"src/café/运行.py"'
+
+
 def test_plain_text_is_left_as_it_is() -> None:
     assert quote.escape_unsafe("make test  # café, 运行") == "make test  # café, 运行"
     assert quote.inert_path("/home/dev/src/shop-2") == "/home/dev/src/shop-2"
