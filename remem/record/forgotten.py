@@ -47,6 +47,11 @@ WORDS = (
 )
 
 
+def holds_forgotten(text: str) -> bool:
+    """Whether a text had a forgotten word masked: as a command, it is not the one that ran."""
+    return MASK in text
+
+
 def bucket(word: str) -> int:
     return zlib.crc32(word.encode("utf-8", "surrogatepass")) & BUCKET_MASK
 
