@@ -110,6 +110,13 @@ class Step:
 class Analysis:
     steps: tuple[Step, ...]
     parsed: bool  # False when the grammar could not read it: the whole text is one step
+    # The whole command as it was run, each message it carries elided; None when it carries
+    # none (what `remem recall` shows of a captured command).
+    elided: str | None = None
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        return tuple(message for step in self.steps for message in step.messages)
 
     def workflow_steps(self) -> tuple[Step, ...]:
         """The steps that can become procedures."""
@@ -298,12 +305,14 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
     drafts = _drafts(lists)
     decisive, masked_lists = _decisive(lists, drafts)
     steps = []
+    elided: list[tuple[int, int, str]] = []
     for index, draft in enumerate(drafts):
         units, core = draft.pipeline.units, draft.core
         readings = [_read_unit(unit, source, ignore) for unit in units]
         for index in _fetched(units):
             readings[index].kind = FETCHED
         elide = [span for reading in readings for span in reading.elide]
+        elided += elide
         text = sliced(source, units[0].start, max(u.line_end() for u in units), elide)
         text += heredoc_bodies(units, source, elide)
         core_readings = readings[: len(core)]
@@ -327,7 +336,8 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
                 messages=tuple(m for reading in readings for m in reading.messages if m),
             )
         )
-    return Analysis(tuple(steps), parsed=True)
+    whole = sliced(source, 0, len(source), elided) if elided else None
+    return Analysis(tuple(steps), parsed=True, elided=whole)
 
 
 def _workflow(draft: _Draft, source: bytes, elide: Spans) -> str:
