@@ -49,16 +49,17 @@ def _hook_seconds(machine: Machine, payloads: list[dict[str, Any]]) -> float:
     return statistics.median(times)
 
 
-def _flood(team: Engine, machine: str = "mallory", forgets: int = 1000) -> None:
-    """A million forgotten-word records written straight into the team database."""
+def _flood(team: Engine, machines: int = 1, forgets: int = 1000) -> None:
+    """A million forgotten-word records written straight into the team database, as from
+    `machines` machines (m0, m1, …) and `forgets` forgets."""
     with team.begin() as connection:
         connection.execute(
             text(
                 "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at, machine, "
                 "forget_key) SELECT n % 1048576, md5(n::text), md5('d' || n::text), 0, "
-                ":machine, (n % :forgets)::text FROM generate_series(1, :n) AS n"
+                "'m' || (n % :machines), (n % :forgets)::text FROM generate_series(1, :n) AS n"
             ),
-            {"n": MILLION, "machine": machine, "forgets": forgets},
+            {"n": MILLION, "machines": machines, "forgets": forgets},
         )
 
 
@@ -85,10 +86,53 @@ def test_a_million_forgotten_rows_on_the_team_leave_every_hook_near_its_baseline
         "SELECT max(n) FROM (SELECT count(*) AS n FROM forgotten_texts GROUP BY forget_key)"
     )
     # The defaults: 500 a forget, 1,000 a machine, 2,000 in all; alice's record is older.
-    assert per_machine == {"alice": 1, "mallory": 1000}, per_machine
+    assert per_machine == {"alice": 1, "m0": 1000}, per_machine
     assert per_forget == [(500,)] or per_forget[0][0] <= 500
     assert "cat .env | grep [forgotten]" in bob.commands()
     assert flooded <= 2.0 * baseline, (baseline, flooded)
+
+
+def test_a_pull_takes_the_oldest_words_within_each_bound(
+    machines: tuple[Machine, Machine, Engine], tmp_path: Path
+) -> None:
+    """Bounds set low: 3 words a forget, 10 a machine, 25 in all. After Alice's word (the
+    oldest, kept), the team holds a thousand words of one forget, then a thousand forgets of
+    one machine, then a thousand machines."""
+    alice, bob, team = machines
+    shop_a = clone(tmp_path / "alice" / "shop", "git@github.com:acme/shop.git")
+    alice.run(shop_a, f"./deploy.sh --mode {TOKEN}", "a1")
+    alice.burst()
+    alice.remem("forget", "--match", "zq8Kp2", "--yes")
+    for machine, forget in (
+        ("'one-forget'", "'f'"),
+        ("'many-forgets'", "n::text"),
+        ("n::text", "'f'"),
+    ):
+        with team.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at, machine, "
+                    f"forget_key) SELECT n, md5(n::text), md5({machine} || n::text), 0, "
+                    f"{machine}, {forget} FROM generate_series(1, 1000) AS n"
+                )
+            )
+    bob.env.update(
+        REMEM_TEAM_FORGOTTEN_PER_FORGET="3",
+        REMEM_TEAM_FORGOTTEN_PER_MACHINE="10",
+        REMEM_TEAM_FORGOTTEN_TOTAL="25",
+    )
+
+    bob.burst()
+
+    per_machine = dict(bob.query("SELECT machine, count(*) FROM forgotten_texts GROUP BY 1"))
+    assert bob.scalar("SELECT count(*) FROM forgotten_texts") == 25
+    assert {name: per_machine.pop(name) for name in ("alice", "one-forget", "many-forgets")} == {
+        "alice": 1,
+        "one-forget": 3,
+        "many-forgets": 10,
+    }
+    assert per_machine == {str(n): 1 for n in range(1, 12)}
+    assert bob.scalar("SELECT count(*) FROM forgotten_texts WHERE pulled_at IS NULL") == 0
 
 
 def test_the_hook_reads_forgotten_words_by_bucket_however_many_are_recorded(
