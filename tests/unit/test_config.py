@@ -300,6 +300,9 @@ VALUES: dict[str, st.SearchStrategy[object]] = {
     "team_share": _WORDS,
     "team_promote": st.booleans(),
     "team_sync_interval_s": _DURATION,
+    "team_forgotten_per_forget": _WHOLE,
+    "team_forgotten_per_machine": _WHOLE,
+    "team_forgotten_total": _WHOLE,
     "ui_port": st.integers(1, 65535),
 }
 # Every way TOML lets a file give `section.key` a value.
