@@ -162,6 +162,7 @@ def test_the_hook_reads_forgotten_words_by_bucket_however_many_are_recorded(
     plan = connection.execute(
         "EXPLAIN QUERY PLAN " + FORGOTTEN_IN_BUCKETS.format("?, ?"), (1, 2)
     ).fetchall()
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # as the worker's connections do
     connection.close()
 
     flooded = _hook_seconds(bob, payloads)
