@@ -268,6 +268,26 @@ class Settings:
         "30s",
         "how often the daemon ships to and pulls from the team database",
     )
+    # What a pull accepts of the words the team forgot (remem/team/pull.py), oldest first: each
+    # record costs every hook a chance of a slow proof (remem/record/forgotten.py).
+    team_forgotten_per_forget = setting(
+        "team.forgotten_per_forget",
+        _positive_int,
+        500,
+        "forgotten words a pull accepts from one forget on the team database",
+    )
+    team_forgotten_per_machine = setting(
+        "team.forgotten_per_machine",
+        _positive_int,
+        1000,
+        "forgotten words a pull accepts from one machine of the team",
+    )
+    team_forgotten_total = setting(
+        "team.forgotten_total",
+        _positive_int,
+        2000,
+        "forgotten words a pull accepts from the team database in all",
+    )
     import_entire = setting(
         "import.entire",
         _boolean,

@@ -314,8 +314,9 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
             save(home, "drop", _cut_note(body, raw, size, now), settings)
     if within is not None and settings is not None:
         # Printed last: a stdout the agent closed, or one that cannot encode the digest, must
-        # not cost the event. An event that was not stored here reads it on its own.
-        output = digests[0] if digests else _read_digest(settings, body)
+        # not cost the event. An event that was not stored here, or whose transaction could
+        # not read it (a full disk fails the read with the write), reads it on its own.
+        output = digests[0] if digests and digests[0] else _read_digest(settings, body)
     if saved == "stored" and settings is not None and _advisable(kind, body):
         # After the event is stored: advice is a courtesy, the event is not.
         output = _advise_failure(settings, body, now)
@@ -440,26 +441,42 @@ def _digest_within(settings: Settings, event: CapturedEvent, digests: list[str |
 def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
     """The SessionStart digest of an event that was not stored here, on a read-only
     connection. None when the database cannot be read within half a second, or holds nothing
-    for this project."""
+    for this project. On a full disk a reader cannot make the WAL's shared-memory file (an I/O
+    error, not a lock): the database is then read as its main file alone holds it, all of it
+    once the last connection closed and checkpointed the WAL (a connection still open would
+    have made that file)."""
     path = paths.sqlite_path(settings.database_url)
     if path is None:
         return None
-    try:
-        connection = sqlite_settings.connect_read_only(path, DIGEST_WAIT_S)
-    except sqlite3.Error:
-        return None
-    try:
-        pages = _digest_pages(settings, event, connection)
-    finally:
-        connection.close()
-    return _shaped(event, pages[0][0]) if pages else None
+    for immutable in (False, True):
+        try:
+            connection = sqlite_settings.connect_read_only(path, DIGEST_WAIT_S, immutable)
+        except sqlite3.Error as exc:
+            if _disk_refused(exc):
+                continue
+            return None
+        try:
+            pages = _digest_pages(settings, event, connection, raising=not immutable)
+        except sqlite3.Error as exc:
+            if _disk_refused(exc):
+                continue
+            return None
+        finally:
+            connection.close()
+        return _shaped(event, pages[0][0]) if pages else None
+    return None
+
+
+def _disk_refused(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", "")
+    return isinstance(name, str) and name.startswith(("SQLITE_IOERR", "SQLITE_FULL"))
 
 
 def _digest_pages(
-    settings: Settings, event: CapturedEvent, connection: sqlite3.Connection
+    settings: Settings, event: CapturedEvent, connection: sqlite3.Connection, raising: bool = False
 ) -> list[tuple[str, list[Any]]]:
     """The digest's pages, each with what it holds; none when nothing is known of the project
-    or the read fails: the digest is a courtesy."""
+    or the read fails (the digest is a courtesy), unless `raising` a database error."""
     from remem.agent.context import read_context  # SessionStart only
     from remem.record.identity import spelt_root
 
@@ -473,6 +490,10 @@ def _digest_pages(
             spelt_root(event.cwd, event.directory) or None,
         )
         return context.pages_held(settings.context_max_chars, settings.context_max_lines)
+    except sqlite3.Error:
+        if raising:
+            raise
+        return []
     except Exception:
         return []
 

@@ -183,7 +183,7 @@ class TeamJobs:
 
     def pull(self) -> bool:
         def job(team: Engine) -> tuple[int, dict[str, Any]]:
-            report = pull(self.local, team, self.clock())
+            report = pull(self.local, team, self.clock(), self.settings)
             self.stats["pulled_procedures"] += report.procedures
             return report.procedures + report.lessons, asdict(report)
 

@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 
 from remem.config import Settings
 from remem.db.engine import Compacted, compact, vacuum_full
-from remem.forgetting.erase import Forgotten, Outside, forget
+from remem.forgetting.erase import Forgotten, Outside, forget, new_forget_key
 from remem.forgetting.plan import plan
 from remem.forgetting.selection import Plan, Selection
 from remem.queue.heartbeats import running_pids
@@ -109,10 +109,11 @@ def forget_everywhere(
     if confirm is not None:
         confirm(found)
     report = ForgetReport(found, applied=True)
+    key = new_forget_key()  # the words it records here and on the team are one forget's
     if not found.empty():
-        report = _forget_here(engine, settings, selection, clock(), rederive, outside)
+        report = _forget_here(engine, settings, selection, (clock(), key), rederive, outside)
     if to_team:
-        team = _on_team(engine, settings, selection, report.plan, clock(), team_vacuum)
+        team = _on_team(engine, settings, selection, report.plan, (clock(), key), team_vacuum)
         report = replace(report, team=team)
     return report
 
@@ -121,11 +122,12 @@ def _forget_here(
     engine: Engine,
     settings: Settings,
     selection: Selection,
-    now: float,
+    when: tuple[float, str],
     rederive: Rederive | None,
     outside: Outside,
 ) -> ForgetReport:
-    forgotten = forget(engine, settings, selection, now, outside_files=outside)
+    now, key = when
+    forgotten = forget(engine, settings, selection, now, outside_files=outside, forget_key=key)
     found = forgotten.plan
     rederived = rederive(engine, settings) if rederive and forgotten.rebuild else None
     return ForgetReport(
@@ -143,7 +145,7 @@ def _on_team(
     settings: Settings,
     selection: Selection,
     found: Plan,
-    now: float | None,
+    when: tuple[float, str] | None,
     vacuum: bool = False,
 ) -> TeamForget:
     """The same forgetting on the team database (planned only, without `now`), then a pull so
@@ -157,17 +159,18 @@ def _on_team(
     done: dict[str, Any] | None = None
     try:
         chosen = team_selection(team, settings.team_machine, found, selection, key)
-        if now is None:
+        if when is None:
             planned = plan(team, settings, chosen, machine_files=False) if chosen else None
             return TeamForget(None, plan=planned.as_json() if planned else None)
         if chosen is not None or found.words:
             # The words found here are recorded there: another machine's copy is masked on
             # arrival, though the team database never held this one.
             outside = Outside(words=found.words)
-            forgotten = forget(team, settings, chosen or Selection(), now, False, outside)
+            now, key = when
+            forgotten = forget(team, settings, chosen or Selection(), now, False, outside, key)
             done = forgotten.as_json()
         vacuumed = vacuum_full(team, _changed_tables(done)) if vacuum and done else None
-        pulled = asdict(pull(engine, team, now))
+        pulled = asdict(pull(engine, team, when[0], settings))
         return TeamForget(True, plan=done, pulled=pulled, vacuumed=vacuumed)
     except Exception as error:  # a forget done there stands, though the pull failed
         return TeamForget(False, error=error_line(error), plan=done)

@@ -12,9 +12,12 @@ named after the workflow and where it holds (`make-test-in-frontend`); the folde
 - runbook: `runbook-<name>.md`, a runbook for people: `# Runbook:`, then `## When`, `## Steps`,
   `## If it fails` and `## Provenance`.
 
-Guards: remem never writes where an agent reads instructions (`.claude/`, `.codex/`, `.cursor/`,
-a `skills` folder, other agents' rule folders such as `.clinerules/` or `.github/instructions/`,
-`AGENTS.md`, `CLAUDE.md`, symlinks resolved): a person moves the draft. Only active procedures
+Guards: a draft goes into the project's own `remem-drafts/` (a folder, no symlink on the way
+into it) or, with `--out`, into a folder outside any repository: nowhere else, so no agent's
+instruction folder of today or tomorrow. On top of that, remem never writes where an agent
+reads instructions (`.claude/`, `.codex/`, `.cursor/`, a `skills` folder, other agents' rule
+folders such as `.clinerules/` or `.github/instructions/`, `AGENTS.md`, `CLAUDE.md`, symlinks
+resolved): a person moves the draft. Only active procedures
 export. A draft that would carry a secret, or recorded text (a directory, branch and project
 included) that reads like an order to the agent, is refused with the reason; so is a procedure
 whose directory holds a control character, which no step could name safely. The steps change
@@ -58,7 +61,8 @@ DRAFTS_GITIGNORE = (
 # Where agents read instructions from: a draft is moved there by a person, never written there.
 GUARDED_DIRECTORIES = frozenset(
     {".claude", ".codex", ".cursor", "skills", ".clinerules", ".windsurf", ".kiro", ".roo",
-     ".continue"}
+     ".continue", ".amazonq", ".trae", ".augment", ".junie", ".gemini", ".agents", ".opencode",
+     ".goose"}
 )  # fmt: skip
 # A folder of instructions only inside another: `.github/instructions`.
 GUARDED_PAIRS = frozenset({(".github", "instructions")})
@@ -157,6 +161,41 @@ def guard_path(path: str) -> str:
             "the draft elsewhere (--out) and let a person move it into place."
         )
     return resolved
+
+
+def guard_place(path: str, project: str) -> None:
+    """Refused unless the draft goes into the project's remem-drafts/, through no symlink, or
+    into a folder outside any repository."""
+    drafts = os.path.join(os.path.abspath(project), DRAFTS_DIR)
+    if path == drafts or path.startswith(drafts + os.sep):
+        at = drafts
+        for part in ["", *os.path.relpath(os.path.dirname(path), drafts).split(os.sep)]:
+            at = os.path.normpath(os.path.join(at, part))
+            if os.path.islink(at):
+                raise RememError(
+                    f"Export refused: {at} is a symlink (to {os.path.realpath(at)}); a drafts "
+                    "folder a repository ships could lead anywhere: remove it, or pass --out "
+                    "DIR outside any repository."
+                )
+        return
+    repository = _repository_of(os.path.dirname(os.path.realpath(path)))
+    if repository is not None:
+        raise RememError(
+            f"Export refused: {os.path.dirname(path)} is inside the repository {repository}; "
+            f"drafts go into the project's {DRAFTS_DIR}/ (the default) or, with --out, into a "
+            "folder outside any repository."
+        )
+
+
+def _repository_of(directory: str) -> str | None:
+    """The work tree holding the directory (one with a `.git` entry), or None."""
+    while True:
+        if os.path.lexists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
 
 
 def _recorded(procedure: Procedure, lessons: Sequence[Lesson]) -> list[tuple[str, str]]:
@@ -412,6 +451,7 @@ def prepare(execute: Execute, procedure_id: int, fmt: str, out_dir: str | None =
     if out_dir is None and not os.path.isdir(procedure.project):
         raise RememError(f"The project {procedure.project} is not on this machine: pass --out DIR.")
     path = guard_path(os.path.join(base, relative))
+    guard_place(os.path.join(base, relative), procedure.project)
     scan_controls(procedure)
     scan_secrets(procedure, lessons)
     scan_instructions(procedure, lessons)

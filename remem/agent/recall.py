@@ -2,10 +2,12 @@
 their variants, the lessons and the captured commands of a project, newest first, in pages an
 agent harness keeps whole.
 
-Stdlib only but for the RE2 binding a search is compiled with: `remem recall` reads its one
-snapshot with `sqlite3`, and every reader takes an `execute(sql, params) -> rows` callable, so an
-SQLAlchemy connection (the MCP server on PostgreSQL, a test) runs the same statements. Lessons
-are the read model's (remem.agent.read); searching and rendering are pure.
+Stdlib only but for the RE2 binding a search is compiled with, and the bash grammar for a
+captured command that may carry a commit's message (elided, as workflows have it, so that no
+search finds its words): `remem recall` reads its one snapshot with `sqlite3`, and every reader
+takes an `execute(sql, params) -> rows` callable, so an SQLAlchemy connection (the MCP server
+on PostgreSQL, a test) runs the same statements. Lessons are the read model's
+(remem.agent.read); searching and rendering are pure.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from remem.record.quote import (
     quote_text,
 )
 from remem.regex import RegexError, compile_regex
+from remem.shell.arguments import MESSENGERS, without_messages
 
 # What agent harnesses keep of a tool's output before they cut it.
 MAX_CHARS = 30_000
@@ -184,6 +187,8 @@ def _command_hits(
     ):
         if command.lstrip().startswith("remem recall"):
             continue  # a search names its own pattern: it would find itself
+        command, messages = without_message(command)
+        error = without_messages(error, messages)
         run = (event_id, project, branch, directory or ".", command, outcome, code, at)
         group = groups.get((project, command))
         if group is None:
@@ -204,6 +209,21 @@ def _command_hits(
             "command", event_id, outcome or "unknown", group["successes"], at, project,
             branch, directory, command, group["match"], runs=group["runs"], exit_code=code,
         )  # fmt: skip
+
+
+# A command naming none of these carries no message: it needs no parsing to say so.
+_MESSENGER_NAMES = tuple({row.words[0] for row in MESSENGERS})
+
+
+def without_message(command: str) -> tuple[str, tuple[str, ...]]:
+    """The command with the messages it carries (a commit's, a pull request's) elided, as
+    workflows have them, and those messages: a search finds none of their words."""
+    if not any(name in command for name in _MESSENGER_NAMES):
+        return command, ()
+    from remem.shell.analysis import analyse  # the grammar, for a command that may carry one
+
+    analysis = analyse(command)
+    return analysis.elided or command, analysis.messages
 
 
 # --- rendering -------------------------------------------------------------------------------

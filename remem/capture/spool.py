@@ -24,7 +24,7 @@ ADDED_EVENT_FIELDS = ("directory", "output_excerpt", "event_at_reported")
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from typing import Any
+    from typing import Any, BinaryIO
 
     Store = Callable[[list[dict[str, Any]]], tuple[int, int, int]]
     Matches = Callable[[bytes], bool]
@@ -57,8 +57,15 @@ _OPTIONAL_STRINGS = tuple(name for name, kind in _KINDS.items() if kind == (colu
 _NUMBERS = tuple(name for name, (kind, _required) in _KINDS.items() if kind == columns.REAL)
 # A batch of records is stored in one transaction; a batch the database refuses is stored again
 # one record at a time, so that only the records it refuses are set aside.
+# A file is read line by line, a batch at a time: a spool of any size costs its ingestion a
+# batch's memory (BATCH_RECORDS records or BATCH_BYTES of lines, whichever comes first).
 BATCH_RECORDS = 500
+BATCH_BYTES = 8 * 1024 * 1024
+# Beside the file while it is ingested (hidden, `.NAME.refused`): its refused lines, moved to
+# the dead letters once every batch is stored.
+REFUSED_SUFFIX = ".refused"
 _INTEGER_BOUND = 1 << 63  # SQLite and PostgreSQL BIGINT
+DEAD_LINE_CHARS = 10_000  # of a dead letter's line
 
 
 def _open_locked_active(spool_dir: str) -> int:
@@ -196,7 +203,7 @@ class Rejected(Exception):
 
 
 def _dead_letter(spool_dir: str, source: str, number: int, line: bytes, reason: str) -> None:
-    text = redacted_head(line.decode("utf-8", "replace"), 10_000)
+    text = redacted_head(line.decode("utf-8", "replace"), DEAD_LINE_CHARS)
     # A database's message may quote the row it refused.
     reason = redacted_head(reason, 500)
     entry = {"reason": reason, "source": source, "line_number": number, "line": text}
@@ -253,32 +260,34 @@ class IngestLock:
 
 def _ingest_file(spool_dir: str, name: str, store: Store, report: IngestReport) -> None:
     path = os.path.join(spool_dir, name)
-    with open(path, "rb") as handle:
-        data = handle.read()
-    lines = data.split(b"\n")
-    # The file was rotated under the writers' lock, so an unterminated last line can only be
-    # a writer that died mid-append.
-    torn = lines.pop()
-    records: list[tuple[int, bytes, dict[str, Any]]] = []
-    rejected: list[tuple[int, bytes, str]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        record, reason = _parse(line)
-        if record is None:
-            rejected.append((number, line, reason))
-        else:
-            records.append((number, line, record))
-    if torn.strip():
-        rejected.append((len(lines) + 1, torn, "torn line (writer stopped mid-append)"))
+    refused_path = os.path.join(spool_dir, f".{name}{REFUSED_SUFFIX}")
     totals = [0, 0, 0]
-    for start in range(0, len(records), BATCH_RECORDS):
-        _store_batch(records[start : start + BATCH_RECORDS], store, totals, rejected)
+    with open(path, "rb") as handle, open(refused_path, "wb") as refused:
+        batch: list[tuple[int, bytes, dict[str, Any]]] = []
+        size = 0
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                # The file was rotated under the writers' lock, so an unterminated last line
+                # can only be a writer that died mid-append.
+                if line.strip():
+                    _refuse(refused, number, line, "torn line (writer stopped mid-append)")
+                break
+            line = line[:-1]
+            if not line.strip():
+                continue
+            record, reason = _parse(line)
+            if record is None:
+                _refuse(refused, number, line, reason)
+                continue
+            batch.append((number, line, record))
+            size += len(line)
+            if len(batch) >= BATCH_RECORDS or size >= BATCH_BYTES:
+                _store_batch(batch, store, totals, refused)
+                batch, size = [], 0
+        _store_batch(batch, store, totals, refused)
     # Dead letters are written only once every batch is stored: a file left for the next
     # ingest by an unavailable database must not set its lines aside twice.
-    for number, line, reason in sorted(rejected, key=lambda item: item[0]):
-        _dead_letter(spool_dir, name, number, line, reason)
-        report.dead_lettered[reason] = report.dead_lettered.get(reason, 0) + 1
+    _dead_letters(spool_dir, name, refused_path, report)
     os.unlink(path)
     report.files += 1
     report.events_stored += totals[0]
@@ -286,12 +295,31 @@ def _ingest_file(spool_dir: str, name: str, store: Store, report: IngestReport) 
     report.drops_stored += totals[2]
 
 
+def _refuse(refused: BinaryIO, number: int, line: bytes, reason: str) -> None:
+    """Set a refused line aside, cut to what its dead letter keeps (with room for redaction to
+    see a secret whole), until the file's every batch is stored."""
+    entry = {"number": number, "reason": reason, "line": line[: 4 * DEAD_LINE_CHARS].hex()}
+    refused.write(json.dumps(entry).encode() + b"\n")
+
+
+def _dead_letters(spool_dir: str, name: str, refused_path: str, report: IngestReport) -> None:
+    with open(refused_path, "rb") as refused:
+        for text in refused:
+            entry = json.loads(text)
+            reason = entry["reason"]
+            _dead_letter(spool_dir, name, entry["number"], bytes.fromhex(entry["line"]), reason)
+            report.dead_lettered[reason] = report.dead_lettered.get(reason, 0) + 1
+    os.unlink(refused_path)
+
+
 def _store_batch(
     batch: list[tuple[int, bytes, dict[str, Any]]],
     store: Store,
     totals: list[int],
-    rejected: list[tuple[int, bytes, str]],
+    refused: BinaryIO,
 ) -> None:
+    if not batch:
+        return
     try:
         counts = [store([record for _number, _line, record in batch])]
     except Rejected:
@@ -301,7 +329,7 @@ def _store_batch(
             try:
                 counts.append(store([record]))
             except Rejected as exc:
-                rejected.append((number, line, f"refused by the database: {exc}"))
+                _refuse(refused, number, line, f"refused by the database: {exc}")
     for stored, already, drops in counts:
         totals[0] += stored
         totals[1] += already

@@ -13,7 +13,7 @@ from remem.record.event import CapturedEvent
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from remem.db.snapshot import Execute
@@ -66,7 +66,10 @@ SELECT reason, count(*) FROM dropped_payloads WHERE dropped_at >= :since
 GROUP BY reason ORDER BY count(*) DESC, reason
 """
 
-FORGOTTEN_TEXTS = "SELECT bucket, salt, digest FROM forgotten_texts"
+ANY_FORGOTTEN = "SELECT 1 FROM forgotten_texts LIMIT 1"
+# The records of some buckets, through the index on the bucket (remem/record/forgotten.py).
+FORGOTTEN_IN_BUCKETS = "SELECT bucket, salt, digest FROM forgotten_texts WHERE bucket IN ({})"
+BUCKETS_PER_READ = 500
 
 # A resumed Claude Code session's file repeats the calls of the session it resumed under its own
 # session id, and a resumed Codex rollout its calls: a tool call's id names one run, whatever
@@ -175,13 +178,23 @@ def run_stored(execute: Execute, event: CapturedEvent) -> bool:
 
 def known_forgotten(execute: Execute) -> Known | None:
     """The words `remem forget` forgot; None when it forgot none, the common case, which costs
-    the hook one indexed read and no import."""
-    rows = execute(FORGOTTEN_TEXTS, {})
-    if not rows:
+    the hook one read and no import. Their records are read by the buckets of the words a text
+    holds, never all of them."""
+    if not execute(ANY_FORGOTTEN, {}):
         return None
     from remem.record.forgotten import Known  # where something was forgotten
 
-    return Known(rows)
+    return Known(fetch=lambda buckets: forgotten_in_buckets(execute, buckets))
+
+
+def forgotten_in_buckets(execute: Execute, buckets: list[int]) -> list[Sequence[Any]]:
+    rows: list[Sequence[Any]] = []
+    for start in range(0, len(buckets), BUCKETS_PER_READ):
+        chunk = buckets[start : start + BUCKETS_PER_READ]
+        names = ", ".join(f":b{index}" for index in range(len(chunk)))
+        params = {f"b{index}": value for index, value in enumerate(chunk)}
+        rows.extend(execute(FORGOTTEN_IN_BUCKETS.format(names), params))
+    return rows
 
 
 def forget_known(execute: Execute, event: CapturedEvent) -> CapturedEvent:

@@ -60,6 +60,21 @@ SHOWN = 20  # items listed in text; --json lists them all
     help="Run VACUUM FULL on the team database's tables the forget changed: PostgreSQL keeps "
     "deleted bytes until then (it locks each table while it rewrites it).",
 )
+@click.option(
+    "--list",
+    "list_records",
+    is_flag=True,
+    help="List the records of forgotten words (never the words): which machine and which "
+    "forget made each, and whether it came from the team.",
+)
+@click.option(
+    "--unrecord",
+    "unrecord_id",
+    type=ROW_ID,
+    default=None,
+    help="Delete a record --list shows: its word is masked no more (one the team made goes "
+    "from the team database too).",
+)
 @click.option("--dry-run", is_flag=True, help="List what would go; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option("what goes (or went)")
@@ -71,6 +86,8 @@ def forget_command(
     rewrite_transcripts: bool,
     backup: bool,
     team_vacuum: bool,
+    list_records: bool,
+    unrecord_id: int | None,
     dry_run: bool,
     yes: bool,
     as_json: bool,
@@ -94,8 +111,19 @@ def forget_command(
       remem forget --event 412 --event 413 --yes
       remem forget --procedure 7 --json
       remem forget --match 'zq8Kp2[A-Za-z0-9]+' --transcripts --team-vacuum --yes
+      remem forget --list --json
+      remem forget --unrecord 3
     """
     import os
+
+    if list_records or unrecord_id is not None:
+        if event_ids or procedure_ids or pattern is not None or (list_records and unrecord_id):
+            raise click.UsageError("--list and --unrecord go alone.")
+        if list_records:
+            _list_records(as_json)
+        else:
+            _unrecord(unrecord_id or 0, as_json)
+        return
 
     from remem.admin.forget import forget_everywhere
     from remem.forgetting.erase import Outside
@@ -132,6 +160,60 @@ def forget_command(
         _print_done(summary)
     if not report.complete():
         sys.exit(1)
+
+
+def _list_records(as_json: bool) -> None:
+    from remem.forgetting.records import list_records
+    from remem.json_contract import rfc3339
+    from remem.record.quote import inert_path
+
+    with open_home() as (_settings, engine):
+        records = list_records(engine)
+    if as_json:
+        print_json({"records": [record.as_json() for record in records]})
+        return
+    if not records:
+        click.echo("No word is recorded as forgotten.")
+        return
+    click.echo(f"{len(records)} forgotten word(s), recorded hashed (the words are not kept):")
+    for record in records:
+        origin = "team" if record.from_team else "here"
+        click.echo(
+            f"  {record.id}  {rfc3339(record.forgotten_at)}  {origin}  machine "
+            f"{inert_path(record.machine or '?')}  forget {inert_path(record.forget or '?')}"
+        )
+    click.echo("`remem forget --unrecord ID` deletes a record: its word is masked no more.")
+
+
+def _unrecord(record_id: int, as_json: bool) -> None:
+    from remem.forgetting.records import unrecord
+    from remem.team.link import error_line, open_team
+
+    with open_home() as (settings, engine):
+        team = None
+        try:
+            if settings.team_database_url:
+                team = open_team(settings.team_database_url)
+            from_team = unrecord(engine, record_id, team)
+        except LookupError:
+            raise RememError(
+                f"No forgotten word is recorded as {record_id}: `remem forget --list` shows them."
+            ) from None
+        except Exception as error:
+            if team is None and not settings.team_database_url:
+                raise
+            raise RememError(
+                f"The team database could not be changed ({error_line(error)}): nothing was "
+                "unrecorded; run the same command again when it answers."
+            ) from error
+        finally:
+            if team is not None:
+                team.dispose()
+    if as_json:
+        print_json({"unrecorded": record_id, "from_team": from_team})
+    else:
+        where = " here and on the team database" if from_team else ""
+        click.echo(f"Unrecorded {record_id}{where}: its word is masked no more.")
 
 
 def _confirm(found: Plan, yes: bool) -> None:

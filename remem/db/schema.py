@@ -179,7 +179,9 @@ dropped_payloads = Table(
 
 # Texts `remem forget` forgot, never the text itself (remem/record/forgotten.py): what the
 # hook, import and spool ingestion mask from then on, and, in the team database, what a
-# machine's copy shipped later is masked of on arrival.
+# machine's copy shipped later is masked of on arrival. Each record names the machine and the
+# forget that made it; pulled_at is set on a record pulled from the team database, which the
+# next pull deletes when the team no longer holds it. The hook reads records by bucket.
 forgotten_texts = Table(
     "forgotten_texts",
     metadata,
@@ -188,6 +190,10 @@ forgotten_texts = Table(
     Column("salt", Text, nullable=False),
     Column("digest", Text, nullable=False, unique=True),
     Column("forgotten_at", Float, nullable=False),
+    Column("machine", Text),
+    Column("forget_key", Text),
+    Column("pulled_at", Float),
+    Index("ix_forgotten_texts_bucket", "bucket"),
 )
 
 worker_heartbeats = Table(

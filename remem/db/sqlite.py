@@ -34,7 +34,7 @@ DEFAULT_BUSY_TIMEOUT_S = 5.0
 
 # Revision the code expects; the hook compares it with alembic_version instead of loading Alembic.
 # A test keeps it equal to the head of alembic/versions.
-SCHEMA_HEAD = "0017"
+SCHEMA_HEAD = "0018"
 
 
 def apply_pragmas(
@@ -71,11 +71,15 @@ def wal_past_bound(path: str) -> bool:
         return False
 
 
-def connect_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:
+def connect_read_only(
+    path: str, busy_timeout_s: float, immutable: bool = False
+) -> sqlite3.Connection:
     """A read-only connection to an existing database file, inside one transaction: every
-    statement sees the same state (the SessionStart digest, remem.db.snapshot)."""
+    statement sees the same state (the SessionStart digest, remem.db.snapshot). Immutable, it
+    reads the main file alone, without locks or the WAL: what a full disk still allows."""
+    query = "mode=ro&immutable=1" if immutable else "mode=ro"
     connection = sqlite3.connect(
-        f"file:{path}?mode=ro", uri=True, timeout=busy_timeout_s, isolation_level=None
+        f"file:{path}?{query}", uri=True, timeout=busy_timeout_s, isolation_level=None
     )
     try:
         connection.execute("BEGIN")

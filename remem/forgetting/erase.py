@@ -7,6 +7,7 @@ files); then the drafts and, when asked, the transcripts (outside.py). The calle
 from __future__ import annotations
 
 import os
+import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,10 +15,10 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from remem.capture import spool
-from remem.capture.store import FORGOTTEN_TEXTS
+from remem.capture.store import known_forgotten
 from remem.config import Settings
 from remem.db.driver import with_ids
-from remem.db.engine import begin_secure_delete
+from remem.db.engine import begin_secure_delete, executor
 from remem.db.schema import metadata, tables_marked
 from remem.forgetting import outside
 from remem.forgetting.plan import LESSONS_OF_EVENTS, event_columns, plan
@@ -67,6 +68,7 @@ def forget(
     now: float,
     machine_files: bool = True,
     outside_files: Outside | None = None,
+    forget_key: str | None = None,
 ) -> Forgotten:
     """Delete what the selection names, re-derive what remains, rewrite the spool and the logs.
     The plan is made again under the spool's ingestion lock (a worker may have ingested a
@@ -74,13 +76,18 @@ def forget(
     between our deleting its event and our rewriting its file; the words that held the matches
     are recorded in the same transaction as the deletions, so that a line ingested after it is
     masked. Without machine_files (the team database) the spool and the logs, forgotten by the
-    local run, are left alone."""
+    local run, are left alone. The words recorded carry forget_key (a new one unless given: the
+    same forget recorded here and on the team database is one)."""
+    key = forget_key or new_forget_key()
     found_outside = outside_files or Outside()
     lock = spool.IngestLock(settings.spool_dir) if machine_files else nullcontext()
     with lock:
         found = plan(engine, settings, selection, machine_files, found_outside.user_home)
         words = found.words | found_outside.words
-        deleted = _delete(engine, found, now, words) if found.touches_database() or words else {}
+        touched = found.touches_database() or words
+        deleted = (
+            _delete(engine, found, now, words, (settings.team_machine, key)) if touched else {}
+        )
         for name in found.spool_lines:
             spool.rewrite_without(os.path.join(settings.spool_dir, name), found.lines.spool_line)
     drafts = tuple(outside.delete_drafts(found.drafts))
@@ -136,20 +143,30 @@ def _delete_ids(connection: Connection, table: str, ids: tuple[int, ...]) -> int
 
 
 _RECORD_WORD = text(
-    "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at) "
-    "VALUES (:bucket, :salt, :digest, :now)"
+    "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at, machine, forget_key) "
+    "VALUES (:bucket, :salt, :digest, :now, :machine, :forget_key)"
 )
 
 
-def _record_words(connection: Connection, words: frozenset[str], now: float) -> int:
-    """Record the words not recorded yet (remem/record/forgotten.py): never their text."""
-    known = known_words.Known(tuple(row) for row in connection.execute(text(FORGOTTEN_TEXTS)))
+def _record_words(
+    connection: Connection, words: frozenset[str], now: float, machine: str, forget_key: str
+) -> int:
+    """Record the words not recorded yet (remem/record/forgotten.py): never their text, with
+    the machine and the forget that recorded them."""
+    known = known_forgotten(executor(connection)) or known_words.Known()
     recorded = 0
     for word in sorted(words):
         if known.forgotten(word):
             continue
         bucket, salt, digest = known_words.record(word)
-        params = {"bucket": bucket, "salt": salt, "digest": digest, "now": now}
+        params = {
+            "bucket": bucket,
+            "salt": salt,
+            "digest": digest,
+            "now": now,
+            "machine": machine,
+            "forget_key": forget_key,
+        }
         connection.execute(_RECORD_WORD, params)
         recorded += 1
     return recorded
@@ -178,7 +195,14 @@ _OWE_REBUILD = text(
 PULLED_TABLES = tuple(table.name for table in tables_marked("pulled"))
 
 
-def _delete(engine: Engine, found: Plan, now: float, words: frozenset[str]) -> dict[str, int]:
+def new_forget_key() -> str:
+    """What names one forget on every database it ran on."""
+    return uuid.uuid4().hex[:16]
+
+
+def _delete(
+    engine: Engine, found: Plan, now: float, words: frozenset[str], by: tuple[str, str]
+) -> dict[str, int]:
     tables = (*(table for table, _sql in DELETIONS), "procedures", *PULLED_TABLES)
     deleted = dict.fromkeys(tables, 0)
     event_ids = {event.id for event in found.events}
@@ -186,7 +210,7 @@ def _delete(engine: Engine, found: Plan, now: float, words: frozenset[str]) -> d
     with begin_secure_delete(engine) as connection:
         deleted["dropped_payloads"] = _delete_ids(connection, "dropped_payloads", found.drops)
         _delete_ids(connection, "exports", tuple(draft.id for draft in found.drafts))
-        deleted["forgotten_texts"] = _record_words(connection, words, now)
+        deleted["forgotten_texts"] = _record_words(connection, words, now, *by)
         for chunk in chunks(event_ids):
             for table, sql in DELETIONS:
                 deleted[table] += connection.execute(with_ids(sql), {"ids": chunk}).rowcount

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from remem.procedures.lessons import in_project
+from remem.record.forgotten import holds_forgotten
 from remem.shell import recognisers
 from remem.shell.analysis import analyse
 
@@ -71,8 +72,8 @@ def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] 
         if not event.command:
             continue
         for step in analyse(event.command, ignore).steps:
-            if not (step.procedural or step.read_only):
-                continue  # an inline script or a file write: no command to name
+            if not (step.procedural or step.read_only) or holds_forgotten(step.workflow):
+                continue  # an inline script, a file write, a masked word: no command to name
             own, same, more, reads_only = _relation(step.workflow, step.family, failing.workflow)
             if own:  # its run, on any file
                 if step.read_only and event.succeeded:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from remem.record.forgotten import holds_forgotten
 from remem.record.identity import spelt_root
 from remem.shell import recognisers
 from remem.shell.analysis import CACHED_COMMAND_CHARS, Step, analyse, resolve_directory
@@ -57,8 +58,9 @@ def classify(
     """The runs a command's workflow steps stand for, and the failures of its read-only steps
     whose output shows their error (`git add` of an ignored path, `cat` of a missing file):
     known errors of theirs, never procedures, as their passes are no runs. Other read-only
-    steps, inline scripts, file writes, steps that never ran and steps whose directory cannot
-    be known are left out."""
+    steps, inline scripts, file writes, steps that never ran, steps whose directory cannot
+    be known and steps holding a word `remem forget` masked (no longer the command that ran)
+    are left out."""
     if succeeded and len(command) <= CACHED_COMMAND_CHARS:
         passed = _passed(command, cwd, directory, tuple(ignore_commands))
         if passed is not None:
@@ -92,6 +94,8 @@ def _classify(
     runs = []
     for index, (step, verdict) in enumerate(zip(steps, verdicts, strict=True)):
         if verdict is None or not (step.procedural or (step.read_only and verdict == FAILED)):
+            continue
+        if holds_forgotten(step.workflow):
             continue
         where = resolve_directory(directory, work_tree, step.chdir)
         if where is None:

@@ -31,7 +31,7 @@ import zlib
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
 
@@ -45,6 +45,11 @@ WORDS = (
     re.compile(r"[A-Za-z0-9_\-]{8,}"),
     re.compile(r"[A-Za-z0-9_\-+/.~]{8,}=*"),
 )
+
+
+def holds_forgotten(text: str) -> bool:
+    """Whether a text had a forgotten word masked: as a command, it is not the one that ran."""
+    return MASK in text
 
 
 def bucket(word: str) -> int:
@@ -73,18 +78,41 @@ def words_holding(text: str, start: int, end: int) -> Iterator[str]:
 
 
 class Known:
-    """The recorded words, by bucket: tells a word arriving later whether it was forgotten."""
+    """The recorded words, by bucket: tells a word arriving later whether it was forgotten.
+    Given `fetch`, the records are read only for the buckets of the words asked about (an index
+    on the bucket answers), so that many records cost a text its own words' reads, not all
+    rows; without it, `rows` are all there are."""
 
-    def __init__(self, rows: Iterable[Sequence[Any]]) -> None:
+    def __init__(
+        self,
+        rows: Iterable[Sequence[Any]] = (),
+        fetch: Callable[[list[int]], Iterable[Sequence[Any]]] | None = None,
+    ) -> None:
         self.by_bucket: dict[int, list[tuple[str, str]]] = {}
-        for word_bucket, salt, word_digest in rows:
-            self.by_bucket.setdefault(int(word_bucket), []).append((salt, word_digest))
+        self._fetch = fetch
+        self._read: set[int] = set()
+        self._add(rows)
         self._seen: dict[str, bool] = {}
 
+    def _add(self, rows: Iterable[Sequence[Any]]) -> None:
+        for word_bucket, salt, word_digest in rows:
+            self.by_bucket.setdefault(int(word_bucket), []).append((salt, word_digest))
+
     def __bool__(self) -> bool:
-        return bool(self.by_bucket)
+        return self._fetch is not None or bool(self.by_bucket)
+
+    def read(self, words: Iterable[str]) -> None:
+        """Read the records of the words' buckets not read yet, in one call of fetch."""
+        if self._fetch is None:
+            return
+        wanted = {bucket(word) for word in words} - self._read
+        if wanted:
+            self._add(self._fetch(sorted(wanted)))
+            self._read |= wanted
 
     def forgotten(self, word: str) -> bool:
+        if self._fetch is not None and bucket(word) not in self._read:
+            self.read((word,))
         candidates = self.by_bucket.get(bucket(word))
         if not candidates:
             return False
@@ -97,10 +125,12 @@ class Known:
     def mask(self, text: str) -> str:
         """The text with every forgotten word replaced by MASK."""
         # Each distinct word is tested once: an output repeats its words many times over.
+        cut = [set(pattern.findall(text)) for pattern in WORDS]
+        self.read(word for words in cut for word in words)
         forgotten = [
             pattern
-            for pattern in WORDS
-            if any(self.forgotten(word) for word in set(pattern.findall(text)))
+            for pattern, words in zip(WORDS, cut, strict=True)
+            if any(self.forgotten(word) for word in words)
         ]
         if not forgotten:
             return text

@@ -4,7 +4,8 @@ its exit status is masked (DESIGN.md §5).
 The command is parsed once (remem/shell/syntax.py). The original text is never rewritten but
 for a message it carries: a step's `text` is a slice of the command as it was run, heredoc
 bodies included, with a commit's or a pull request's message elided (remem/shell/arguments.py).
-What a step is (work, a read, an inline script, a file write) is remem/shell/kinds.py's table.
+What a step is (work, a read, an inline script, a file write, fetched code) is
+remem/shell/kinds.py's table.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from dataclasses import dataclass, field
 
 from remem.shell.arguments import file_arguments, fold_placeholders, message_of
 from remem.shell.kinds import (
+    FETCHED,
     READ,
     SCRIPT,
     SETUP,
     WORK,
     WRITE,
     command_view,
+    is_fetcher,
+    runs_fetched,
     step_kind,
     unit_kind,
 )
@@ -34,6 +38,7 @@ from remem.shell.syntax import (
     Unit,
     heredoc_bodies,
     heredoc_body_spans,
+    nested_commands,
     parse,
     sliced,
     text_of,
@@ -69,7 +74,7 @@ class Step:
     chdir: str | None  # `cd` before it, relative to the command's start or absolute; "?" unknown
     masked: bool  # its status is hidden by a trailing filter or a later `|| true` / `; exit 0`
     decisive: bool  # the command's exit status entails this step's (success: it passed)
-    kind: str  # work, read, setup, inline script or file write (remem/shell/kinds.py)
+    kind: str  # work, read, setup, inline script, file write or fetched code (shell/kinds.py)
     program: str  # the first command's name after wrappers: "mix", "npm", "pytest"
     # The workflow with the project files it names as placeholders (`gofmt -w <file>`), and
     # those files; the workflow itself and () when it names none. Whether they lie in the
@@ -105,6 +110,13 @@ class Step:
 class Analysis:
     steps: tuple[Step, ...]
     parsed: bool  # False when the grammar could not read it: the whole text is one step
+    # The whole command as it was run, each message it carries elided; None when it carries
+    # none (what `remem recall` shows of a captured command).
+    elided: str | None = None
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        return tuple(message for step in self.steps for message in step.messages)
 
     def workflow_steps(self) -> tuple[Step, ...]:
         """The steps that can become procedures."""
@@ -171,6 +183,21 @@ def _read_unit(unit: Unit, source: bytes, ignore: Sequence[tuple[str, ...]]) -> 
         reading.placeholders.append((int(node.start_byte), int(node.end_byte), placeholder))
         reading.files.append(words[index])
     return reading
+
+
+def _fetched(units: Sequence[Unit]) -> list[int]:
+    """The units of a pipeline that run code fetched from the network (remem/shell/kinds.py):
+    fed by a fetch before them in the pipeline, or running one inside their arguments."""
+    found, fed = [], False
+    for index, unit in enumerate(units):
+        if unit.node.type != "command":
+            continue
+        words = unit_words(unit)
+        inside = any(is_fetcher(nested) for nested in nested_commands(unit))
+        if runs_fetched(words, fed, inside):
+            found.append(index)
+        fed = fed or is_fetcher(words)
+    return found
 
 
 def _set_flags(unit: Unit) -> tuple[bool | None, bool | None]:
@@ -278,10 +305,14 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
     drafts = _drafts(lists)
     decisive, masked_lists = _decisive(lists, drafts)
     steps = []
+    elided: list[tuple[int, int, str]] = []
     for index, draft in enumerate(drafts):
         units, core = draft.pipeline.units, draft.core
         readings = [_read_unit(unit, source, ignore) for unit in units]
+        for index in _fetched(units):
+            readings[index].kind = FETCHED
         elide = [span for reading in readings for span in reading.elide]
+        elided += elide
         text = sliced(source, units[0].start, max(u.line_end() for u in units), elide)
         text += heredoc_bodies(units, source, elide)
         core_readings = readings[: len(core)]
@@ -305,7 +336,8 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
                 messages=tuple(m for reading in readings for m in reading.messages if m),
             )
         )
-    return Analysis(tuple(steps), parsed=True)
+    whole = sliced(source, 0, len(source), elided) if elided else None
+    return Analysis(tuple(steps), parsed=True, elided=whole)
 
 
 def _workflow(draft: _Draft, source: bytes, elide: Spans) -> str:

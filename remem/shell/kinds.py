@@ -1,6 +1,8 @@
 """What a command does, judged on its parsed words (DESIGN.md §5-6): it reads, sets up the
-shell, runs a script written inline, writes a file, or does work. Only work can become a
-procedure; the others still are commands an agent ran (between attempts, in a fix).
+shell, runs a script written inline, writes a file, runs code fetched from the network, or
+does work. Only work can become a procedure; reads and work are commands an agent ran between
+attempts (a fix); fetched code is neither: that it ran before a pass says nothing of what it
+is, and it may be anything the next time.
 
 Knowledge as data: one row per program, each with the options that turn a read into a write
 or into work of its own, and an example from real sessions.
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 WORK, READ, SETUP, SCRIPT, WRITE = "work", "read", "setup", "inline script", "file write"
+FETCHED = "fetched code"
 
 # Shell builtins that set up the shell rather than do work: never a workflow of their own.
 SHELL_SETUP = frozenset(
@@ -116,17 +119,20 @@ _READERS = {row.words: row for row in READERS}
 class Interpreter:
     """A language's interpreter: code given with one of `code` options, or fed on its
     standard input by a heredoc or a here-string with no script named, is a script written
-    inline, not a workflow. `valued` are its options that take a value."""
+    inline, not a workflow. `valued` are its options that take a value; `stdin` those that
+    make it run its input whatever follows (`sh -s -- -y`)."""
 
     names: re.Pattern[str]
     example: str
     code: frozenset[str] = frozenset()
     valued: frozenset[str] = frozenset()
+    stdin: frozenset[str] = frozenset()
 
 
-def _i(names: str, example: str, code: str = "", valued: str = "") -> Interpreter:
+def _i(names: str, example: str, code: str = "", valued: str = "", stdin: str = "") -> Interpreter:
     pattern = re.compile(rf"(?:{names})\Z")
-    return Interpreter(pattern, example, frozenset(code.split()), frozenset(valued.split()))
+    options = (frozenset(words.split()) for words in (code, valued, stdin))
+    return Interpreter(pattern, example, *options)
 
 
 INTERPRETERS = (
@@ -141,7 +147,7 @@ INTERPRETERS = (
     _i(r"Rscript", "Rscript -e 'sessionInfo()'", code="-e"),
     _i(r"lua[0-9.]*|luajit", "lua -e 'print(1)'", code="-e"),
     _i(r"julia", "julia -e 'println(1)'", code="-e --eval -E --print"),
-    _i(r"bash|sh|zsh|dash|ksh", "bash <<'EOF'"),
+    _i(r"bash|sh|zsh|dash|ksh", "bash <<'EOF'", stdin="-s"),
 )
 # Commands that run the program after them in an environment (`uv run python -c ...`).
 RUNNERS = (
@@ -152,6 +158,82 @@ RUNNERS = (
 EDITORS = frozenset({"apply_patch", "applypatch"})
 # Programs that write their input to the files they name (`jq ... f.json | sponge f.json`).
 WRITERS = frozenset({"tee", "sponge"})
+
+
+# Programs whose output is what they fetched from the network.
+FETCHERS = (
+    ("curl", "curl -fsSL https://sh.rustup.rs"),
+    ("wget", "wget -qO- https://get.docker.com"),
+    ("fetch", "fetch -o - https://example.org/install.sh"),  # the BSDs'
+    ("http", "http GET https://example.org/install.sh"),  # HTTPie
+    ("https", "https example.org/install.sh"),
+    ("iwr", "iwr https://community.chocolatey.org/install.ps1"),  # PowerShell's aliases
+    ("invoke-webrequest", "Invoke-WebRequest https://example.org/install.ps1"),
+    ("irm", "irm https://get.scoop.sh"),
+    ("invoke-restmethod", "Invoke-RestMethod https://example.org/install.ps1"),
+)
+_FETCHERS = frozenset(name for name, _example in FETCHERS)
+# Programs that run code handed to them as text, beside the interpreters: on their input
+# (`iwr … | iex`) or from a fetch in their arguments (`eval "$(curl …)"`, `iex (iwr …)`).
+CODE_RUNNERS = frozenset({"eval", "source", ".", "iex", "invoke-expression", "pwsh", "powershell"})
+# Installers and runners that fetch a package named by its URL and run its code (its build
+# hooks, its binary): (their words, an example).
+URL_INSTALLERS = (
+    (("pip", "install"), "pip install https://example.org/tool-1.0.tar.gz"),
+    (("pip3", "install"), "pip3 install https://example.org/tool-1.0.tar.gz"),
+    (("uv", "pip", "install"), "uv pip install https://example.org/tool-1.0.tar.gz"),
+    (("pipx", "install"), "pipx install git+https://example.org/tool.git"),
+    (("pipx", "run"), "pipx run --spec https://example.org/tool.tar.gz tool"),
+    (("uvx",), "uvx --from git+https://example.org/tool.git tool"),
+    (("npx",), "npx https://example.org/tool.tgz"),
+    (("bunx",), "bunx https://example.org/tool.tgz"),
+    (("pnpm", "dlx"), "pnpm dlx https://example.org/tool.tgz"),
+    (("npm", "exec"), "npm exec https://example.org/tool.tgz"),
+    (("npm", "install"), "npm install https://example.org/tool.tgz"),
+    (("npm", "i"), "npm i https://example.org/tool.tgz"),
+    (("deno", "run"), "deno run https://example.org/install.ts"),
+)
+# A URL as those installers take it: plain, or with a VCS prefix (`git+https://`).
+_URL = re.compile(r"(?:[a-z]+\+)?(?:https?|ftp)://", re.IGNORECASE)
+_PIP_MODULE = re.compile(r"python[0-9.]*\Z")
+
+
+def is_fetcher(words: Sequence[str]) -> bool:
+    """Whether a simple command fetches from the network (`curl …`, `sudo wget …`)."""
+    view = command_view(words)
+    return bool(view) and program_name([words[view[0]]]).lower() in _FETCHERS
+
+
+def runs_fetched(words: Sequence[str], fed_a_fetch: bool, fetches_inside: bool) -> bool:
+    """Whether a simple command runs code fetched from the network: an installer given a URL;
+    or a program that runs code (an interpreter, eval, source, iex) reading what a fetch
+    printed, on its input (`fed_a_fetch`: `curl … | sh`) or from a fetch run inside its
+    arguments (`fetches_inside`: `bash <(curl …)`, `sh -c "$(curl …)"`, `iex (iwr …)`)."""
+    argv = [words[i] for i in command_view(words)]
+    if not argv:
+        return False
+    if _installs_url(argv):
+        return True
+    name = program_name(argv).lower()
+    if name in CODE_RUNNERS:
+        return fed_a_fetch or fetches_inside
+    found = interpreter_argv(argv)
+    if found is None:
+        return False
+    row, args = found
+    script = script_index(row, args)
+    if script is None or _has(args, row.stdin):  # code on its input or in an option
+        return fed_a_fetch or fetches_inside
+    return fetches_inside and args[script].startswith(("<(", "$(", "`", '"$('))
+
+
+def _installs_url(argv: Sequence[str]) -> bool:
+    if len(argv) > 2 and _PIP_MODULE.match(program_name(argv)) and argv[1] == "-m":
+        argv = argv[2:]  # python -m pip install …
+    for words, _example in URL_INSTALLERS:
+        if (program_name(argv), *argv[1 : len(words)]) == words:
+            return any(_URL.match(word) for word in argv[len(words) :])
+    return False
 
 
 def command_view(words: Sequence[str]) -> list[int]:
@@ -276,10 +358,10 @@ def unit_kind(
 
 
 def step_kind(kinds: Sequence[str], writes: bool) -> str:
-    """A step's kind from its units' (those whose status it has): work if any unit works,
-    else an inline script, else a file write when anything in it writes a file, else a read
-    (a step of set-up alone is set-up)."""
-    for kind in (WORK, SCRIPT):
+    """A step's kind from its units' (those whose status it has): fetched code if any unit
+    runs it, else work if any unit works, else an inline script, else a file write when
+    anything in it writes a file, else a read (a step of set-up alone is set-up)."""
+    for kind in (FETCHED, WORK, SCRIPT):
         if kind in kinds:
             return kind
     if writes or WRITE in kinds:

@@ -202,6 +202,19 @@ def unit_args(unit: Unit) -> list[tuple[str, Any]]:
     return words
 
 
+def nested_commands(unit: Unit) -> list[list[str]]:
+    """The words of every simple command run inside the unit's own words: in its command and
+    process substitutions and subshells (`bash <(curl …)`, `sh -c "$(curl …)"`)."""
+    found: list[list[str]] = []
+    pending = [child for child in unit.node.children]
+    while pending:
+        node = pending.pop()
+        if node.type == "command":
+            found.append(unit_words(Unit(node)))
+        pending.extend(node.children)
+    return found
+
+
 def unit_writes(unit: Unit) -> list[str]:
     """The files a unit's redirections write (`> out.txt`, `2>> log`): not /dev/null, not
     another descriptor."""

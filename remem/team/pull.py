@@ -3,21 +3,33 @@ so the SessionStart digest reads them locally and works offline (DESIGN.md §9).
 
 Each pull replaces a project's pulled rows in one local transaction: what the team archived or
 forgot disappears here too. A project the team database does not know yet has none.
+
+Whoever can write the team database writes what every member's agent is told, so its rows are
+data, never remem's own text: a procedure's figures are bounded by the evidence the team holds
+for it and its body is rendered here from its fields; the words the team forgot are accepted
+up to bounds per forget, per machine and in all, and those the team no longer holds go here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import Engine, Table, text
 
+from remem.config import Settings
 from remem.db import schema
 from remem.db.columns import names
 from remem.db.driver import with_ids
 from remem.db.engine import READ_ONLY
+from remem.team.made_here import made_here
 
-SELECT_LINKS = text("SELECT project_id, project_key FROM team_links ORDER BY project_id")
+CHUNK = 500
+
+SELECT_LINKS = text(
+    "SELECT l.project_id, l.project_key, p.root FROM team_links l "
+    "JOIN projects p ON p.id = l.project_id ORDER BY l.project_id"
+)
 UNLINKED = tuple(
     text(f"DELETE FROM {table.name} WHERE project_id NOT IN (SELECT project_id FROM team_links)")
     for table in schema.tables_marked("pulled")
@@ -41,9 +53,10 @@ TEAM_PROCEDURES = text(
     f"SELECT id, {_shared(schema.team_procedures, schema.procedures)} FROM procedures "
     "WHERE project_id = :project_id AND status != 'archived' ORDER BY id"
 )
-# The machines a procedure's evidence ran on: its sessions' machines.
-TEAM_MACHINES = with_ids(
-    "SELECT pe.procedure_id, count(DISTINCT s.machine) FROM procedure_evidence pe "
+# What a procedure's evidence holds: its runs, their sessions and machines, first and last.
+TEAM_EVIDENCE = with_ids(
+    "SELECT pe.procedure_id, count(*), count(DISTINCT e.session_id), count(DISTINCT s.machine), "
+    "min(pe.verified_at), max(pe.verified_at) FROM procedure_evidence pe "
     "JOIN captured_events e ON e.id = pe.event_id JOIN sessions s ON s.id = e.session_id "
     "WHERE pe.procedure_id IN :ids GROUP BY pe.procedure_id"
 )
@@ -58,11 +71,24 @@ CLEAR = tuple(
     for table in schema.tables_marked("pulled")
 )
 # Words forgotten anywhere on the team (remem/record/forgotten.py): this machine's hook masks
-# them too from the next pull on.
-TEAM_FORGOTTEN = text("SELECT bucket, salt, digest, forgotten_at FROM forgotten_texts")
+# them too from the next pull on. Oldest first, so that a flood of new rows displaces none, at
+# most :per_forget of one forget and :per_machine of one machine.
+TEAM_FORGOTTEN = text(
+    "SELECT bucket, salt, digest, forgotten_at, machine, forget_key FROM ("
+    " SELECT *, row_number() OVER (PARTITION BY machine ORDER BY id) AS nth_of_machine FROM ("
+    "  SELECT id, bucket, salt, digest, forgotten_at, machine, forget_key, row_number() OVER"
+    "  (PARTITION BY machine, forget_key ORDER BY id) AS nth_of_forget FROM forgotten_texts"
+    " ) of_forget WHERE nth_of_forget <= :per_forget"
+    ") of_machine WHERE nth_of_machine <= :per_machine ORDER BY id LIMIT :total"
+)
+PULLED_FORGOTTEN = text("SELECT digest FROM forgotten_texts WHERE pulled_at IS NOT NULL")
+GONE_FORGOTTEN = with_ids(
+    "DELETE FROM forgotten_texts WHERE pulled_at IS NOT NULL AND digest IN :ids"
+)
 KEEP_FORGOTTEN = text(
-    "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at) "
-    "VALUES (:bucket, :salt, :digest, :forgotten_at) ON CONFLICT (digest) DO NOTHING"
+    "INSERT INTO forgotten_texts (bucket, salt, digest, forgotten_at, machine, forget_key, "
+    "pulled_at) VALUES (:bucket, :salt, :digest, :forgotten_at, :machine, :forget_key, :now) "
+    "ON CONFLICT (digest) DO NOTHING"
 )
 MARK_PULLED = text("UPDATE team_links SET pulled_at = :now WHERE project_id = :project_id")
 
@@ -72,14 +98,33 @@ class PullReport:
     projects: int
     procedures: int
     lessons: int
+    forgotten: int = 0  # words the team forgot, held here after the pull
 
 
-def pull(local: Engine, team: Engine, now: float) -> PullReport:
+@dataclass(frozen=True)
+class Bounds:
+    """How many of the team's forgotten words a pull accepts."""
+
+    per_forget: int
+    per_machine: int
+    total: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Bounds:
+        return cls(
+            settings.team_forgotten_per_forget,
+            settings.team_forgotten_per_machine,
+            settings.team_forgotten_total,
+        )
+
+
+def pull(local: Engine, team: Engine, now: float, settings: Settings) -> PullReport:
     with local.connect().execution_options(**{READ_ONLY: True}) as connection:
         links = connection.execute(SELECT_LINKS).all()
     pulled_procedures = pulled_lessons = 0
-    for project_id, key in links:
+    for project_id, key, root in links:
         procedures, lessons = _read_team(team, key)
+        procedures = made_here(procedures, root, now, settings.max_age_s)
         with local.begin() as connection:
             for statement in CLEAR:
                 connection.execute(statement, {"project_id": project_id})
@@ -95,16 +140,28 @@ def pull(local: Engine, team: Engine, now: float) -> PullReport:
     with local.begin() as connection:
         for statement in UNLINKED:
             connection.execute(statement)
-    _pull_forgotten(local, team)
-    return PullReport(len(links), pulled_procedures, pulled_lessons)
+    forgotten = _pull_forgotten(local, team, now, Bounds.of(settings))
+    return PullReport(len(links), pulled_procedures, pulled_lessons, forgotten)
 
 
-def _pull_forgotten(local: Engine, team: Engine) -> None:
+def _pull_forgotten(local: Engine, team: Engine, now: float, bounds: Bounds) -> int:
+    """The team's forgotten words, within bounds, mirrored here: a record the team no longer
+    holds (or holds past the bounds) goes."""
     with team.connect().execution_options(**{READ_ONLY: True}) as connection:
-        rows = [dict(row._mapping) for row in connection.execute(TEAM_FORGOTTEN)]
-    if rows:
-        with local.begin() as connection:
-            connection.execute(KEEP_FORGOTTEN, rows)
+        rows = [
+            {**row._mapping, "now": now}
+            for row in connection.execute(TEAM_FORGOTTEN, asdict(bounds))
+        ]
+    accepted = {row["digest"] for row in rows}
+    with local.begin() as connection:
+        held = set(connection.execute(PULLED_FORGOTTEN).scalars())
+        gone = sorted(held - accepted)
+        for start in range(0, len(gone), CHUNK):
+            connection.execute(GONE_FORGOTTEN, {"ids": gone[start : start + CHUNK]})
+        new = [row for row in rows if row["digest"] not in held]
+        if new:
+            connection.execute(KEEP_FORGOTTEN, new)
+    return len(accepted)
 
 
 def _read_team(team: Engine, key: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -116,10 +173,12 @@ def _read_team(team: Engine, key: str) -> tuple[list[dict[str, Any]], list[dict[
             dict(row._mapping)
             for row in connection.execute(TEAM_PROCEDURES, {"project_id": project})
         ]
-        machines: dict[int, int] = {}
-        if procedures:
-            ids = [row["id"] for row in procedures]
-            machines = dict(connection.execute(TEAM_MACHINES, {"ids": ids}).tuples().all())
+        held: dict[int, tuple[Any, ...]] = {}
+        for start in range(0, len(procedures), CHUNK):
+            ids = [row["id"] for row in procedures[start : start + CHUNK]]
+            held.update(
+                (row[0], tuple(row[1:])) for row in connection.execute(TEAM_EVIDENCE, {"ids": ids})
+            )
         lessons = [
             dict(row._mapping)
             for row in connection.execute(
@@ -128,7 +187,7 @@ def _read_team(team: Engine, key: str) -> tuple[list[dict[str, Any]], list[dict[
         ]
     for row in procedures:
         row["team_procedure_id"] = row.pop("id")
-        row["machines"] = max(machines.get(row["team_procedure_id"], 0), 1)
+        row["evidence"] = held.get(row["team_procedure_id"])
     for row in lessons:
         row["team_lesson_id"] = row.pop("id")
     return procedures, lessons

@@ -379,3 +379,68 @@ def test_session_start_on_a_full_disk_still_prints_the_digest(
     assert result.returncode == 0
     assert result.stderr.decode().startswith("remem-hook: could not store or spool the event")
     assert _session_starts(home) == []
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real filesystem of 16 MiB (a tmpfs, mounted as root), unmounted after the test."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"a tmpfs cannot be mounted here (needs root): {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def _fill(path: Path) -> None:
+    """Write until the filesystem refuses: a full disk."""
+    chunk = b"\0" * (1 << 20)
+    with (path / "filler").open("wb", buffering=0) as filler:
+        while True:
+            try:
+                filler.write(chunk)
+            except OSError:
+                break
+    for size in (4096, 512, 1):
+        with (path / f"filler-{size}").open("wb", buffering=0) as filler:
+            while True:
+                try:
+                    filler.write(b"\0" * size)
+                except OSError:
+                    break
+
+
+def test_session_start_on_a_really_full_disk_prints_the_digest(
+    template_home: Path, small_disk: Path
+) -> None:
+    """The home on a filesystem with not one byte free: the SessionStart event can be neither
+    stored nor spooled, what the page showed cannot be recorded; the digest is printed."""
+    import shutil
+
+    home = Home(small_disk / "home")
+    shutil.copytree(template_home, home.path)
+    (small_disk / "user-home").mkdir()
+    shop = make_project(small_disk)
+    for session in ("s1", "s2"):
+        payload = load_fixture("claude-code/post_tool_use_bash_success.json")
+        payload.update(cwd=str(shop), session_id=session, tool_use_id=f"toolu_{session}")
+        payload["tool_input"]["command"] = TEST
+        assert home.hook(payload).returncode == 0
+    home.remem("worker", "--burst")
+    expected = context(home, shop).stdout
+    starts = []
+
+    _fill(small_disk)
+    for session in ("full-1", "full-2", "full-3"):
+        starts.append(home.hook(_claude_start(shop, session)))
+
+    assert TEST in expected
+    for result in starts:
+        assert (result.returncode, result.stdout.decode("utf-8")) == (0, expected), result

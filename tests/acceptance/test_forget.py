@@ -151,6 +151,35 @@ def test_forgetting_events_re_derives_the_procedure_from_the_rest(
     assert home.status()["events"] == 1
 
 
+def test_a_command_masked_by_forget_is_never_promoted_again_nor_shown_as_runnable(
+    home: Home, tmp_path: Path
+) -> None:
+    """After the forget, the agent runs the same command twice more and fails a build, then
+    runs it and the build passes: stored masked, it is no procedure, no fix and no command
+    the digest offers; the command beside it is promoted as ever."""
+    shop = repository(tmp_path / "shop")
+    hook(home, bash(shop, DEPLOY))
+    forget(home, "--match", "zq8Kp2[A-Za-z0-9]+")
+    for session in ("s2", "s3"):
+        hook(home, bash(shop, DEPLOY, session=session))
+        hook(home, bash(shop, "make build", session=session))
+    hook(home, bash(shop, "make dist", session="s4", failed=True, output="make: *** No rule"))
+    hook(home, bash(shop, DEPLOY, session="s4"))
+    hook(home, bash(shop, "make dist", session="s4"))
+    home.remem("worker", "--burst")
+
+    stored = [cmd for (cmd,) in home.query("SELECT command FROM captured_events")]
+    commands = [procedure["command"] for procedure in procedures(home)]
+    digest = home.remem("context", "--cwd", str(shop)).stdout
+    errors = home.json("procedures", "errors")
+
+    assert stored.count("./deploy.sh --mode [forgotten]") == 3
+    assert "make build" in commands
+    assert not any("[forgotten]" in command for command in commands)
+    assert "deploy.sh" not in digest and "make build" in digest
+    assert not any("deploy.sh" in json.dumps(error) for error in errors)
+
+
 def test_forgetting_a_procedure_takes_its_evidence_and_keeps_the_rest(
     home: Home, tmp_path: Path
 ) -> None:

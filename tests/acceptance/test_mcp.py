@@ -359,3 +359,25 @@ def test_a_team_entry_is_shown_by_procedure_with_its_source(home: Home, tmp_path
     )
     assert (answers["local"]["source"], answers["local"]["command"]) == ("local", TEST)
     assert "No team procedure 99" in answers["missing"]
+
+
+def test_mcp_recall_never_finds_a_commit_message(home: Home, tmp_path: Path) -> None:
+    root = _populate(home, tmp_path)
+    message = "Drop the carts table hunter2"
+    result = home.hook(
+        {"session_id": "s2", "cwd": root, "command": f'git commit -am "{message}"', "exit_code": 0},
+        "--host",
+        "generic",
+    )
+    assert result.returncode == 0, result.stderr
+    answers: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        answers["message"] = _data(await session.call_tool("recall", {"pattern": "hunter2"}))
+        answers["commit"] = _data(await session.call_tool("recall", {"pattern": "git commit"}))
+
+    _talk(home, root, tmp_path / "stderr.log", body)
+
+    assert answers["message"]["hits"] == []
+    assert [hit["command"] for hit in answers["commit"]["hits"]] == ["git commit -am …"]
+    assert "hunter2" not in json.dumps([answer["hits"] for answer in answers.values()])

@@ -305,6 +305,47 @@ def test_never_into_another_agents_rule_folder(
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    "guarded",
+    [".amazonq/rules", ".trae/rules", ".augment/rules", ".junie", ".gemini", ".agents",
+     ".opencode", ".goose", "docs/drafts"],
+)  # fmt: skip
+def test_a_draft_goes_nowhere_in_the_repository_but_its_drafts_folder(
+    world: World, home: Home, shop: str, guarded: str
+) -> None:
+    procedure_id = _procedure(world, shop)
+    out = Path(shop) / guarded
+    result = _export(home, procedure_id, "agents-md", "--out", str(out), check=False)
+    _refused(result, str(out))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("guarded", [".gemini", ".opencode/rules", ".goose"])
+def test_outside_any_repository_an_agents_folder_is_refused_too(
+    world: World, home: Home, shop: str, tmp_path: Path, guarded: str
+) -> None:
+    procedure_id = _procedure(world, shop)
+    out = tmp_path / "user" / guarded
+    result = _export(home, procedure_id, "agents-md", "--out", str(out), check=False)
+    _refused(result, "where agents read instructions")
+    assert not out.exists()
+
+
+def test_a_drafts_folder_that_is_a_symlink_is_refused(
+    world: World, home: Home, shop: str, tmp_path: Path
+) -> None:
+    """The repository ships `remem-drafts` as a link into another repository: nothing is
+    written there, not even the `.gitignore`."""
+    procedure_id = _procedure(world, shop)
+    other = tmp_path / "other-repo"
+    (other / ".git").mkdir(parents=True)
+    (other / "src").mkdir()
+    (Path(shop) / "remem-drafts").symlink_to(other / "src")
+    result = _export(home, procedure_id, "runbook", check=False)
+    _refused(result, "remem-drafts is a symlink")
+    assert list((other / "src").iterdir()) == []
+
+
 def test_a_symlink_into_claude_is_resolved_and_refused(world: World, home: Home, shop: str) -> None:
     procedure_id = _procedure(world, shop)
     skills = Path(shop) / ".claude" / "skills"

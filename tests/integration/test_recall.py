@@ -299,3 +299,31 @@ def test_a_few_pages_end_with_the_order_to_read_the_next(home: Home, tmp_path: P
     as_json = json.loads(printed)
     assert as_json["pages"] >= 2 and as_json["total"] == 300
     assert as_json["more"].endswith(f"remem recall target --cwd {project} --page 2 --json)")
+
+
+def test_a_commit_message_is_never_found_nor_shown(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    """A commit's (or a pull request's) message is elided from what recall searches and
+    shows, as workflows have it; the commands around it are found as ever. `remem recall`,
+    the MCP server and `remem ui` all search with recall.search."""
+    project = make_repository(tmp_path / "shop")
+    world.post(
+        'git add -A && git commit -m "Rotate the prod hunter2 passphrase" && make deploy',
+        project=project,
+        branch=None,
+    )
+    world.post(
+        'gh pr create --title "hunter2 rotation" --body "done"', project=project, branch=None
+    )
+    world.post("git commit -F - <<'EOF'\nhunter2 in a heredoc\nEOF", project=project, branch=None)
+
+    found = _json(home, "hunter2", "--cwd", project)
+    deploys = _json(home, "make deploy", "--cwd", project)["hits"]
+    shared = recall.search(world.execute, recall.compile_pattern("hunter2|Rotate"), None)
+    every = recall.search(world.execute, recall.compile_pattern("git|gh"), None)
+
+    assert len(every) == 3  # the commands are there, on this backend
+    assert found["hits"] == []
+    assert shared == []
+    assert [hit["command"] for hit in deploys] == ["git add -A && git commit -m … && make deploy"]

@@ -289,3 +289,49 @@ def test_a_database_file_replaced_under_the_worker_keeps_the_spool_for_the_next(
     assert _ingest(home).files == 1  # stored once, whichever file the first commit reached
     assert home.query("SELECT tool_use_id FROM captured_events") == [("kept",)]
     assert not list(home.spool.glob("ingesting-*.jsonl"))
+
+
+INGEST_MEASURED = """
+import resource, sys
+from remem.capture.ingest import ingest_spool
+from remem.db.engine import make_engine
+
+engine = make_engine(f"sqlite:///{sys.argv[1]}")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+report = ingest_spool(engine, sys.argv[2])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(before * 1024, after * 1024, report.events_stored, sum(report.dead_lettered.values()))
+"""
+
+
+def test_a_large_spool_is_ingested_in_batches_within_bounded_memory(home: Home) -> None:
+    """96 MB of spooled events, with refused lines among them: ingestion's peak memory grows
+    by a fraction of the spool's size (reading it whole took seven times its size)."""
+    import subprocess
+    import sys
+
+    lines, output = 12_000, "x" * 8_000
+    home.spool.mkdir(exist_ok=True)
+    with open(home.spool / spool.ACTIVE_FILE, "wb") as handle:
+        for number in range(lines):
+            record = _event_record(f"big-{number}")
+            record["event"]["output_excerpt"] = f"{number} {output}"  # type: ignore[index]
+            handle.write(json.dumps(record).encode() + b"\n")
+            if number % 1000 == 0:
+                handle.write(b'{"not": "a record"}\n')
+    size = (home.spool / spool.ACTIVE_FILE).stat().st_size
+
+    result = subprocess.run(
+        [sys.executable, "-c", INGEST_MEASURED, str(home.db), str(home.spool)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    before, after, stored, dead = map(int, result.stdout.split())
+
+    assert (stored, dead) == (lines, 12)
+    assert size > 90_000_000
+    assert after - before < size / 4, (size, before, after)
+    assert home.scalar("SELECT count(*) FROM captured_events") == lines
+    assert [name for name in os.listdir(home.spool) if name.endswith(spool.REFUSED_SUFFIX)] == []
