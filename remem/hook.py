@@ -24,7 +24,7 @@ from remem.capture.hosts import (
     payload_excerpt,
 )
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
-from remem.config import Settings, load_settings
+from remem.config import Settings, load_settings, read_settings
 from remem.db import sqlite as sqlite_settings
 from remem.record.event import HOSTS, CapturedEvent, Dropped
 from remem.record.identity import locate
@@ -44,6 +44,7 @@ MAX_READ_BYTES = 64 * 1024 * 1024
 _fast_exit = False  # set by run(): the process ends with os._exit straight after main()
 _kept: sqlite3.Connection | None = None  # the connection _write left open, for the advice
 DIGEST_WAIT_S = 0.5
+NOTICE_CHARS = 300  # the config's problems, as the digest's first line says them
 USAGE = "usage: remem-hook [--host claude-code|codex|cursor|generic] < payload.json"
 
 
@@ -289,10 +290,7 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
                 _emit(before)
             return 0
     kind, body = capture(raw, host, now, size)
-    try:
-        settings: Settings | None = load_settings(home=home)
-    except Exception:  # save() spools with the reason; the digest is skipped
-        settings = None
+    settings, notice = _settings(home)
     output = None
     # A SessionStart reads its digest in the event's own write transaction, and records there
     # what the printed page held: one commit for both.
@@ -304,7 +302,7 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
         saved = save(home, kind, body, settings, within)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
-        return _digest_regardless(settings, kind, body)
+        return _digest_regardless(settings, notice, kind, body)
     except Exception as exc:  # a bug must cost the agent nothing: keep the record in the spool
         return _spool_after_bug(home, kind, body, exc)
     if kind == "event" and size > MAX_PAYLOAD_BYTES and saved != "dropped":
@@ -315,7 +313,8 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     if within is not None and settings is not None:
         # Printed last: a stdout the agent closed, or one that cannot encode the digest, must
         # not cost the event. An event that was not stored here reads it on its own.
-        output = digests[0] if digests else _read_digest(settings, body)
+        text = digests[0] if digests else _read_digest(settings, body)
+        output = _shaped(body, notice, text)
     if saved == "stored" and settings is not None and _advisable(kind, body):
         # After the event is stored: advice is a courtesy, the event is not.
         output = _advise_failure(settings, body, now)
@@ -324,15 +323,34 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     return 0
 
 
-def _digest_regardless(settings: Settings | None, kind: str, body: Any) -> int:
+def _digest_regardless(settings: Settings | None, notice: str | None, kind: str, body: Any) -> int:
     """A SessionStart that could not be saved (a full disk) still prints its digest, read from
     what the database holds, and exits 0 so that the host reads it."""
     if kind == "event" and body.kind == "session_start" and settings is not None:
-        output = _read_digest(settings, body)
+        output = _shaped(body, notice, _read_digest(settings, body))
         if output:
             _emit(output)
             return 0
     return 1
+
+
+def _settings(home: str) -> tuple[Settings | None, str | None]:
+    """The settings, with its default for each one config.toml gets wrong, and the one line
+    that says so, written once on stderr here and put at the top of a SessionStart digest: a
+    broken config never switches the memory off in silence. None when nothing can be read
+    (save() then spools with the reason)."""
+    try:
+        settings, problems = read_settings(home=home)
+    except Exception:
+        return None, None
+    if not problems:
+        return settings, None
+    said = "; ".join(each.brief for each in problems)
+    if len(said) > NOTICE_CHARS:
+        said = said[: NOTICE_CHARS - 1] + "…"
+    notice = f"remem: {said} — using defaults; run remem doctor"
+    sys.stderr.write(notice + "\n")
+    return settings, notice
 
 
 def _advisable(kind: str, body: Any) -> bool:
@@ -369,7 +387,7 @@ def _before(home: str, raw: bytes, host: str | None, now: float) -> str | None:
     from remem.agent import advice  # PreToolUse only
 
     try:
-        settings = load_settings(home=home)
+        settings, _problems = read_settings(home=home)
     except Exception:
         return ""
     text = _advice(settings, lambda execute: advice.before_command(execute, event, now))
@@ -424,7 +442,7 @@ def _digest_within(settings: Settings, event: CapturedEvent, digests: list[str |
 
     def within(connection: sqlite3.Connection) -> None:
         pages = _digest_pages(settings, event, connection)
-        digests.append(_shaped(event, pages[0][0]) if pages else None)
+        digests.append(pages[0][0] if pages else None)
         if pages and pages[0][1]:
             from remem.agent.usage import SHOWN_INSERT, shown_params  # imported with the digest
 
@@ -452,7 +470,7 @@ def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
         pages = _digest_pages(settings, event, connection)
     finally:
         connection.close()
-    return _shaped(event, pages[0][0]) if pages else None
+    return pages[0][0] if pages else None
 
 
 def _digest_pages(
@@ -475,8 +493,12 @@ def _digest_pages(
         return []
 
 
-def _shaped(event: CapturedEvent, text: str) -> str:
-    """The digest in the host's output shape."""
+def _shaped(event: CapturedEvent, notice: str | None, digest: str | None) -> str | None:
+    """The digest, below the config's notice when there is one, in the host's output shape;
+    None when there is neither."""
+    text = "\n".join(part for part in (notice, digest) if part)
+    if not text:
+        return None
     if event.host == "codex":
         return json.dumps(
             {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
