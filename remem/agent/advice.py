@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 
+from remem.agent.substitutions import FAILED_SESSIONS
 from remem.capture.fields import key_hash, sha256_hex
 from remem.db.vocabulary import ACTIVE, BEFORE, KNOWN_ERROR, SUBSTITUTION
 from remem.json_contract import date
@@ -161,10 +162,6 @@ _SUBSTITUTE_KEYS = (
 _ACTIVE = (
     "SELECT verified_runs FROM procedures WHERE project_id = :project AND directory = :directory "
     "AND workflow_hash = :hash AND status = :active ORDER BY verified_runs DESC LIMIT 1"
-)
-_FAILED_SESSIONS = (
-    "SELECT count(DISTINCT session_id) FROM attempts WHERE project_id = :project "
-    "AND directory = :directory AND workflow_hash = :hash"
 )
 _EVER_PASSED = (
     "SELECT 1 FROM verifications WHERE project_id = :project AND directory = :directory "
@@ -312,7 +309,9 @@ def _best_substitute(
     if not ranked:
         return None
     _order, row, sessions, runs = min(ranked, key=lambda item: item[0])
-    return row, sessions, runs
+    # Said as the digest and the warning before a command say it: the sessions it failed in.
+    params = {"project": project_id, "directory": row[1], "hash": row[3]}
+    return row, max(sessions, int(execute(FAILED_SESSIONS, params)[0][0])), runs
 
 
 def _verified_runs(execute: Execute, project_id: int, directory: str, hash_: str) -> int | None:
@@ -330,7 +329,7 @@ def advise_before(execute: Execute, root: str, directory: str, command: str | No
         return []
     project_id = int(projects[0][0])
     params = {"project": project_id, "directory": directory, "hash": workflow_hash}
-    (failed_sessions,) = execute(_FAILED_SESSIONS, params)[0]
+    (failed_sessions,) = execute(FAILED_SESSIONS, params)[0]
     if failed_sessions < FAILED_SESSIONS_BEFORE or execute(_EVER_PASSED, params):
         return []
     rows = execute(_SUBSTITUTES, {"project": project_id, "value": workflow_hash})

@@ -27,7 +27,7 @@ class Substitution(Record):
     error: str | None  # the newest failure's salient line
     error_key: str | None
     failures: int
-    sessions: int
+    sessions: int  # the sessions it failed in here, as the PreToolUse warning counts them
     last_seen_at: float
     instead: str  # the command that passed, as it was run the last time
     instead_workflow: str
@@ -48,6 +48,17 @@ _SUBSTITUTIONS = (
     "s.substitute_workflow, s.substitute_directory FROM substitutions s "
     "JOIN projects pr ON pr.id = s.project_id "
     "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
+)
+# The sessions a workflow failed in, in a directory of a project: one count, whichever reader
+# (the digest, advice at a failure, the warning before a command) says it.
+FAILED_SESSIONS = (
+    "SELECT count(DISTINCT session_id) FROM attempts WHERE project_id = :project "
+    "AND directory = :directory AND workflow_hash = :hash"
+)
+_FAILED_SESSIONS_BY_ROOT = (
+    "SELECT pr.root, a.directory, a.workflow_hash, count(DISTINCT a.session_id) FROM attempts a "
+    "JOIN projects pr ON pr.id = a.project_id WHERE a.workflow_hash IN ({hashes}){where} "
+    "GROUP BY pr.root, a.directory, a.workflow_hash"
 )
 _ACTIVE_WORKFLOWS = (
     "SELECT pr.root, p.directory, p.workflow_hash, p.id, p.verified_runs FROM procedures p "
@@ -81,21 +92,36 @@ def read_substitutions(
     if not found:
         return []
     active = _active_workflows(execute, root, {h for key in found for h in key[2:4]})
+    failed_in = _failed_sessions(execute, root, {key[2] for key in found})
     result = []
     for (project, directory, failed_hash, substitute_hash, ran_in), rows in found.items():
         if (project, directory, failed_hash) in active:
             continue
         newest = rows[0]
         verified = active.get((project, ran_in, substitute_hash), (None, None))
+        failed = failed_in.get((project, directory, failed_hash), 0)
+        sessions = max(len({row[7] for row in rows}), failed)
         result.append(
             Substitution(
-                project, directory, newest[4], newest[5], newest[6], len(rows),
-                len({row[7] for row in rows}), newest[8], newest[9], newest[10], ran_in,
-                *verified,
+                project, directory, newest[4], newest[5], newest[6], len(rows), sessions,
+                newest[8], newest[9], newest[10], ran_in, *verified,
             )
         )  # fmt: skip
     result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))
     return result
+
+
+def _failed_sessions(
+    execute: Execute, root: str | None, hashes: set[str]
+) -> dict[tuple[str, str, str], int]:
+    """(project, directory, workflow hash) -> the sessions it failed in there."""
+    params: dict[str, Any] = {}
+    where = ""
+    if root is not None:
+        where, params["root"] = " AND pr.root = :root", root
+    hashes_in = in_list("f", sorted(hashes), params)
+    query = _FAILED_SESSIONS_BY_ROOT.format(hashes=hashes_in, where=where)
+    return {(row[0], row[1], row[2]): int(row[3]) for row in execute(query, params)}
 
 
 def _active_workflows(
