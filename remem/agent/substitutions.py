@@ -35,6 +35,7 @@ class Substitution(Record):
     instead_procedure_id: int | None = None  # its active procedure, when one is verified
     instead_verified_runs: int | None = None
     kind: str = "substitution"
+    id: int = 0  # its newest row
 
     def recorded_text(self) -> str:
         """What a query's words are looked for in."""
@@ -45,7 +46,7 @@ SUBSTITUTIONS_SHOWN = 5
 _SUBSTITUTIONS = (
     "SELECT pr.root, s.directory, s.failed_workflow_hash, s.substitute_workflow_hash, "
     "s.failed_workflow, s.error, s.error_key, s.session_id, s.found_at, s.substitute_command, "
-    "s.substitute_workflow, s.substitute_directory FROM substitutions s "
+    "s.substitute_workflow, s.substitute_directory, s.id FROM substitutions s "
     "JOIN projects pr ON pr.id = s.project_id "
     "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
 )
@@ -104,7 +105,7 @@ def read_substitutions(
         result.append(
             Substitution(
                 project, directory, newest[4], newest[5], newest[6], len(rows), sessions,
-                newest[8], newest[9], newest[10], ran_in, *verified,
+                newest[8], newest[9], newest[10], ran_in, *verified, id=newest[12],
             )
         )  # fmt: skip
     result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))
