@@ -18,7 +18,7 @@ import json
 
 from remem.agent.substitutions import FAILED_SESSIONS
 from remem.capture.fields import key_hash, sha256_hex
-from remem.db.vocabulary import ACTIVE, BEFORE, KNOWN_ERROR, SUBSTITUTION
+from remem.db.vocabulary import ACTIVE, BEFORE, FOLLOW_FILE, KNOWN_ERROR, SUBSTITUTION
 from remem.json_contract import date
 from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import (
@@ -75,7 +75,8 @@ class Advice(Record):
     kind: str
     key: str
     line: str
-    # The workflow hashes whose run follows it: a fix's commands, or the substitute.
+    # The workflow hashes whose run follows it (a fix's commands, or the substitute), and the
+    # files (FILE + name) whose edit does.
     follow: tuple[str, ...] = ()
 
 
@@ -254,6 +255,9 @@ def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
     line = f"- {_quoted(row[3])}{where} ({seen} on {date(row[4])}): {fix_text(fixed)}"
     hashes = (plain_workflow_hash(command) for command in fixed.fix_commands)
     follow = tuple(dict.fromkeys(h for h in hashes if h is not None))
+    follow += tuple(
+        f"{FOLLOW_FILE}{name}" for name in fixed.fix_files
+    )  # an edit of one follows it too
     return [Advice(KNOWN_ERROR, key_hash(row[10]), line, follow)]
 
 
