@@ -121,7 +121,7 @@ def test_a_substitution_counts_its_sessions_alike_everywhere(home: Home, tmp_pat
     assert "failed in 3 sessions here and never passed" in before, before
 
 
-def _make_checkout(tmp_path: Path) -> Path:
+def make_checkout(tmp_path: Path) -> Path:
     """A copy of the Makefile whose .venv is this checkout's, already built."""
     work = tmp_path / "checkout"
     (work / ".venv").mkdir(parents=True)
@@ -138,7 +138,7 @@ def test_make_run_beside_a_running_daemon_says_so_and_succeeds(home: Home, tmp_p
     make = shutil.which("make")
     if make is None:
         pytest.fail("make is not on PATH")
-    work = _make_checkout(tmp_path)
+    work = make_checkout(tmp_path)
     daemon = subprocess.Popen(
         [REMEM, "worker"], env=home.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
