@@ -291,15 +291,18 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
             return 0
     kind, body = capture(raw, host, now, size)
     settings, notice = _settings(home)
+    # Where the database setting itself is in doubt, the event waits in the spool for the
+    # worker, which reads it once the file is fixed: no second memory is started.
+    storing = None if notice is not None and _database_in_doubt(home) else settings
     output = None
     # A SessionStart reads its digest in the event's own write transaction, and records there
     # what the printed page held: one commit for both.
     digests: list[str | None] = []
     within = None
-    if kind == "event" and body.kind == "session_start" and settings is not None:
-        within = _digest_within(settings, body, digests)
+    if kind == "event" and body.kind == "session_start" and storing is not None:
+        within = _digest_within(storing, body, digests)
     try:
-        saved = save(home, kind, body, settings, within)
+        saved = save(home, kind, body, storing, within)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
         return _digest_regardless(settings, notice, kind, body)
@@ -310,7 +313,7 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
 
         with suppress(Exception):  # the event is saved: the note of its cut is a courtesy
             save(home, "drop", _cut_note(body, raw, size, now), settings)
-    if within is not None and settings is not None:
+    if kind == "event" and body.kind == "session_start" and settings is not None:
         # Printed last: a stdout the agent closed, or one that cannot encode the digest, must
         # not cost the event. An event that was not stored here reads it on its own.
         text = digests[0] if digests else _read_digest(settings, body)
@@ -332,6 +335,21 @@ def _digest_regardless(settings: Settings | None, notice: str | None, kind: str,
             _emit(output)
             return 0
     return 1
+
+
+def _database_in_doubt(home: str) -> bool:
+    """Whether a broken config.toml may name another database than the default: its
+    `database.url` is wrong, or the file cannot be read as TOML and mentions a database."""
+    try:
+        _settings_read, problems = read_settings(home=home)
+        path = _settings_read.config_file
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except Exception:
+        return True
+    if any(problem.key == "database.url" for problem in problems):
+        return True
+    return any(problem.key is None for problem in problems) and "database" in text
 
 
 def _settings(home: str) -> tuple[Settings | None, str | None]:

@@ -46,7 +46,7 @@ SUBSTITUTIONS_SHOWN = 5
 _SUBSTITUTIONS = (
     "SELECT pr.root, s.directory, s.failed_workflow_hash, s.substitute_workflow_hash, "
     "s.failed_workflow, s.error, s.error_key, s.session_id, s.found_at, s.substitute_command, "
-    "s.substitute_workflow, s.substitute_directory, s.id FROM substitutions s "
+    "s.substitute_workflow, s.substitute_directory, s.id, s.project_id FROM substitutions s "
     "JOIN projects pr ON pr.id = s.project_id "
     "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
 )
@@ -55,11 +55,6 @@ _SUBSTITUTIONS = (
 FAILED_SESSIONS = (
     "SELECT count(DISTINCT session_id) FROM attempts WHERE project_id = :project "
     "AND directory = :directory AND workflow_hash = :hash"
-)
-_FAILED_SESSIONS_BY_ROOT = (
-    "SELECT pr.root, a.directory, a.workflow_hash, count(DISTINCT a.session_id) FROM attempts a "
-    "JOIN projects pr ON pr.id = a.project_id WHERE a.workflow_hash IN ({hashes}){where} "
-    "GROUP BY pr.root, a.directory, a.workflow_hash"
 )
 _ACTIVE_WORKFLOWS = (
     "SELECT pr.root, p.directory, p.workflow_hash, p.id, p.verified_runs FROM procedures p "
@@ -93,14 +88,15 @@ def read_substitutions(
     if not found:
         return []
     active = _active_workflows(execute, root, {h for key in found for h in key[2:4]})
-    failed_in = _failed_sessions(execute, root, {key[2] for key in found})
     result = []
     for (project, directory, failed_hash, substitute_hash, ran_in), rows in found.items():
         if (project, directory, failed_hash) in active:
             continue
         newest = rows[0]
         verified = active.get((project, ran_in, substitute_hash), (None, None))
-        failed = failed_in.get((project, directory, failed_hash), 0)
+        # Counted where it failed, by the index on its workflow: as the warning before it says.
+        params = {"project": newest[13], "directory": directory, "hash": failed_hash}
+        failed = int(execute(FAILED_SESSIONS, params)[0][0])
         sessions = max(len({row[7] for row in rows}), failed)
         result.append(
             Substitution(
@@ -110,19 +106,6 @@ def read_substitutions(
         )  # fmt: skip
     result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))
     return result
-
-
-def _failed_sessions(
-    execute: Execute, root: str | None, hashes: set[str]
-) -> dict[tuple[str, str, str], int]:
-    """(project, directory, workflow hash) -> the sessions it failed in there."""
-    params: dict[str, Any] = {}
-    where = ""
-    if root is not None:
-        where, params["root"] = " AND pr.root = :root", root
-    hashes_in = in_list("f", sorted(hashes), params)
-    query = _FAILED_SESSIONS_BY_ROOT.format(hashes=hashes_in, where=where)
-    return {(row[0], row[1], row[2]): int(row[3]) for row in execute(query, params)}
 
 
 def _active_workflows(

@@ -116,3 +116,16 @@ def test_a_broken_environment_variable_is_said_as_well(home: Home, tmp_path: Pat
         "remem: environment variable REMEM_CONTEXT_MAX_LINES: `context.max_lines` must be"
     )
     assert stderr == digest
+
+
+def test_a_file_that_is_not_toml_and_names_a_database_keeps_events_in_the_spool(
+    home: Home, tmp_path: Path
+) -> None:
+    """Which database the file meant cannot be read: the events wait for the worker, which
+    reads them once the file is fixed, rather than start a second memory."""
+    config = home.path / "config.toml"
+    config.write_text('[database]\nurl = "sqlite:////elsewhere/remem.db\n', encoding="utf-8")
+    code, digest, stderr = session_start(home, make_project(tmp_path), "first")
+    assert code == 0
+    assert digest.startswith("remem: config.toml line 2: not valid TOML") and digest == stderr
+    assert len((home.spool / "events.jsonl").read_text().splitlines()) == 1
