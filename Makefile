@@ -21,12 +21,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# init asks before connecting any agent (on a terminal); the last line before the daemon takes
-# over says how to connect them, and the daemon prints one line and logs to a file.
+# init asks before connecting any agent (on a terminal) and says how to connect those it did
+# not; the daemon prints one line and logs to a file. A daemon already running (exit 3) is
+# said in one line, and is no failure of `make run`.
 run: $(STAMP)
 	$(BIN)/remem init
-	@echo "Agent hooks: $(BIN)/remem hooks install all   (print them: $(BIN)/remem hooks show; check: $(BIN)/remem doctor)"
-	$(BIN)/remem worker
+	$(BIN)/remem worker || test $$? -eq 3
 
 test: lint typecheck pytest
 

@@ -16,7 +16,7 @@ import re
 
 from remem import paths
 from remem.config_file import CACHE_FILE, line_of, read_file
-from remem.errors import ConfigError, HomeUnusable
+from remem.errors import ConfigError, ConfigErrors, HomeUnusable
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -380,24 +380,46 @@ def render_example_config() -> str:
 
 
 def load_settings(environ: Mapping[str, str] | None = None, home: str | None = None) -> Settings:
-    """The settings in force for a home (REMEM_HOME's by default): the hook, the worker and
-    every command read them here. Touches no disk beyond the config file and its cache."""
+    """The settings in force for a home (REMEM_HOME's by default): the worker and every command
+    read them here, and refuse to run on a setting they cannot use, naming every one at once.
+    Touches no disk beyond the config file and its cache."""
+    settings, problems = read_settings(environ, home)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ConfigErrors(problems)
+    return settings
+
+
+def read_settings(
+    environ: Mapping[str, str] | None = None, home: str | None = None
+) -> tuple[Settings, list[ConfigError]]:
+    """The settings with a default in place of each one that cannot be used, and why each
+    could not: the hook runs on these rather than switch the memory off, and says so."""
     env = dict(os.environ if environ is None else environ)
     home = paths.resolve_home(env) if home is None else home
     problem = paths.home_problem(home)
     if problem:
         raise HomeUnusable(home, problem)
     config_file = paths.config_path(home, env)
-    document, text = read_file(config_file, os.path.join(home, CACHE_FILE))
+    problems: list[ConfigError] = []
+    try:
+        document, text = read_file(config_file, os.path.join(home, CACHE_FILE))
+    except ConfigError as exc:  # not TOML, or unreadable: every setting at its default
+        document, text = {}, ""
+        problems.append(exc)
     declared = {(each.section, each.key) for each in SETTINGS}
-    for section, body in document.items():
+    for section, body in list(document.items()):
         if not isinstance(body, dict):
             line = line_of(text, section, None) or line_of(text, "", section)
-            raise ConfigError(config_file, section, "must be a [section] table", line)
+            problems.append(ConfigError(config_file, section, "must be a [section] table", line))
+            del document[section]
+            continue
         for key in body:
             if (section, key) not in declared:
                 line = line_of(text, section, key)
-                raise ConfigError(config_file, f"{section}.{key}", "is not a remem setting", line)
+                problem = "is not a remem setting"
+                problems.append(ConfigError(config_file, f"{section}.{key}", problem, line))
     values: dict[str, Any] = {}
     for each in SETTINGS:
         written = document.get(each.section, {})
@@ -412,9 +434,11 @@ def load_settings(environ: Mapping[str, str] | None = None, home: str | None = N
             if not overridden:
                 source = config_file
                 line = line_of(text, each.section, each.key) if each.key in written else None
-            raise ConfigError(source, each.name, str(exc), line) from None
+            problems.append(ConfigError(source, each.name, str(exc), line))
+            values[each.attribute] = each.parse(each.default)
     if not values["database_url"]:
         values["database_url"] = paths.default_database_url(home)
     if not values["team_machine"].strip():
         values["team_machine"] = os.uname().nodename
-    return Settings(home, config_file, values)
+    problems.sort(key=lambda each: (each.line is None, each.line or 0))  # in the file's order
+    return Settings(home, config_file, values), problems

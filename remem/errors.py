@@ -37,6 +37,13 @@ class ConfigError(RememError):
         self.path = path
         self.key: str | None = key
         self.line = line
+        self.problem = f"`{key}` {problem}"
+
+    @property
+    def brief(self) -> str:
+        """The problem named by the file's name alone, as the hook says it in one line."""
+        where = self.path.rsplit("/", 1)[-1]
+        return f"{where}{'' if self.line is None else f' line {self.line}'}: {self.problem}"
 
 
 class ConfigSyntaxError(ConfigError):
@@ -51,6 +58,25 @@ class ConfigSyntaxError(ConfigError):
         self.path = path
         self.key = None
         self.line = line
+        self.problem = f"not valid TOML ({problem})"
+
+
+class ConfigErrors(ConfigError):
+    """Every setting that cannot be used, named at once: fixing one need not reveal the next."""
+
+    def __init__(self, problems: list[ConfigError]) -> None:
+        RememError.__init__(
+            self, f"{len(problems)} settings cannot be used: " + "; ".join(map(str, problems))
+        )
+        self.problems = problems
+        self.path = problems[0].path
+        self.key = problems[0].key
+        self.line = problems[0].line
+        self.problem = problems[0].problem
+
+    @property
+    def brief(self) -> str:
+        return "; ".join(each.brief for each in self.problems)
 
 
 NEW_HOME = (

@@ -23,7 +23,7 @@ from remem.capture.hosts import (
     payload_excerpt,
 )
 from remem.capture.store import drop_record, schema_revision, store_drop, store_event
-from remem.config import Settings, load_settings
+from remem.config import Settings, load_settings, read_settings
 from remem.db import sqlite as sqlite_settings
 from remem.record.event import HOSTS, CapturedEvent, Dropped
 from remem.record.identity import locate
@@ -44,6 +44,7 @@ MAX_READ_BYTES = 64 * 1024 * 1024
 _fast_exit = False  # set by run(): the process ends with os._exit straight after main()
 _kept: sqlite3.Connection | None = None  # the connection _write left open, for the advice
 DIGEST_WAIT_S = 0.5
+NOTICE_CHARS = 300  # the config's problems, as the digest's first line says them
 USAGE = "usage: remem-hook [--host claude-code|codex|cursor|generic] < payload.json"
 
 
@@ -289,22 +290,22 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
                 _emit(before)
             return 0
     kind, body = capture(raw, host, now, size)
-    try:
-        settings: Settings | None = load_settings(home=home)
-    except Exception:  # save() spools with the reason; the digest is skipped
-        settings = None
+    settings, notice = _settings(home)
+    # Where the database setting itself is in doubt, the event waits in the spool for the
+    # worker, which reads it once the file is fixed: no second memory is started.
+    storing = None if notice is not None and _database_in_doubt(home) else settings
     output = None
     # A SessionStart reads its digest in the event's own write transaction, and records there
     # what the printed page held: one commit for both.
     digests: list[str | None] = []
     within = None
-    if kind == "event" and body.kind == "session_start" and settings is not None:
-        within = _digest_within(settings, body, digests)
+    if kind == "event" and body.kind == "session_start" and storing is not None:
+        within = _digest_within(storing, body, digests)
     try:
-        saved = save(home, kind, body, settings, within)
+        saved = save(home, kind, body, storing, within)
     except OSError as exc:
         sys.stderr.write(f"remem-hook: could not store or spool the event: {exc.strerror}\n")
-        return _digest_regardless(settings, kind, body)
+        return _digest_regardless(settings, notice, kind, body)
     except Exception as exc:  # a bug must cost the agent nothing: keep the record in the spool
         return _spool_after_bug(home, kind, body, exc)
     if kind == "event" and size > MAX_PAYLOAD_BYTES and saved != "dropped":
@@ -312,11 +313,12 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
 
         with suppress(Exception):  # the event is saved: the note of its cut is a courtesy
             save(home, "drop", _cut_note(body, raw, size, now), settings)
-    if within is not None and settings is not None:
+    if kind == "event" and body.kind == "session_start" and settings is not None:
         # Printed last: a stdout the agent closed, or one that cannot encode the digest, must
         # not cost the event. An event that was not stored here, or whose transaction could
         # not read it (a full disk fails the read with the write), reads it on its own.
-        output = digests[0] if digests and digests[0] else _read_digest(settings, body)
+        text = digests[0] if digests and digests[0] else _read_digest(settings, body)
+        output = _shaped(body, notice, text)
     if saved == "stored" and settings is not None and _advisable(kind, body):
         # After the event is stored: advice is a courtesy, the event is not.
         output = _advise_failure(settings, body, now)
@@ -325,15 +327,49 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
     return 0
 
 
-def _digest_regardless(settings: Settings | None, kind: str, body: Any) -> int:
+def _digest_regardless(settings: Settings | None, notice: str | None, kind: str, body: Any) -> int:
     """A SessionStart that could not be saved (a full disk) still prints its digest, read from
     what the database holds, and exits 0 so that the host reads it."""
     if kind == "event" and body.kind == "session_start" and settings is not None:
-        output = _read_digest(settings, body)
+        output = _shaped(body, notice, _read_digest(settings, body))
         if output:
             _emit(output)
             return 0
     return 1
+
+
+def _database_in_doubt(home: str) -> bool:
+    """Whether a broken config.toml may name another database than the default: its
+    `database.url` is wrong, or the file cannot be read as TOML and mentions a database."""
+    try:
+        _settings_read, problems = read_settings(home=home)
+        path = _settings_read.config_file
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except Exception:
+        return True
+    if any(problem.key == "database.url" for problem in problems):
+        return True
+    return any(problem.key is None for problem in problems) and "database" in text
+
+
+def _settings(home: str) -> tuple[Settings | None, str | None]:
+    """The settings, with its default for each one config.toml gets wrong, and the one line
+    that says so, written once on stderr here and put at the top of a SessionStart digest: a
+    broken config never switches the memory off in silence. None when nothing can be read
+    (save() then spools with the reason)."""
+    try:
+        settings, problems = read_settings(home=home)
+    except Exception:
+        return None, None
+    if not problems:
+        return settings, None
+    said = "; ".join(each.brief for each in problems)
+    if len(said) > NOTICE_CHARS:
+        said = said[: NOTICE_CHARS - 1] + "…"
+    notice = f"remem: {said} — using defaults; run remem doctor"
+    sys.stderr.write(notice + "\n")
+    return settings, notice
 
 
 def _advisable(kind: str, body: Any) -> bool:
@@ -370,7 +406,7 @@ def _before(home: str, raw: bytes, host: str | None, now: float) -> str | None:
     from remem.agent import advice  # PreToolUse only
 
     try:
-        settings = load_settings(home=home)
+        settings, _problems = read_settings(home=home)
     except Exception:
         return ""
     text = _advice(settings, lambda execute: advice.before_command(execute, event, now))
@@ -425,7 +461,7 @@ def _digest_within(settings: Settings, event: CapturedEvent, digests: list[str |
 
     def within(connection: sqlite3.Connection) -> None:
         pages = _digest_pages(settings, event, connection)
-        digests.append(_shaped(event, pages[0][0]) if pages else None)
+        digests.append(pages[0][0] if pages else None)
         if pages and pages[0][1]:
             from remem.agent.usage import SHOWN_INSERT, shown_params  # imported with the digest
 
@@ -463,7 +499,7 @@ def _read_digest(settings: Settings, event: CapturedEvent) -> str | None:
             return None
         finally:
             connection.close()
-        return _shaped(event, pages[0][0]) if pages else None
+        return pages[0][0] if pages else None
     return None
 
 
@@ -498,8 +534,12 @@ def _digest_pages(
         return []
 
 
-def _shaped(event: CapturedEvent, text: str) -> str:
-    """The digest in the host's output shape."""
+def _shaped(event: CapturedEvent, notice: str | None, digest: str | None) -> str | None:
+    """The digest, below the config's notice when there is one, in the host's output shape;
+    None when there is neither."""
+    text = "\n".join(part for part in (notice, digest) if part)
+    if not text:
+        return None
     if event.host == "codex":
         return json.dumps(
             {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}

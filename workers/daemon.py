@@ -41,8 +41,15 @@ HEARTBEAT_JOIN_S = 5.0
 
 
 class WorkerAlreadyRunning(RememError):
+    """Its own exit code, so that `make run` tells it from a failure."""
+
+    exit_code = 3
+
     def __init__(self, pid: str) -> None:
-        super().__init__(f"remem worker already running (pid {pid or 'unknown'})")
+        super().__init__(
+            f"remem worker already running (pid {pid or 'unknown'}): nothing to start; "
+            "`remem status` shows it"
+        )
 
 
 class StopFlag:

@@ -462,6 +462,23 @@ def install(
     return planned if dry_run else apply(planned)
 
 
+def connected_agents(agents: Iterable[str], user_home: Path, remem_home: str) -> tuple[str, ...]:
+    """The agents whose files already hold remem's hooks as an install would write them (with
+    or without --advice-before); an agent whose file cannot be read is not connected."""
+    connected = []
+    for agent in agents:
+        try:
+            plans = [
+                plan_install(agent, user_home, settings_for(agent, remem_home, None, before))
+                for before in (False, True)
+            ]
+        except RememError:
+            continue
+        if not all(plan.changed for plan in plans):
+            connected.append(agent)
+    return tuple(connected)
+
+
 def uninstall(
     agents: Iterable[str], user_home: Path, remem_home: str, dry_run: bool = False
 ) -> list[AgentChange]:

@@ -25,7 +25,7 @@ from remem.config import Settings, load_settings
 from remem.db import migrate
 from remem.db.engine import integrity_check, make_engine
 from remem.db.snapshot import engine_reader
-from remem.errors import ConfigError, HomeUnusable, RememError
+from remem.errors import ConfigError, ConfigErrors, HomeUnusable, RememError
 from remem.paths import foreign_owner
 from remem.queue import counts as task_counts
 from remem.record.event import DROPS_BY_DESIGN
@@ -88,6 +88,8 @@ def _entire(settings: Settings, cwd: str) -> list[Check]:
 def _unusable_settings(exc: RememError) -> Check:
     if isinstance(exc, HomeUnusable):
         return Check("home", FAIL, str(exc), "set REMEM_HOME to a folder, then `remem init`")
+    if isinstance(exc, ConfigErrors):
+        return Check("config", FAIL, str(exc), "fix or remove those settings")
     if isinstance(exc, ConfigError) and exc.key is not None:
         return Check("config", FAIL, str(exc), "fix or remove that setting")
     return Check("config", FAIL, str(exc), "fix the file at that line")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 NEVER_USED_SHOWN = 5  # items listed per project, and in total
 COUNTS = (
     "sessions",
+    "sessions_shown",
     "shown",
     "used",
     "passed_when_used",
@@ -38,9 +39,12 @@ _SESSIONS = (
     "WHERE e.session_id = s.id AND e.kind = 'command' AND e.outcome = 'failure') "
     "FROM sessions s WHERE s.started_at >= :since"
 )
+# A session that made no tool call (it only opened) had no chance to use what it was shown:
+# its pages are not counted as shown.
 _SHOWN = (
-    "SELECT project_id, session_id, procedures, known_errors FROM digest_shown "
-    "WHERE shown_at >= :since ORDER BY id"
+    "SELECT d.project_id, d.session_id, d.procedures, d.known_errors FROM digest_shown d "
+    "WHERE d.shown_at >= :since AND EXISTS (SELECT 1 FROM captured_events e "
+    "WHERE e.session_id = d.session_id AND e.kind IN ('command', 'edit')) ORDER BY d.id"
 )
 _LEDGER = (
     "SELECT project_id, "
@@ -133,6 +137,7 @@ def read_report(execute: Execute, root: str | None, since_s: float, now: float) 
     shown = _Shown(execute(_SHOWN, params))
     for project_id, items in shown.items.items():
         counts[project_id]["shown"] += len(items)
+        counts[project_id]["sessions_shown"] += len({item[0] for item in items})
     for project_id, used, passed, followed, repeats in execute(_LEDGER, params):
         counts[project_id].update(
             used=used or 0,

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 
+from remem.agent.substitutions import FAILED_SESSIONS
 from remem.capture.fields import key_hash
-from remem.db.vocabulary import ACTIVE, BEFORE, KNOWN_ERROR, SUBSTITUTION
+from remem.db.vocabulary import ACTIVE, BEFORE, FOLLOW_FILE, KNOWN_ERROR, SUBSTITUTION
 from remem.json_contract import date
 from remem.record.frozen import Record, in_list, json_list
 from remem.record.quote import (
@@ -79,7 +80,8 @@ class Advice(Record):
     kind: str
     key: str
     line: str
-    # The workflow hashes whose run follows it: a fix's commands, or the substitute.
+    # The workflow hashes whose run follows it (a fix's commands, or the substitute), and the
+    # files (FILE + name) whose edit does.
     follow: tuple[str, ...] = ()
 
 
@@ -175,10 +177,6 @@ _FIX_PROCEDURES = (
     "ON pr.id = p.project_id WHERE p.project_id = :project AND p.workflow_hash IN ({hashes}) "
     "AND p.status = :active AND p.inputs != '[]' ORDER BY p.id"
 )
-_FAILED_SESSIONS = (
-    "SELECT count(DISTINCT session_id) FROM attempts WHERE project_id = :project "
-    "AND directory = :directory AND workflow_hash = :hash"
-)
 _EVER_PASSED = (
     "SELECT 1 FROM verifications WHERE project_id = :project AND directory = :directory "
     "AND workflow_hash = :hash LIMIT 1"
@@ -271,6 +269,9 @@ def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
     hashes = (plain_workflow_hash(command) for command in fixed.fix_commands)
     follow = tuple(dict.fromkeys(h for h in hashes if h is not None))
     line += _fixes_changed(execute, failure.project_id, follow)
+    follow += tuple(
+        f"{FOLLOW_FILE}{name}" for name in fixed.fix_files
+    )  # an edit of one follows it too
     return [Advice(KNOWN_ERROR, key_hash(row[10]), line, follow)]
 
 
@@ -353,7 +354,9 @@ def _best_substitute(
     if not ranked:
         return None
     _order, row, sessions, verified = min(ranked, key=lambda item: item[0])
-    return row, sessions, verified
+    # Said as the digest and the warning before a command say it: the sessions it failed in.
+    params = {"project": project_id, "directory": row[1], "hash": row[3]}
+    return row, max(sessions, int(execute(FAILED_SESSIONS, params)[0][0])), verified
 
 
 def _verified(
@@ -378,7 +381,7 @@ def advise_before(execute: Execute, root: str, directory: str, command: str | No
         return []
     project_id = int(projects[0][0])
     params = {"project": project_id, "directory": directory, "hash": workflow_hash}
-    (failed_sessions,) = execute(_FAILED_SESSIONS, params)[0]
+    (failed_sessions,) = execute(FAILED_SESSIONS, params)[0]
     if failed_sessions < FAILED_SESSIONS_BEFORE or execute(_EVER_PASSED, params):
         return []
     rows = execute(_SUBSTITUTES, {"project": project_id, "value": workflow_hash})

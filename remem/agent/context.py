@@ -344,7 +344,7 @@ class Context(Record):
 
     def pages_held(self, max_chars: int, max_lines: int) -> list[tuple[str, list[Any]]]:
         """The pages, each with the procedures and known errors it holds."""
-        header = digest.header_for(self.project, self.branch, bool(self.procedures))
+        header = digest.header_for(self.project, self.branch, bool(self.procedures), self.directory)
         return digest.paginate_held(
             self.procedures,
             header,
@@ -400,6 +400,8 @@ def read_context(
 def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     """What `remem context` prints for a directory: a page of the digest, or every entry as
     JSON. Stdlib only, as the hook reads it."""
+    import os
+
     from remem.config import load_settings
     from remem.db.snapshot import read_snapshot
     from remem.errors import RememError
@@ -409,6 +411,8 @@ def context_text(cwd: str | None, page: int | None, as_json: bool) -> str:
     if page < 1:
         raise RememError("--page counts from 1.")
     settings = load_settings()
+    if cwd is not None and not os.path.isdir(os.path.expanduser(cwd)):
+        raise RememError(f"--cwd {cwd} is not a folder: name one inside the project.")
     root, branch, work_tree, directory = locate_given(cwd)
     with read_snapshot(settings) as execute:
         context = read_context(execute, root, branch, directory, settings.inherit_from, work_tree)

@@ -44,6 +44,8 @@ class KnownError(Record):
     last_seen_at: float | None = None
     resolved_by_event_id: int | None = None
     fix_in_command: bool = False  # fixed only by editing files its failing runs named
+    id: int | None = None  # its row on this machine
+    project: str | None = None  # the project's root on this machine
 
 
 # This machine's: one row per stretch of attempts showing an error (remem/procedures/known.py),
@@ -51,7 +53,7 @@ class KnownError(Record):
 _LOCAL_KNOWN_ERRORS = (
     "SELECT k.error, k.fix_files, k.resolved_at, k.error_key, k.branch, k.directory, "
     "k.workflow, k.fix_commands, k.times_seen, k.sessions, k.first_seen_at, k.last_seen_at, "
-    "k.resolved_by_event_id, k.fix_in_command FROM known_errors k "
+    "k.resolved_by_event_id, k.fix_in_command, k.id, pr.root FROM known_errors k "
     "JOIN projects pr ON pr.id = k.project_id WHERE 1 = 1{where} "
     "ORDER BY k.last_seen_at DESC, k.id DESC{limit}"
 )
@@ -71,10 +73,11 @@ def _local_known_errors(
         KnownError(
             line or "", tuple(json_list(files)), resolved_at, LOCAL, key, branch or None,
             directory, workflow, tuple(json_list(commands)), times, sessions, first_at,
-            last_at, resolved_by, bool(in_command),
+            last_at, resolved_by, bool(in_command), row_id, project,
         )
         for (line, files, resolved_at, key, branch, directory, workflow, commands, times,
-             sessions, first_at, last_at, resolved_by, in_command) in execute(query, params)
+             sessions, first_at, last_at, resolved_by, in_command, row_id, project)
+        in execute(query, params)
     ]  # fmt: skip
 
 

@@ -1,6 +1,7 @@
-"""What the agent can ask mid-session (DESIGN.md §7): a regular expression over the procedures,
-their variants, the lessons and the captured commands of a project, newest first, in pages an
-agent harness keeps whole.
+"""What the agent can ask mid-session (DESIGN.md §7): a regular expression over everything the
+digest can show (the procedures and their variants, the lessons, the known errors fixed or not,
+what passed instead of a failing command) and the captured commands with their stored error and
+output, of a project, newest first, in pages an agent harness keeps whole.
 
 Stdlib only but for the RE2 binding a search is compiled with, and the bash grammar for a
 captured command that may carry a commit's message (elided, as workflows have it, so that no
@@ -18,7 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from remem.agent.digest import fix_text
+from remem.agent.known import KnownError, read_known_errors
 from remem.agent.read import read_lessons, read_procedures
+from remem.agent.substitutions import read_substitutions
 from remem.db.snapshot import Execute
 from remem.errors import RememError
 from remem.json_contract import date
@@ -71,10 +75,11 @@ def compile_pattern(pattern: str) -> Pattern:
 
 @dataclass(frozen=True)
 class Hit:
-    """One thing recorded that matches: a procedure, a variant of one, a lesson, or a command
-    as it was captured (its identical runs counted together)."""
+    """One thing recorded that matches: a procedure, a variant of one, a lesson, a known error,
+    what passed instead of a failing command, or a command as it was captured (its identical
+    runs counted together)."""
 
-    kind: str  # procedure | variant | lesson | command
+    kind: str  # procedure | variant | lesson | known_error | substitution | command
     id: int  # the procedure, the procedure of the variant, the lesson, or the run quoted
     status: str  # the procedure's, the lesson's procedure's, or the run's outcome
     evidence: int  # verified runs, runs of the variant, failed attempts, successful runs
@@ -88,6 +93,8 @@ class Hit:
     runs: int | None = None
     exit_code: int | None = None
     fix_files: list[str] = field(default_factory=list)
+    fix_commands: list[str] = field(default_factory=list)
+    instead: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,10 +128,13 @@ def _line(regex: Pattern, *texts: str | None) -> str | None:
 
 _COMMANDS = (
     "SELECT e.id, pr.root, e.branch, e.directory, e.command, e.outcome, e.exit_code, "
-    "e.error_excerpt, e.event_at FROM captured_events e JOIN projects pr ON pr.id = e.project_id "
+    "e.error_excerpt, e.output_excerpt, e.event_at FROM captured_events e "
+    "JOIN projects pr ON pr.id = e.project_id "
     "WHERE e.kind = 'command' AND e.command IS NOT NULL{where} ORDER BY e.event_at DESC, e.id DESC"
 )
-_KIND_ORDER = {"procedure": 0, "variant": 1, "lesson": 2, "command": 3}
+_KIND_ORDER = {
+    "procedure": 0, "variant": 1, "lesson": 2, "known_error": 3, "substitution": 4, "command": 5,
+}  # fmt: skip
 
 
 def search(
@@ -134,6 +144,8 @@ def search(
     hits = [
         *_procedure_hits(execute, regex, root, since_at),
         *_lesson_hits(execute, regex, root, since_at),
+        *_known_error_hits(execute, regex, root, since_at),
+        *_substitution_hits(execute, regex, root, since_at),
         *_command_hits(execute, regex, root, since_at),
     ]
     hits.sort(key=lambda hit: (-hit.at, _KIND_ORDER[hit.kind], -hit.id))
@@ -173,6 +185,48 @@ def _lesson_hits(
         )  # fmt: skip
 
 
+def _known_error_hits(
+    execute: Execute, regex: Pattern, root: str | None, since_at: float | None
+) -> Iterator[Hit]:
+    """Every error met here, fixed or not: its line, the workflow it was met under, and what
+    fixed it."""
+    for error in read_known_errors(execute, root):
+        at = error.last_seen_at or error.resolved_at or 0.0
+        if since_at is not None and at < since_at:
+            continue
+        texts = (error.error, error.workflow or "", *error.fix_commands, *error.fix_files)
+        if not any(regex.search(text) for text in texts):
+            continue
+        command = error.workflow or ""
+        match = None if command and regex.search(command) else _line(regex, *texts)
+        status = "not fixed" if error.resolved_at is None else "fixed"
+        yield Hit(
+            "known_error", error.id or 0, status, error.times_seen, at, error.project or "",
+            error.branch, error.directory or ".", command, match,
+            fix_files=list(error.fix_files), fix_commands=list(error.fix_commands),
+        )  # fmt: skip
+
+
+def _substitution_hits(
+    execute: Execute, regex: Pattern, root: str | None, since_at: float | None
+) -> Iterator[Hit]:
+    """What passed instead of a command that failed here: the failing workflow, its error, and
+    the command that passed."""
+    for found in read_substitutions(execute, root):
+        if since_at is not None and found.last_seen_at < since_at:
+            continue
+        texts = (found.workflow, found.error or "", found.instead)
+        if not any(regex.search(text) for text in texts):
+            continue
+        match = None if regex.search(found.workflow) else _line(regex, *texts)
+        status = "passed" if found.instead_procedure_id is None else "verified"
+        yield Hit(
+            "substitution", found.id, status, found.sessions, found.last_seen_at, found.project,
+            None, found.directory, found.workflow, match, found.instead_procedure_id,
+            found.instead_verified_runs, instead=found.instead,
+        )  # fmt: skip
+
+
 def _command_hits(
     execute: Execute, regex: Pattern, root: str | None, since_at: float | None
 ) -> Iterator[Hit]:
@@ -182,7 +236,7 @@ def _command_hits(
     params: dict[str, Any] = {}
     where = _scope(root, params) + _since("e.event_at", since_at, params)
     groups: dict[tuple[str, str], dict[str, Any]] = {}
-    for event_id, project, branch, directory, command, outcome, code, error, at in execute(
+    for event_id, project, branch, directory, command, outcome, code, error, output, at in execute(
         _COMMANDS.format(where=where), params
     ):
         if command.lstrip().startswith("remem recall"):
@@ -199,7 +253,9 @@ def _command_hits(
         group["runs"] += 1
         group["successes"] += outcome == "success"
         if group["run"] is None:
-            group["match"] = _line(regex, error)
+            # The whole stored error, and a failure's stored output (its head and tail, bounded):
+            # a collection error names its module far past the excerpt's first lines.
+            group["match"] = _line(regex, error, output if outcome != "success" else None)
             group["run"] = run if group["match"] is not None else None
     for group in groups.values():
         if group["run"] is None:
@@ -247,6 +303,11 @@ def _what(hit: Hit) -> str:
         return (
             f"variant of procedure {hit.id} ({hit.status}, {_plural(hit.evidence, 'run', 'runs')}"
         )
+    if hit.kind == "known_error":
+        seen = _plural(hit.evidence, "time", "times")
+        return f"known error {hit.id} ({hit.status}, seen {seen}"
+    if hit.kind == "substitution":
+        return f"failing command ({_plural(hit.evidence, 'session', 'sessions')} failed"
     if hit.kind == "lesson":
         of = f" of procedure {hit.procedure_id}" if hit.procedure_id is not None else ""
         failed = _plural(hit.evidence, "failed attempt", "failed attempts")
@@ -261,14 +322,27 @@ def render_hit(hit: Hit, show_project: bool = False) -> str:
     where += [] if hit.directory in (".", "") else [f"in {inert_path(hit.directory)}/"]
     if hit.branch:
         where.append(f"on {inert_path(hit.branch)}")
+    elif hit.kind in ("command", "lesson", "known_error"):
+        where.append("no branch")
     else:
-        where.append("no branch" if hit.kind in ("command", "lesson") else "on every branch")
-    lines = [f"- {_what(hit)}, {date(hit.at)}, {', '.join(where)}): {_shown(hit.command)}"]
+        where.append("on every branch")
+    shown = _shown(hit.command) if hit.command else "(no command recorded)"
+    lines = [f"- {_what(hit)}, {date(hit.at)}, {', '.join(where)}): {shown}"]
     if hit.match is not None:
         lines.append(f"  matched: {quote_text(hit.match)}")
     if hit.kind == "lesson":
         fixed = f"fixed after editing {name_files(hit.fix_files)}" if hit.fix_files else NO_EDIT
         lines.append(f"  {fixed}")
+    if hit.kind == "known_error":
+        resolved_at = hit.at if hit.status == "fixed" else None
+        error = KnownError(
+            hit.match or "", tuple(hit.fix_files), resolved_at,
+            fix_commands=tuple(hit.fix_commands), times_seen=hit.evidence,
+        )  # fmt: skip
+        lines.append(f"  {fix_text(error)}")
+    if hit.kind == "substitution" and hit.instead is not None:
+        verified = f" (verified, {_plural(hit.runs, 'run', 'runs')})" if hit.runs else ""
+        lines.append(f"  passed instead: {_shown(hit.instead)}{verified}")
     return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ class Substitution(Record):
     error: str | None  # the newest failure's salient line
     error_key: str | None
     failures: int
-    sessions: int
+    sessions: int  # the sessions it failed in here, as the PreToolUse warning counts them
     last_seen_at: float
     instead: str  # the command that passed, as it was run the last time
     instead_workflow: str
@@ -37,6 +37,7 @@ class Substitution(Record):
     kind: str = "substitution"
     # What that procedure runs, changed or gone since it was last verified (`Makefile (test)`).
     instead_changed_inputs: tuple[str, ...] = ()
+    id: int = 0  # its newest row
 
     def recorded_text(self) -> str:
         """What a query's words are looked for in."""
@@ -47,9 +48,15 @@ SUBSTITUTIONS_SHOWN = 5
 _SUBSTITUTIONS = (
     "SELECT pr.root, s.directory, s.failed_workflow_hash, s.substitute_workflow_hash, "
     "s.failed_workflow, s.error, s.error_key, s.session_id, s.found_at, s.substitute_command, "
-    "s.substitute_workflow, s.substitute_directory FROM substitutions s "
+    "s.substitute_workflow, s.substitute_directory, s.id, s.project_id FROM substitutions s "
     "JOIN projects pr ON pr.id = s.project_id "
     "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
+)
+# The sessions a workflow failed in, in a directory of a project: one count, whichever reader
+# (the digest, advice at a failure, the warning before a command) says it.
+FAILED_SESSIONS = (
+    "SELECT count(DISTINCT session_id) FROM attempts WHERE project_id = :project "
+    "AND directory = :directory AND workflow_hash = :hash"
 )
 _ACTIVE_WORKFLOWS = (
     "SELECT pr.root, p.directory, p.workflow_hash, p.id, p.verified_runs, p.inputs "
@@ -90,11 +97,15 @@ def read_substitutions(
             continue
         newest = rows[0]
         procedure_id, runs, inputs = active.get((project, ran_in, substitute_hash), _NONE)
+        # Counted where it failed, by the index on its workflow: as the warning before it says.
+        params = {"project": newest[13], "directory": directory, "hash": failed_hash}
+        failed = int(execute(FAILED_SESSIONS, params)[0][0])
+        sessions = max(len({row[7] for row in rows}), failed)
         result.append(
             Substitution(
-                project, directory, newest[4], newest[5], newest[6], len(rows),
-                len({row[7] for row in rows}), newest[8], newest[9], newest[10], ran_in,
-                procedure_id, runs, instead_changed_inputs=_changed(inputs, project),
+                project, directory, newest[4], newest[5], newest[6], len(rows), sessions,
+                newest[8], newest[9], newest[10], ran_in, procedure_id, runs,
+                instead_changed_inputs=_changed(inputs, project), id=newest[12],
             )
         )  # fmt: skip
     result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))

@@ -30,6 +30,24 @@ class _Group(click.Group):
     """Turns RememError into one line on stderr and its exit code; anything else is a bug and
     keeps its traceback."""
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command that is a subcommand of a group is named with its group:
+        `remem export` answers `remem procedures export`."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            name = args[0] if args else ""
+            found = [
+                f"`remem {group} {name}`"
+                for group, command in sorted(self.commands.items())
+                if isinstance(command, click.Group) and name in command.commands
+            ]
+            if not found:
+                raise
+            ctx.fail(f"No such command '{name}': did you mean {' or '.join(found)}?")
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

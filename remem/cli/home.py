@@ -28,7 +28,7 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
     On a terminal it asks whether to install remem's hooks into the agents whose folders exist
     (~/.claude, ~/.codex, ~/.cursor); otherwise it installs them only with --hooks, and prints
     the command that does. Safe to run again: an existing home is kept and its database
-    migrated.
+    migrated, and it says so in a few lines.
 
     \b
     Example:
@@ -37,19 +37,22 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from remem.admin.agents_settings import install, present_agents
+    from remem.admin.agents_settings import connected_agents, install, present_agents
     from remem.admin.home import init_home
     from remem.cli.hooks import echo_init_hooks
     from remem.paths import installed_executable
     from remem.record.quote import escape_unsafe
 
     result = init_home(current_settings())
-    if not as_json:
-        click.echo(f"{'Created' if result.created_home else 'Found'} remem home at {result.home}")
+    if not as_json and result.created_home:
+        click.echo(f"Created remem home at {result.home}")
         click.echo(f"Database {result.database_url} at revision {result.revision}")
+    elif not as_json:
+        click.echo(f"Found remem home at {result.home}, its database at revision {result.revision}")
     user_home = Path.home()
     found = present_agents(user_home)
-    asked = with_hooks is None and bool(found) and not as_json
+    connected = connected_agents(found, user_home, result.home)
+    asked = with_hooks is None and set(found) > set(connected) and not as_json
     if asked and sys.stdin.isatty() and sys.stdout.isatty():
         with_hooks = click.confirm(
             f"Install remem's hooks for {', '.join(found)} (a backup of each changed file is "
@@ -78,11 +81,12 @@ def init(with_hooks: bool | None, as_json: bool) -> None:
             }
         )
         return
-    echo_init_hooks(changes, with_hooks, found, user_home)
-    from remem.agent.mcp import mcp_instructions
+    echo_init_hooks(changes, with_hooks, found, connected, user_home)
+    if result.created_home:  # printed once: an existing home was set up before
+        from remem.agent.mcp import mcp_instructions
 
-    click.echo("")
-    click.echo(mcp_instructions(result.home))
+        click.echo("")
+        click.echo(mcp_instructions(result.home))
     if command is not None:
         click.echo("")
         click.echo(_import_offer(sessions, command))

@@ -167,15 +167,20 @@ def _report(
         print_json({"dry_run": dry_run, "agents": [change.as_json() for change in changes]})
         return
     for change in changes:
+        # Only the files there are, or that this writes: a file that does not exist is no news.
+        files = [file for file in change.files if file.changed or file.before is not None]
         if dry_run:
-            for file in change.files:
+            for file in files:
                 if file.changed:
                     click.echo(file.diff(), nl=False)
                 else:
                     click.echo(f"{file.path}: no change")
             continue
-        paths = ", ".join(str(file.path) for file in change.files)
-        backups = [str(file.backup) for file in change.files if file.backup]
+        if not files:
+            click.echo(f"{change.agent}: no settings file, so no remem hook")
+            continue
+        paths = ", ".join(str(file.path) for file in files)
+        backups = [str(file.backup) for file in files if file.backup]
         line = f"{change.agent}: {done if change.changed else nothing} {paths}"
         if any(file.before is not None and file.after is None for file in change.files):
             line += " (the file held nothing else: removed)"
@@ -200,9 +205,14 @@ def remem_invocation() -> str:
 
 
 def echo_init_hooks(
-    changes: list[AgentChange], asked_for: bool | None, found: tuple[str, ...], user_home: Path
+    changes: list[AgentChange],
+    asked_for: bool | None,
+    found: tuple[str, ...],
+    connected: tuple[str, ...],
+    user_home: Path,
 ) -> None:
-    """What `remem init` did about hooks, or the one command that installs them."""
+    """What `remem init` did about hooks, that the agents are connected already, or the one
+    command that connects them."""
     remem = remem_invocation()
     click.echo("")
     for change in changes:
@@ -213,6 +223,10 @@ def echo_init_hooks(
         click.echo(f"No agent folder in {user_home} (.claude, .codex, .cursor): no hook installed.")
     if changes:
         click.echo(f"Start a new agent session to load them; `{remem} doctor` checks them.")
+        return
+    if connected:
+        click.echo(f"Hooks connected: {', '.join(connected)} (`{remem} doctor` checks them).")
+    if found and set(connected) >= set(found):
         return
     click.echo("Connect your agents (Claude Code, Codex, Cursor) with:")
     click.echo(f"  {remem} hooks install all")

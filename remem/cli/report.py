@@ -21,23 +21,47 @@ if TYPE_CHECKING:
     from remem.admin.report import Report
 
 
-@cli.command("report")
+# What each column counts: printed under the table and in --help, from this one place.
+LEGEND = (
+    ("sessions", "sessions that started in the window"),
+    ("shown in", "sessions shown a digest that then made a tool call (opened only: not counted)"),
+    ("items shown", "procedures and known errors those digests showed, once per session"),
+    ("used", "shown procedures whose workflow then ran in that session"),
+    ("passed", "of those, the ones that passed there"),
+    ("advice", "advice the hook gave after a failure or before a command"),
+    ("followed", "advice whose command ran, or whose file was edited, within the next 5 calls"),
+    ("repeats", "shown known errors met again in that session"),
+)
+
+
+def legend() -> str:
+    width = max(len(name) for name, _ in LEGEND)
+    return "\n".join(f"  {name.ljust(width)}  {meaning}" for name, meaning in LEGEND)
+
+
+HELP = f"""Report whether the memory helped: sessions, the procedures and known errors their
+digests showed, how many shown procedures were used and passed, advice given and followed,
+known errors met again after they were shown, failing calls per session week by week, and
+the procedures shown most often and never used.
+
+\b
+The columns:
+{legend()}
+
+\b
+Example:
+  remem report --since 30d
+  remem report --project ~/src/shop --json
+"""
+
+
+@cli.command("report", help=HELP)
 @project_option("A directory of the project (default: every project).")
 @click.option(
     "--since", default="30d", show_default=True, help='The window reported on, e.g. "7d".'
 )
 @json_option("the report")
 def report_command(root: str | None, since: str, as_json: bool) -> None:
-    """Report whether the memory helped: sessions, the procedures and known errors their
-    digests showed, how many shown procedures were used and passed, advice given and followed,
-    known errors met again after they were shown, failing calls per session week by week, and
-    the procedures shown most often and never used.
-
-    \b
-    Example:
-      remem report --since 30d
-      remem report --project ~/src/shop --json
-    """
     from remem.admin.report import read_report
     from remem.config import parse_duration
     from remem.db.snapshot import reading
@@ -56,6 +80,8 @@ def report_command(root: str | None, since: str, as_json: bool) -> None:
 
 # The table's headers; --json keeps the full names.
 _SHORT = {
+    "sessions_shown": "shown in",
+    "shown": "items shown",
     "passed_when_used": "passed",
     "advice_given": "advice",
     "advice_followed": "followed",
@@ -78,6 +104,7 @@ def _print(report: Report) -> None:
     )
     if not report.projects:
         return
+    click.echo(legend())
     click.echo("Failing calls per session, by week:")
     for week in report.total.weeks:
         per = week.as_json()["per_session"]

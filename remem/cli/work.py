@@ -147,7 +147,8 @@ def _burst(runner: Any, team: Any, stop: Any, max_seconds: float | None, as_json
 @json_option("the tasks")
 @click.pass_context
 def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bool) -> None:
-    """List extraction tasks, newest first; failed ones show their last error.
+    """List extraction tasks, newest first; failed ones show their last error. `failures`
+    counts the tries that failed (or whose worker died): a task done at its first try has 0.
 
     \b
     Example:
@@ -163,7 +164,7 @@ def tasks(ctx: click.Context, status_filter: str | None, limit: int, as_json: bo
         rows = list_tasks(engine, status_filter, limit)
     print_table(
         "Tasks",
-        ["id", "session", "status", "attempts", "events", "last error"],
+        ["id", "session", "status", "failures", "events", "last error"],
         [
             [
                 str(r.id),

@@ -18,3 +18,6 @@ ADVICE_KINDS = (KNOWN_ERROR, SUBSTITUTION, BEFORE)
 # what advice gave.
 PROCEDURE = "procedure"
 LEDGER_KINDS = (PROCEDURE, KNOWN_ERROR, "advice")
+# Among what follows a piece of advice (advice_given.follow, workflow hashes otherwise): a file
+# it named, whose edit follows it.
+FOLLOW_FILE = "file:"

@@ -4,8 +4,9 @@ session and the advice it was given, and the runs and calls that followed, what 
 - A shown procedure is *used* when its workflow ran in the session after it was shown;
   *passed* when one of those runs was verified; it *failed after* when the last of them failed.
 - A shown known error is *repeated* when a failed run after it showed the same error.
-- Advice is *followed* when one of the next FOLLOW_CALLS commands ran a workflow it named (a
-  fix's command, the substitute); it *failed after* when that command failed.
+- Advice is *followed* when one of the next FOLLOW_CALLS calls ran a workflow it named (a
+  fix's command, the substitute) or edited a file it named (a fix's files); it *failed after*
+  when that command failed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from remem.db.vocabulary import KNOWN_ERROR, PROCEDURE
+from remem.db.vocabulary import FOLLOW_FILE, KNOWN_ERROR, PROCEDURE
 
 ADVICE = "advice"
 FOLLOW_CALLS = 5  # "within the next few calls": an agent tries advice straight away or not at all
@@ -57,12 +58,14 @@ class Run:
 
 @dataclass(frozen=True)
 class Call:
-    """A command the session ran, with the workflows its steps ran (directory, hash)."""
+    """A command the session ran, with the workflows its steps ran (directory, hash), or an
+    edit, with the files it changed (relative to the root)."""
 
     event_id: int
     at: float
     failed: bool
     workflows: frozenset[tuple[str, str]]
+    files: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,10 @@ def _advice(advice: Given, calls: Sequence[Call]) -> Judged:
     else:
         after = [call for call in calls if call.event_id > advice.event_id]
     follow = set(advice.follow)
+    files = {name.removeprefix(FOLLOW_FILE) for name in follow if name.startswith(FOLLOW_FILE)}
     for call in after[:FOLLOW_CALLS]:
+        if call.files & files:  # the file it named, edited
+            return Judged(ADVICE, advice.at, item_key=f"{advice.kind}:{advice.key}", followed=True)
         ran = sorted(workflow for workflow in call.workflows if workflow[1] in follow)
         if ran:
             # The workflow it named, where it ran: a substitute that fails when followed is

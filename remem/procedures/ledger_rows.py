@@ -30,8 +30,8 @@ _GIVEN = text(
 )
 _PROJECT = text("SELECT project_id FROM sessions WHERE id = :session_id")
 _CALLS = text(
-    "SELECT id, event_at, outcome FROM captured_events WHERE session_id = :session_id "
-    "AND kind = 'command' ORDER BY id"
+    "SELECT id, event_at, outcome, kind, files FROM captured_events "
+    "WHERE session_id = :session_id AND kind IN ('command', 'edit') ORDER BY id"
 )
 _DELETE = text("DELETE FROM session_ledger WHERE session_id = :session_id")
 _WORKFLOWS = text(
@@ -84,8 +84,14 @@ def derive(connection: Driver, session_id: int, now: float) -> Counter[str]:
     for row in (*runs, *map(_unverified, connection.execute(UNVERIFIED_RUNS, whole))):
         workflows.setdefault(row.event_id, set()).add((row.directory, row.workflow_hash))
     calls = [
-        Call(event_id, at, outcome == "failure", frozenset(workflows.get(event_id, ())))
-        for event_id, at, outcome in connection.execute(_CALLS, params)
+        Call(
+            event_id,
+            at,
+            outcome == "failure",
+            frozenset(workflows.get(event_id, ())),
+            frozenset(json.loads(files or "[]")) if kind == "edit" else frozenset(),
+        )
+        for event_id, at, outcome, kind, files in connection.execute(_CALLS, params)
     ]
     judged = judge(shown, given, runs, calls)
     project_id = connection.execute(_PROJECT, params).scalar_one()

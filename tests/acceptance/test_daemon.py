@@ -98,8 +98,11 @@ def test_a_second_daemon_refuses_to_start(home: Home) -> None:
     try:
         wait_for(lambda: _running(home), timeout=20)
         second = home.remem("worker", check=False, timeout=30)
-        assert second.returncode == 1
-        assert second.stderr.strip() == f"remem: remem worker already running (pid {first.pid})"
+        assert second.returncode == 3  # `make run` tells it from a failure
+        assert second.stderr.strip() == (
+            f"remem: remem worker already running (pid {first.pid}): nothing to start; "
+            "`remem status` shows it"
+        )
     finally:
         assert _stop(first)[0] == 0
 

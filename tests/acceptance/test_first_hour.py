@@ -234,6 +234,15 @@ def test_config_problems_name_the_file_and_line(home: Home) -> None:
     config.write_text("# tuned\n[worker]\n\npoll_interval = 5\n")
     result = home.remem("status", check=False)
     assert f"{config}, line 4: `worker.poll_interval` must be a duration" in result.stderr
+    # Every problem at once, on one line: fixing one need not reveal the next.
+    config.write_text("[worker]\npoll_interval = 5\nmax_attempts = 0\nspeed = 3\n")
+    result = home.remem("status", check=False)
+    assert result.stderr.startswith("remem: 3 settings cannot be used: ")
+    assert len(result.stderr.strip().splitlines()) == 1
+    for line, key in ((2, "poll_interval"), (3, "max_attempts"), (4, "speed")):
+        assert f"{config}, line {line}: `worker.{key}`" in result.stderr
+    checks = {c["name"]: c for c in json.loads(home.remem("doctor", "--json", check=False).stdout)}
+    assert checks["config"]["fix"] == "fix or remove those settings"
 
 
 def _make_with_path(

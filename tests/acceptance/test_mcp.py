@@ -143,7 +143,11 @@ def test_each_tool_answers_from_the_database(home: Home, tmp_path: Path) -> None
     assert (lesson["first_error"], lesson["fix_files"]) == (ERROR, ["migrations/0002_carts.py"])
 
     hits = answers["recall"]["hits"]
-    assert {(hit["kind"], hit["match"]) for hit in hits} == {("lesson", ERROR), ("command", ERROR)}
+    assert {(hit["kind"], hit["match"]) for hit in hits} == {
+        ("lesson", ERROR),
+        ("known_error", ERROR),
+        ("command", ERROR),
+    }
     (found,) = answers["lessons"]["lessons"]
     assert (found["id"], found["command"], found["procedure_id"]) == (
         lesson["id"],

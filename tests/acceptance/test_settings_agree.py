@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -122,19 +123,44 @@ def test_a_dotted_page_budget_pages_the_hook_as_it_pages_context(
     assert post(home, session_start(project)) == overridden[0].encode("utf-8")
 
 
-def test_a_broken_config_spools_the_event_until_it_is_fixed(home: Home, tmp_path: Path) -> None:
+def test_a_broken_database_setting_spools_the_event_until_it_is_fixed(
+    home: Home, tmp_path: Path
+) -> None:
+    """The database the events belong to is in doubt: they wait in the spool rather than start
+    a second memory, and the hook says why on every call, and atop the digest."""
     project = repository(tmp_path / "shop")
-    configure(home, 'worker.poll_interval = "soon"')
-
-    assert post(home, bash(project, "make test")) == b""
-    assert post(home, session_start(project)) == b""  # no digest, and the event is kept
+    configure(home, "database.url = 5")
+    notice = (
+        "remem: config.toml: `database.url` must be a string — using defaults; run remem doctor"
+    )
+    for payload in (bash(project, "make test"), session_start(project)):
+        result = home.hook(payload, "--host", "claude-code")
+        assert result.returncode == 0
+        assert result.stderr.decode() == notice + "\n"
+    assert result.stdout.decode() == notice + "\n"  # the SessionStart: nothing known but that
     spooled = [json.loads(line) for line in (home.spool / "events.jsonl").read_text().splitlines()]
     assert len(spooled) == 2
-    assert all("worker.poll_interval" in record["spool_reason"] for record in spooled)
+    assert all("database.url" in record["spool_reason"] for record in spooled)
     assert home.remem("status", check=False).returncode == 1  # the worker refuses it too
 
     config = home.path / "config.toml"
-    config.write_text(config.read_text().replace('"soon"', '"5s"'))
+    config.write_text(config.read_text().replace("database.url = 5", ""))
     home.remem("worker", "--burst")
     report = status(home)
     assert (report["events"], report["spool"]["pending"]) == (2, 0)
+
+
+def test_a_broken_setting_the_hook_does_not_need_costs_it_nothing(
+    home: Home, tmp_path: Path
+) -> None:
+    project = repository(tmp_path / "shop")
+    configure(home, 'worker.poll_interval = "soon"')
+    result = home.hook(bash(project, "make test"), "--host", "claude-code")
+    assert result.returncode == 0 and b"worker.poll_interval" in result.stderr
+    assert not (home.spool / "events.jsonl").exists()  # stored, not spooled
+    connection = sqlite3.connect(home.db)
+    try:
+        (stored,) = connection.execute("SELECT count(*) FROM captured_events").fetchone()
+    finally:
+        connection.close()
+    assert stored == 1

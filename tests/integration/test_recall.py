@@ -327,3 +327,76 @@ def test_a_commit_message_is_never_found_nor_shown(
     assert found["hits"] == []
     assert shared == []
     assert [hit["command"] for hit in deploys] == ["git add -A && git commit -m … && make deploy"]
+
+
+# pytest's collection error as it prints it: the module it cannot import is named far past the
+# first 500 characters that a failure's error excerpt keeps.
+COLLECTION_ERROR = """\
+platform linux -- Python 3.12.3, pytest-8.3.4, pluggy-1.5.0
+rootdir: /home/dev/shop
+collected 0 items / 1 error
+
+==================================== ERRORS ====================================
+____________________ ERROR collecting tests/test_cart.py _____________________
+ImportError while importing test module '/home/dev/shop/tests/test_cart.py'.
+Hint: make sure your test modules/packages have valid Python names.
+Traceback:
+/usr/lib/python3.12/importlib/__init__.py:90: in import_module
+    return _bootstrap._gcd_import(name[level:], package, level)
+tests/test_cart.py:1: in <module>
+    from cart import total
+E   ModuleNotFoundError: No module named 'cart'
+=========================== short test summary info ============================
+ERROR tests/test_cart.py
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+1 error in 0.05s
+"""
+
+
+def test_recall_finds_an_error_past_the_first_lines_of_a_failures_output(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    assert COLLECTION_ERROR.index("ModuleNotFoundError") == 621
+    project = make_repository(tmp_path / "shop")
+    world.post("python -m pytest -q", 1, project=project, branch=None, output=COLLECTION_ERROR)
+    world.burst()
+    found = _json(home, "ModuleNotFoundError", "--cwd", project)
+    commands = [h for h in found["hits"] if h["kind"] == "command"]
+    assert [(h["command"], h["status"], h["match"]) for h in commands] == [
+        ("python -m pytest -q", "failure", "E   ModuleNotFoundError: No module named 'cart'")
+    ]
+
+
+def test_recall_finds_a_known_error_never_fixed(world: World, home: Home, tmp_path: Path) -> None:
+    project = make_repository(tmp_path / "shop")
+    error = "error[E0308]: mismatched types\n  --> src/main.rs:4:18"
+    world.post("cargo build", 101, project=project, branch=None, output=error)
+    world.burst()
+    (known,) = home.json("procedures", "errors")
+    assert known["resolved_at"] is None  # the digest says "seen 1 time, not yet fixed"
+    found = _json(home, "mismatched", "--cwd", project)
+    hits = [h for h in found["hits"] if h["kind"] == "known_error"]
+    assert [(h["status"], h["evidence"], h["command"], h["match"]) for h in hits] == [
+        ("not fixed", 1, "cargo build", "error[E0308]: mismatched types")
+    ]
+    text = _recall(home, "mismatched", "--cwd", project).stdout
+    assert "- known error " in text and "(not fixed, seen 1 time, " in text
+    assert "  seen 1 time, not yet fixed" in text
+
+
+def test_recall_finds_what_passed_instead_of_a_failing_command(
+    world: World, home: Home, tmp_path: Path
+) -> None:
+    project = make_repository(tmp_path / "shop")
+    not_found = "/bin/bash: line 1: pytest: command not found"
+    world.post("pytest", 127, project=project, branch=None, output=not_found)
+    world.post(".venv/bin/python -m pytest", project=project, branch=None)
+    world.burst()
+    found = _json(home, "python -m", "--cwd", project)
+    hits = [h for h in found["hits"] if h["kind"] == "substitution"]
+    assert [(h["command"], h["instead"], h["evidence"], h["match"]) for h in hits] == [
+        ("pytest", ".venv/bin/python -m pytest", 1, ".venv/bin/python -m pytest")
+    ]
+    text = _recall(home, "python -m", "--cwd", project).stdout
+    assert "- failing command (1 session failed, " in text
+    assert "  passed instead: `.venv/bin/python -m pytest`" in text

@@ -15,8 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remem import config_file, hook
-from remem.config import SETTINGS, Settings, load_settings, parse_duration, render_example_config
-from remem.errors import ConfigError, RememError
+from remem.config import (
+    SETTINGS,
+    Settings,
+    load_settings,
+    parse_duration,
+    read_settings,
+    render_example_config,
+)
+from remem.errors import ConfigError, ConfigErrors, RememError
 
 
 def write_config(home: Path, text: str) -> Path:
@@ -179,6 +186,47 @@ def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
 
     assert str(path) in str(error)
     assert "TOML" in str(error)
+
+
+def test_every_problem_is_named_at_once_in_the_files_order(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path, "[worker]\nmax_attempts = 0\nspeed = 3\n[context]\nmax_chars = 20000\n"
+    )
+
+    error = config_error({"REMEM_HOME": str(tmp_path), "REMEM_WORKER_LOG_LEVEL": "loud"})
+
+    assert isinstance(error, ConfigErrors)
+    assert str(error) == (
+        f"4 settings cannot be used: {path}, line 2: `worker.max_attempts` must be at least 1; "
+        f"{path}, line 3: `worker.speed` is not a remem setting; "
+        f"{path}, line 5: `context.max_chars` must be at most 9,000 (agents cut longer context); "
+        "environment variable REMEM_WORKER_LOG_LEVEL: `worker.log_level` must be one of debug, "
+        "info, warning, error"
+    )
+
+
+def test_read_settings_keeps_what_it_can_and_defaults_the_rest(tmp_path: Path) -> None:
+    write_config(tmp_path, '[worker]\nmax_attempts = 0\npoll_interval = "7s"\n')
+
+    settings, problems = read_settings({"REMEM_HOME": str(tmp_path)})
+
+    assert (settings.max_attempts, settings.poll_interval_s) == (Settings.max_attempts, 7.0)
+    assert [each.brief for each in problems] == [
+        "config.toml line 2: `worker.max_attempts` must be at least 1"
+    ]
+
+
+def test_read_settings_on_a_file_that_is_not_toml_keeps_the_environment(tmp_path: Path) -> None:
+    write_config(tmp_path, "[worker\n")
+
+    settings, problems = read_settings(
+        {"REMEM_HOME": str(tmp_path), "REMEM_WORKER_MAX_ATTEMPTS": "9"}
+    )
+
+    assert settings.max_attempts == 9
+    assert [each.brief for each in problems] == [
+        "config.toml line 1: not valid TOML (Expected ']' at the end of a table declaration)"
+    ]
 
 
 def test_remem_config_points_at_another_file(tmp_path: Path) -> None:

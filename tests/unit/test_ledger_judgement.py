@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from remem.agent.usage import FAILING, IGNORED, UNKNOWN, USED, Use, failing_since, use_rank
+from remem.db.vocabulary import FOLLOW_FILE
 from remem.procedures.ledger import FOLLOW_CALLS, Call, Given, Run, Shown, judge
 
 TEST, BUILD, VENV = "hash-make-test", "hash-make-build", "hash-venv-pytest"
@@ -81,6 +82,16 @@ def test_advice_followed_too_late_or_never_is_not_followed() -> None:
     assert not judged.followed
     (nothing,) = judge([], [Given(2, 102.0, "known_error", "k", ())], [], [call(3, BUILD)])
     assert not nothing.followed
+
+
+def test_advice_is_followed_when_the_next_calls_edit_a_file_it_named() -> None:
+    advice = Given(2, 102.0, "known_error", "k", (BUILD, f"{FOLLOW_FILE}config/test.exs"))
+    edit = Call(3, 103.0, False, frozenset(), frozenset({"config/test.exs"}))
+    (judged,) = judge([], [advice], [], [edit])
+    assert (judged.followed, judged.failed_after) == (True, False)
+    other = Call(3, 103.0, False, frozenset(), frozenset({"lib/app.ex"}))
+    (ignored,) = judge([], [advice], [], [other])
+    assert not ignored.followed
 
 
 def test_advice_before_a_command_counts_from_its_time() -> None:
