@@ -168,6 +168,8 @@ def _leaked(data: bytes | str) -> list[str]:
 
 
 def test_secrets_corpus_never_reaches_storage_or_any_output(home: Home, tmp_path: Path) -> None:
+    shop = tmp_path / "shop"  # `remem context --cwd` reads a folder that exists
+    shop.mkdir()
     pem = f"-----BEGIN PRIVATE KEY-----\n{SECRETS['pem']}\n-----END PRIVATE KEY-----"
     for index, command in enumerate(SECRET_COMMANDS):
         for session in ("a", "b"):  # twice, in two sessions: every one becomes a procedure
@@ -177,6 +179,7 @@ def test_secrets_corpus_never_reaches_storage_or_any_output(home: Home, tmp_path
                     _claude(
                         session,
                         f"toolu_{session}_{index}",
+                        cwd=str(shop),
                         tool_input={"command": command, f"api_key={SECRETS['api_key']}": 1},
                         tool_response={"stdout": output, "stderr": pem},
                     )
@@ -186,7 +189,7 @@ def test_secrets_corpus_never_reaches_storage_or_any_output(home: Home, tmp_path
         failure = load_fixture("claude-code/post_tool_use_failure_bash_exit_code.json")
         failure.update(
             session_id="a",
-            cwd="/p/shop",
+            cwd=str(shop),
             tool_use_id=f"toolu_fail_{index}",
             tool_input={"command": command},
             error=f"Exit code 1\n{command}\n{pem}",
@@ -195,9 +198,9 @@ def test_secrets_corpus_never_reaches_storage_or_any_output(home: Home, tmp_path
     edit = load_fixture("claude-code/post_tool_use_edit.json")
     edit.update(
         session_id="a",
-        cwd="/p/shop",
+        cwd=str(shop),
         tool_input={
-            "file_path": f"/p/shop/secrets/{SECRETS['ghp']}/config.py",
+            "file_path": f"{shop}/secrets/{SECRETS['ghp']}/config.py",
             "old_string": f"KEY = '{SECRETS['stripe']}'",
             "new_string": "KEY = os.environ['KEY']",
         },
@@ -207,7 +210,7 @@ def test_secrets_corpus_never_reaches_storage_or_any_output(home: Home, tmp_path
     procedures = json.loads(home.remem("procedures", "list", "--json").stdout)
     assert len(procedures) == len(SECRET_COMMANDS)
 
-    outputs = [home.remem("context", "--cwd", "/p/shop").stdout]
+    outputs = [home.remem("context", "--cwd", str(shop)).stdout]
     outputs += [
         json.dumps(procedures),
         home.remem("tasks", "--json").stdout,
@@ -302,7 +305,14 @@ MIX_ERROR = (
     "Exit code 2\n** (RuntimeError) no :secret_key_base configuration found in AppWeb.Endpoint.\n"
     "14 doctests, 127 tests, 12 failures"
 )
-DIGEST_LINES = ("- ", "  files: ", "  pitfall: ", "Known errors in this project (")
+# A digest read in a subfolder says where its commands run, on its second line.
+DIGEST_LINES = (
+    "- ",
+    "  files: ",
+    "  pitfall: ",
+    "Known errors in this project (",
+    "This session is in ",
+)
 
 
 def _composed(text: str, allowed: tuple[str, ...] = (), remem_lines: int = 0) -> list[str]:
