@@ -742,3 +742,20 @@ def test_migration_0016_finds_the_command_that_passed_in_another_directory(
     assert world.burst()["rebuilds"] == 1
     assert world.execute(found) == [("node assets/build.js", "node build.js", ".", "assets")]
 
+
+def test_migration_0017_judges_stored_commands_past_their_wrappers(world: World) -> None:
+    """Before schema 0017, `rtk git status` was work and `rtk bun run test` a workflow of its
+    own. The rebuild 0017 asks for files both under the command they run: the status is a
+    read, never a procedure, and the tests are `bun run test`, the wrapper a variant."""
+    for _ in range(2):
+        world.post("rtk git status")
+        world.post("rtk bun run test")
+    world.post("bun run test")
+    world.burst()
+    migrate.downgrade(world.engine, "0016")
+    with world.engine.begin() as connection:  # as the derivation before 0017 left it
+        connection.execute(text("UPDATE procedures SET workflow = 'rtk bun run test'"))
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert world.procedures("workflow", "verified_runs") == [("bun run test", 3)]
