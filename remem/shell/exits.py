@@ -105,26 +105,27 @@ RUNNER_EXITS: tuple[RunnerExit, ...] = (
     ),
 )
 # An assertion about an exit code ("expected exit code 0") is an error line, not a notice.
-_ASSERTION = re.compile(r"(?i)expect|assert")
-_NOTICE: re.Pattern[str] | None = None
-_NEVER: re.Pattern[str] | None = None
+_ASSERTION = r"(?i)expect|assert"
+_PATTERNS: list[re.Pattern[str]] = []
 
 
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    global _NOTICE, _NEVER  # compiled on first use: the hook pays only when it reads a failure
-    if _NOTICE is None or _NEVER is None:
-        _NOTICE = re.compile("|".join(f"(?:{row.pattern})" for row in RUNNER_EXITS))
-        never = (f"(?:{row.pattern})" for row in RUNNER_EXITS if not row.last_resort)
-        _NEVER = re.compile("|".join(never))
-    return _NOTICE, _NEVER
+def _patterns() -> list[re.Pattern[str]]:
+    """(any notice, a notice that is never the line, an assertion), compiled on first use:
+    the hook pays only when it reads a failure."""
+    if not _PATTERNS:
+        notice = "|".join(f"(?:{row.pattern})" for row in RUNNER_EXITS)
+        never = "|".join(f"(?:{row.pattern})" for row in RUNNER_EXITS if not row.last_resort)
+        _PATTERNS.extend(re.compile(source) for source in (notice, never, _ASSERTION))
+    return _PATTERNS
 
 
 def is_runner_exit(line: str) -> bool:
     """Whether a line only says how a runner's command ended."""
-    return bool(_patterns()[0].search(line)) and not _ASSERTION.search(line)
+    notice, _never, assertion = _patterns()
+    return bool(notice.search(line)) and not assertion.search(line)
 
 
 def is_last_resort(line: str) -> bool:
     """Whether a runner's line may stand for the error when nothing else says one."""
-    notice, never = _patterns()
-    return bool(notice.search(line)) and not never.search(line) and not _ASSERTION.search(line)
+    notice, never, assertion = _patterns()
+    return bool(notice.search(line)) and not never.search(line) and not assertion.search(line)

@@ -21,7 +21,7 @@ from functools import lru_cache
 from remem.shell import recognisers
 from remem.shell.arguments import file_identity, file_placeholder, parseable
 from remem.shell.syntax import parse, unit_words
-from remem.shell.wrappers import PYTHON, basename, past_launchers
+from remem.shell.wrappers import basename, is_python, past_launchers
 
 
 @lru_cache(maxsize=1_024)
@@ -33,7 +33,7 @@ def reduced(workflow: str) -> tuple[str, ...] | None:
     if not words:
         return None
     program = basename(words[0])
-    return ("python" if PYTHON.match(program) else program, *words[1:])
+    return ("python" if is_python(program) else program, *words[1:])
 
 
 def _simple_words(workflow: str) -> list[str] | None:

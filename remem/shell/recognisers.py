@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from remem.record.frozen import Record
 from remem.shell.exits import is_last_resort, is_runner_exit
-from remem.shell.wrappers import COMMAND_POSITION, at_program
+from remem.shell.wrappers import command_starts, program_starts
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -87,9 +87,10 @@ _JS_ERROR = r"^\s*[A-Z]\w*Error(?: \[\w+\])?: \S.*"
 
 
 def _program(program: str) -> re.Pattern[str]:
-    """A row's program, read where a program stands in the command (remem/shell/wrappers.py):
-    `pip install pytest` and `cat pytest.ini` are no runs of pytest."""
-    return _compile(at_program(program))
+    """A row's program, matched only where a program stands in the command
+    (remem/shell/wrappers.py): `pip install pytest` and `cat pytest.ini` are no runs of
+    pytest."""
+    return _compile(program)
 
 
 def _git(*subcommands: str) -> re.Pattern[str]:
@@ -761,8 +762,7 @@ Automatic merge failed; fix conflicts and then commit the result.""",
 # Commands that run something else whose output is the one to read: `npm test` prints jest's
 # summary, `make check` cargo's. For them every row is tried.
 _RUNNER = _compile(
-    COMMAND_POSITION
-    + r"(?:(?:npm|pnpm|yarn|npx|pnpx|bunx|bun|make|gmake|just|task|tox|nox|rake|nx|turbo"
+    r"(?:(?:npm|pnpm|yarn|npx|pnpx|bunx|bun|make|gmake|just|task|tox|nox|rake|nx|turbo"
     r"|(?:uv|poetry|pipenv|hatch|pdm|rye|mise)\s+run|bundle\s+exec|deno\s+task)(?=\s|$)"
     r"|(?:ba|z)?sh\s+\S|\.{0,2}/\S|(?:bin|scripts?)/\S)"
 )
@@ -820,7 +820,8 @@ _SPACE = _compile(r"\s+")
 def family_of(command: str) -> Recogniser | None:
     """The first row whose command pattern matches the command text; None when no row does
     (remembered: an agent runs the same few commands all day)."""
-    return next((row for row in RECOGNISERS if row.command.search(command)), None)
+    starts = program_starts(command)
+    return next((r for r in RECOGNISERS if any(r.command.match(command, s) for s in starts)), None)
 
 
 def reads_only(command: str) -> bool:
@@ -847,7 +848,7 @@ def judge(command: str, output: str | None) -> str | None:
     row = family_of(command)
     if row is not None:
         return _verdict(text, (row,), (row,))
-    if _RUNNER.search(command):
+    if any(_RUNNER.match(command, start) for start in command_starts(command)):
         if _failure_shown(text) is not None:
             return "failure"
         final = tuple(r for r in RECOGNISERS if r.family not in _PRELUDES)

@@ -115,14 +115,22 @@ LAUNCHERS: tuple[Launcher, ...] = (
     _l("bun run", "bun run vitest", scripts=True),
 )
 _MODULE = next(row for row in LAUNCHERS if row.words == ("python", "-m"))
-# An interpreter's name, whatever its version or place: python, python3.12, .venv/bin/python.
-PYTHON = re.compile(r"(?:python|pypy)(?:\d+(?:\.\d+)*)?\Z")
-_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+
+
+def is_python(name: str) -> bool:
+    """An interpreter's name, whatever its version: python, python3.12, pypy3. Plain string
+    work, as every name here: the hook compiles no pattern it does not use."""
+    for stem in ("python", "pypy"):
+        if name.startswith(stem):
+            version = name[len(stem) :]
+            return not version or all(part.isdigit() for part in version.split("."))
+    return False
 
 
 def is_assignment(word: str) -> bool:
     """`NODE_ENV=test`: a variable set for the command."""
-    return bool(_ASSIGNMENT.match(word))
+    name, equals, _value = word.partition("=")
+    return bool(equals) and name.isidentifier() and name.isascii()
 
 
 def basename(word: str) -> str:
@@ -158,7 +166,7 @@ def _wrapped(row: Wrapper, words: Sequence[str], index: int) -> int | None:
             return None
         if word.startswith("-") and len(word) > 1:
             index += 2 if word in row.valued else 1
-        elif row.assigns and _ASSIGNMENT.match(word):
+        elif row.assigns and is_assignment(word):
             index += 1
         elif operands:
             operands, index = operands - 1, index + 1
@@ -180,7 +188,7 @@ def unwrapped(words: Sequence[str]) -> list[int]:
         if row is not None and not row.variant:
             return [*kept, *range(index, len(words))]
         if row is not None and row.assigns:
-            kept.extend(i for i in range(index + 1, program) if _ASSIGNMENT.match(words[i]))
+            kept.extend(i for i in range(index + 1, program) if is_assignment(words[i]))
         index = _next_wrapped(words, index, program)
     return [*kept, *range(index, len(words))]
 
@@ -212,7 +220,7 @@ def past_launchers(words: Sequence[str], start: int = 0, python: bool = True) ->
 
 def _launcher_at(words: Sequence[str], index: int) -> Launcher | None:
     name = basename(words[index])
-    if PYTHON.match(name):
+    if is_python(name):
         name = "python"
     for row in LAUNCHERS:
         size = len(row.words)
@@ -239,32 +247,49 @@ def _wrapper_pattern(row: Wrapper) -> str:
     return rf"{re.escape(row.name)}(?:\s+(?:{'|'.join(options)}))*+{operands}\s+"
 
 
-def _launcher_pattern(row: Launcher) -> str:
-    head = r"(?:python|pypy)[\d.]*" if row.words[0] == "python" else re.escape(row.words[0])
-    words = r"\s+".join([head, *(re.escape(w) for w in row.words[1:])])
-    valued = _alternatives([re.escape(v) for v in row.valued])
-    option = rf"(?:{valued})\s+\S+|-\S*" if row.valued else r"-\S*"
-    return rf"{words}(?:\s+(?:{option}))*+\s+"
+def _launchers_pattern() -> str:
+    """Every launcher and its options, in one pattern (their valued options pooled): one
+    alternation per launcher would cost the hook a slow compile."""
+    heads = []
+    for row in LAUNCHERS:
+        head = r"(?:python|pypy)[\d.]*" if row.words[0] == "python" else re.escape(row.words[0])
+        heads.append(r"\s+".join([head, *(re.escape(word) for word in row.words[1:])]))
+    valued = _alternatives([re.escape(v) for v in {v for row in LAUNCHERS for v in row.valued}])
+    return rf"(?:{_PATH}(?:{_alternatives(heads)})(?:\s+(?:(?:{valued})\s+\S+|-\S*))*+\s+)*+"
 
 
 _PATH = r"(?:[^\s;&|()<>'\"`]*/)?"
 # Where a command stands in a command line's text: at its start or after an operator or a
-# reserved word, past assignments and wrappers, and the directory it is run from.
+# reserved word, past assignments and wrappers; the directory it is run from is the group.
 COMMAND_POSITION = (
-    r"(?:^|(?<=[;&|(`{!\n])|(?<=\$\()|(?<=\bthen\s)|(?<=\bdo\s)|(?<=\belse\s)|(?<=\bif\s))\s*"
+    r"(?:^|(?<=[;&|(`{!\n])|(?<=\$\()|(?<=\bthen\s)|(?<=\bdo\s)|(?<=\belse\s)|(?<=\bif\s))\s*(?![;&|])"
     r"(?:[A-Za-z_]\w*=\S*\s+)*"
     rf"(?:{_PATH}(?:{_alternatives([_wrapper_pattern(r) for r in WRAPPERS])}))*+"
-    rf"{_PATH}"
 )
 # Where the tool it runs stands: past its launchers too.
-PROGRAM_POSITION = (
-    rf"{COMMAND_POSITION}"
-    rf"(?:(?:{_alternatives([_launcher_pattern(r) for r in LAUNCHERS])}){_PATH})*+"
-)
+PROGRAM_POSITION = COMMAND_POSITION + _launchers_pattern()
+_POSITIONS: dict[str, re.Pattern[str]] = {}
 
 
-def at_program(program: str) -> str:
-    """A pattern of a program (its name, and maybe what follows) read at a program's position
-    in a command's text, not anywhere in it: `pytest` matches `.venv/bin/python -m pytest` and
-    `rtk pytest`, not `pip install pytest` nor `cat pytest.ini`."""
-    return rf"{PROGRAM_POSITION}(?:{program})"
+def _starts(source: str, command: str) -> tuple[int, ...]:
+    """Where each match of a position ends in the command, before its program's directory
+    (`./run.sh`) and after it (`.venv/bin/pytest` runs `pytest`)."""
+    pattern = _POSITIONS.get(source)
+    if pattern is None:  # compiled on first use: the hook pays only when it reads a failure
+        pattern = _POSITIONS[source] = re.compile(rf"{source}({_PATH})")
+    starts: list[int] = []
+    for match in pattern.finditer(command):
+        starts += (match.start(1), match.end()) if match.group(1) else (match.end(),)
+    return tuple(starts)
+
+
+def command_starts(command: str) -> tuple[int, ...]:
+    """Where the commands of a command line's text start, past their wrappers."""
+    return _starts(COMMAND_POSITION, command)
+
+
+def program_starts(command: str) -> tuple[int, ...]:
+    """Where the tools a command line's text runs are named, past wrappers and launchers:
+    `pytest` is at a program's position in `.venv/bin/python -m pytest` and `rtk pytest`,
+    not in `pip install pytest` nor `cat pytest.ini`."""
+    return _starts(PROGRAM_POSITION, command)

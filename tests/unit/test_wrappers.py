@@ -4,20 +4,18 @@ from its text (the recognisers, the hook)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from remem.shell.plain import plain_workflow
 from remem.shell.wrappers import (
-    COMMAND_POSITION,
     LAUNCHERS,
     WRAPPERS,
     Launcher,
     Wrapper,
-    at_program,
+    command_starts,
     past_launchers,
     past_wrappers,
+    program_starts,
     unwrapped,
 )
 
@@ -31,7 +29,8 @@ def test_every_wrapper_s_example_runs_the_command_after_it(row: Wrapper) -> None
     words = row.example.split()
     program = past_wrappers(words)
     assert 0 < program < len(words) and words[0] == row.name
-    assert re.search(COMMAND_POSITION + re.escape(words[program]), row.example)
+    at = len(" ".join(words[:program])) + 1
+    assert at in command_starts(row.example)
     # Stacked under another wrapper and an assignment, the same program.
     stacked = f"CI=1 rtk {row.example}".split()
     assert stacked[past_wrappers(stacked[1:]) + 1] == words[program]
@@ -46,8 +45,9 @@ def test_every_launcher_s_example_runs_the_tool_after_it(row: Launcher) -> None:
     tool = words[past_launchers(words)] if not row.scripts else None
     assert tool is None or tool not in row.words
     named = tool or words[len(row.words)]
-    assert re.search(at_program(re.escape(named)), row.example), row.example
-    assert re.search(at_program(re.escape(named)), "rtk timeout 60 " + row.example)
+    at = row.example.index(f" {named}") + 1
+    assert at in program_starts(row.example), row.example
+    assert at + len("rtk timeout 60 ") in program_starts("rtk timeout 60 " + row.example)
 
 
 # (command, the index of its program past wrappers; past launchers too)
@@ -89,3 +89,20 @@ PLAIN = [
 @pytest.mark.parametrize(("command", "workflow"), PLAIN)
 def test_the_hook_s_plain_workflow_leaves_wrappers_out(command: str, workflow: str) -> None:
     assert plain_workflow(command) == workflow
+
+
+# (command line, the names at a program's position in it)
+STARTS = [
+    ("pytest -q", ["pytest"]),
+    ("cd api && rtk .venv/bin/python -m pytest", ["cd", "pytest"]),
+    ("./run.sh && bin/x", ["./run.sh", "run.sh", "bin/x", "x"]),
+    ("if make lint; then timeout 60 npx -y vitest run; fi", ["if", "make", "then", "vitest", "fi"]),
+    ("pip install pytest | tail -3", ["pip", "tail"]),
+    ("git commit -m pytest", ["git"]),
+]
+
+
+@pytest.mark.parametrize(("command", "names"), STARTS)
+def test_the_programs_of_a_command_line(command: str, names: list[str]) -> None:
+    starts = program_starts(command)
+    assert [command[start:].split()[0] for start in starts] == names
