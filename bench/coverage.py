@@ -38,6 +38,7 @@ from replay import Session, Told, hook, load_sessions, prepare, remem, replay
 from remem.agent.advice import QUOTED_CHARS, error_of
 from remem.agent.digest import COMMAND_CHARS
 from remem.shell.analysis import analyse
+from remem.shell.kinds import BOOKKEEPING
 from remem.shell.recognisers import error_key, judge
 from remem.transcripts.common import TranscriptCall
 
@@ -86,7 +87,9 @@ def run_of(index: int, call: TranscriptCall, branch: str) -> Run | None:
     if not isinstance(command, str) or output is None:
         return None
     steps = analyse(command).steps
-    workflows = frozenset(s.workflow for s in steps if s.procedural) or frozenset({command})
+    # Bookkeeping fails and is fixed too (`git push` until `git push --set-upstream …`).
+    kept = (s.workflow for s in steps if s.procedural or s.kind == BOOKKEEPING)
+    workflows = frozenset(kept) or frozenset({command})
     reported = payload.get("hook_event_name") == "PostToolUseFailure"
     failed = reported or call.exit_code not in (None, 0)
     if not failed and any(s.masked for s in steps) and judge(command, output) == "failure":

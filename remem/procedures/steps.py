@@ -21,6 +21,7 @@ from remem.record.identity import spelt_root
 from remem.shell import recognisers
 from remem.shell.analysis import CACHED_COMMAND_CHARS, Step, analyse, resolve_directory
 from remem.shell.arguments import without_messages
+from remem.shell.kinds import BOOKKEEPING, READ, SETUP
 from remem.shell.named import named_line
 from remem.shell.runnable import cannot_run
 
@@ -105,7 +106,7 @@ def _classify(
             salient = recognisers.salient_line(step.workflow, output)
             salient = salient or named_line(step.program, output)
             salient = without_messages(salient, step.messages)
-            if salient is None and not step.procedural:
+            if salient is None and not (step.procedural or step.kind == BOOKKEEPING):
                 continue
             blocked = cannot_run(step.workflow, step.program, exit_code, output)
         # A read names what it read: its failure is that file's (`cat <file>` would let a
@@ -162,7 +163,7 @@ def _verdicts(steps: Sequence[Step], succeeded: bool, output: str | None) -> lis
     # file`), if exactly one is; else the one whose failure any tool's summary shows (a runner
     # such as `make`), a read-only step included each time (`git add` of an ignored path);
     # else, when only one could have failed, that one. Any step that did something may be the
-    # one that failed, a script or a write included.
+    # one that failed, a script, a write or bookkeeping (`git commit` refused) included.
     decisive = [i for i, step in enumerate(steps) if step.decisive]
     failing = [i for i in decisive if _by_output(steps[i], output) == FAILED]
     own = [i for i in failing if recognisers.family_of(steps[i].workflow) is not None]
@@ -171,7 +172,7 @@ def _verdicts(steps: Sequence[Step], succeeded: bool, output: str | None) -> lis
         named = [i for i in decisive if named_line(steps[i].program, output) is not None]
         culprit = next((found for found in (named, failing) if len(found) == 1), [])
     if not culprit:
-        candidates = [i for i in decisive if not steps[i].read_only]
+        candidates = [i for i in decisive if steps[i].kind not in (READ, SETUP)]
         culprit = candidates if len(candidates) == 1 else []
     for i in decisive:
         verdicts[i] = UNVERIFIED

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from remem.shell.arguments import file_arguments, fold_placeholders, message_of
 from remem.shell.kinds import (
+    BOOKKEEPING,
     FETCHED,
     READ,
     SCRIPT,
@@ -48,6 +49,7 @@ from remem.shell.syntax import (
     unit_workflow,
     unit_writes,
 )
+from remem.shell.wrappers import unwrapped
 
 UNKNOWN_DIRECTORY = "?"
 
@@ -87,8 +89,8 @@ class Step:
 
     @property
     def read_only(self) -> bool:
-        """Only reads, navigation or shell set-up."""
-        return self.kind in (READ, SETUP)
+        """Only reads, navigation, shell set-up or bookkeeping (`git add`, `gh pr list`)."""
+        return self.kind in (READ, SETUP, BOOKKEEPING)
 
     @property
     def inline_script(self) -> bool:
@@ -142,11 +144,13 @@ def _unit_name(unit: Unit) -> str:
 @dataclass
 class _Reading:
     """One unit read for its step: its kind, whether it writes files, the spans of its
-    message (elided) and of its file arguments (placeholders), and its message's text."""
+    message (elided), of its wrappers (left out of its workflow: `rtk`, `timeout 60`) and of
+    its file arguments (placeholders), and its message's text."""
 
     kind: str
     writes: bool
     elide: list[tuple[int, int, str]] = field(default_factory=list)
+    wrappers: list[tuple[int, int, str]] = field(default_factory=list)
     placeholders: list[tuple[int, int, str]] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
@@ -165,6 +169,9 @@ def _read_unit(unit: Unit, source: bytes, ignore: Sequence[tuple[str, ...]]) -> 
     nodes = [node for _word, node in args]
     found, writes = unit_kind(words, unit_fed(unit), ignore)
     reading = _Reading(found, writes or bool(unit_writes(unit)))
+    kept = set(unwrapped(words))
+    for index in (i for i in range(len(words)) if i not in kept):
+        reading.wrappers.append((int(nodes[index].start_byte), int(nodes[index].end_byte), ""))
     message = message_of(words, [text_of(node) for node in nodes])
     for index in message.whole:
         node = nodes[index]
@@ -316,9 +323,10 @@ def _analyse(command: str, ignore: tuple[tuple[str, ...], ...]) -> Analysis:
         text = sliced(source, units[0].start, max(u.line_end() for u in units), elide)
         text += heredoc_bodies(units, source, elide)
         core_readings = readings[: len(core)]
-        workflow = _workflow(draft, source, elide)
+        unwrap = elide + [span for reading in core_readings for span in reading.wrappers]
+        workflow = _workflow(draft, source, unwrap)
         placeholders = [span for reading in core_readings for span in reading.placeholders]
-        family = _workflow(draft, source, elide + placeholders) if placeholders else workflow
+        family = _workflow(draft, source, unwrap + placeholders) if placeholders else workflow
         masked = (draft.filtered and not draft.pipefail) or draft.and_or in masked_lists
         masked = masked or index in decisive.masked_by_or
         writes = any(reading.writes for reading in readings)

@@ -14,9 +14,13 @@ import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+from remem.shell.wrappers import past_launchers, past_wrappers
 
 WORK, READ, SETUP, SCRIPT, WRITE = "work", "read", "setup", "inline script", "file write"
 FETCHED = "fetched code"
+BOOKKEEPING = "bookkeeping"
 
 # Shell builtins that set up the shell rather than do work: never a workflow of their own.
 SHELL_SETUP = frozenset(
@@ -26,8 +30,6 @@ SHELL_SETUP = frozenset(
         "typeset", "readonly", "builtin", "hash", "ulimit", "umask", "false",
     }
 )  # fmt: skip
-# Prefixes that run the command that follows them; the judgement looks past them.
-WRAPPERS = frozenset({"env", "sudo", "nice", "nohup", "time", "command", "exec", "stdbuf"})
 # git's options before its subcommand, and those of them that take a value.
 _GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 
@@ -98,6 +100,9 @@ READERS = (
     _r("realpath", "realpath ../shared"),
     _r("readlink", "readlink -f .venv/bin/python"),
     _r("basename", "basename $PWD"),
+    _r("env", "env | sort"),
+    _r("command -v", "command -v bun"),
+    _r("command -V", "command -V pytest"),
     _r("dirname", "dirname lib/app.ex"),
     _r("git status", "git status --short"),
     _r("git log", "git log --oneline -5", writes="--output"),
@@ -111,8 +116,58 @@ READERS = (
     _r("git describe", "git describe --tags"),
     _r("git cat-file", "git cat-file -p HEAD"),
     _r("git ls-tree", "git ls-tree -r HEAD --name-only"),
+    _r("git stash list", "git stash list"),
+    _r("git stash show", "git stash show -p stash@{0}"),
+    _r("git remote -v", "git remote -v"),
 )
 _READERS = {row.words: row for row in READERS}
+_Row = TypeVar("_Row")
+
+
+@dataclass(frozen=True)
+class Bookkeeping:
+    """A program that keeps the repository's or the tracker's books: it changes no code and
+    checks nothing, so it is never a procedure nor a fix (its failures are still errors that
+    an agent meets: a hook that refused a commit, an upstream to set). `unless`: options that
+    make it other work (`git checkout -b`); `branch`: only with one operand that names a branch
+    rather than files (`git checkout feat/login`, not `git checkout src/app.py`)."""
+
+    words: tuple[str, ...]
+    example: str
+    unless: frozenset[str] = frozenset()
+    branch: bool = False
+
+
+def _b(words: str, example: str, unless: str = "", branch: bool = False) -> Bookkeeping:
+    return Bookkeeping(tuple(words.split()), example, frozenset(unless.split()), branch)
+
+
+BOOKKEEPERS = (
+    _b("git add", "git add src/cart.py tests/test_cart.py"),
+    _b("git fetch", "git fetch origin main"),
+    _b("git branch", "git branch --show-current"),
+    _b("git commit", "git commit -m 'Fix the cart total'"),
+    _b("git push", "git push -u origin feat/login"),
+    _b("git checkout", "git checkout feat/login", "-b -B --orphan -p --patch --", branch=True),
+    _b("git switch", "git switch main", "-c -C --create --force-create --orphan", branch=True),
+    _b("gh issue list", "gh issue list --state open"),
+    _b("gh issue view", "gh issue view 42 --comments"),
+    _b("gh issue status", "gh issue status"),
+    _b("gh pr list", "gh pr list --author @me"),
+    _b("gh pr view", "gh pr view 17 --json state"),
+    _b("gh pr status", "gh pr status"),
+    _b("gh pr checks", "gh pr checks 17"),
+    _b("gh pr diff", "gh pr diff 17"),
+    _b("gh run list", "gh run list --limit 5"),
+    _b("gh run view", "gh run view 123456 --log-failed"),
+    _b("glab issue list", "glab issue list --assignee=@me"),
+    _b("glab issue view", "glab issue view 12"),
+    _b("glab mr list", "glab mr list"),
+    _b("glab mr view", "glab mr view 7"),
+)
+_BOOKKEEPERS = {row.words: row for row in BOOKKEEPERS}
+# A word that names a file rather than a branch: `.`, or a name with an extension.
+_FILE_LIKE = re.compile(r"^\.{1,2}/?$|\.[A-Za-z0-9]{1,5}$|^\.?/")
 
 
 @dataclass(frozen=True)
@@ -149,11 +204,6 @@ INTERPRETERS = (
     _i(r"julia", "julia -e 'println(1)'", code="-e --eval -E --print"),
     _i(r"bash|sh|zsh|dash|ksh", "bash <<'EOF'", stdin="-s"),
 )
-# Commands that run the program after them in an environment (`uv run python -c ...`).
-RUNNERS = (
-    ("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
-    ("rye", "run"), ("bundle", "exec"), ("pnpm", "exec"), ("npx",), ("mise", "exec"),
-)  # fmt: skip
 # Programs that only apply an edit written in the command (a patch): a file write.
 EDITORS = frozenset({"apply_patch", "applypatch"})
 # Programs that write their input to the files they name (`jq ... f.json | sponge f.json`).
@@ -237,14 +287,10 @@ def _installs_url(argv: Sequence[str]) -> bool:
 
 
 def command_view(words: Sequence[str]) -> list[int]:
-    """The indexes of a simple command's own words: past its wrappers (`env FOO=1`, `sudo`,
-    `time`) and, for git, past the options before its subcommand (`git -C sub status`)."""
-    index = 0
-    while index < len(words) and words[index] in WRAPPERS:
-        index += 1
-        while index < len(words) and ("=" in words[index] or words[index].startswith("-")):
-            index += 1
-    view = list(range(index, len(words)))
+    """The indexes of a simple command's own words: past its wrappers (`env FOO=1`, `rtk`,
+    `timeout 60`: remem/shell/wrappers.py) and, for git, past the options before its
+    subcommand (`git -C sub status`)."""
+    view = list(range(past_wrappers(words), len(words)))
     if view and posixpath.basename(words[view[0]]) == "git":
         position = 1
         while position < len(view) and words[view[position]].startswith("-"):
@@ -275,20 +321,35 @@ def _has(args: Sequence[str], options: frozenset[str], valued: str = "") -> bool
     return any(_matches(word, option, valued) for word in args for option in options)
 
 
-def reader_of(argv: Sequence[str]) -> Reader | None:
+def _row_of(table: dict[tuple[str, ...], _Row], argv: Sequence[str]) -> _Row | None:
+    """The row of the longest of a program's own words (`gh pr list`, `git add`, `cat`)."""
     name = program_name(argv)
-    return _READERS.get((name, *argv[1:2])) or _READERS.get((name,))
+    for size in (3, 2, 1):
+        row = table.get((name, *argv[1:size]))
+        if row is not None:
+            return row
+    return None
+
+
+def reader_of(argv: Sequence[str]) -> Reader | None:
+    return _row_of(_READERS, argv)
+
+
+def is_bookkeeping(argv: Sequence[str]) -> bool:
+    """Whether a command keeps books (remem/shell/kinds.py BOOKKEEPERS), past its options."""
+    row = _row_of(_BOOKKEEPERS, argv)
+    if row is None:
+        return False
+    args = argv[len(row.words) :]
+    if any(_matches(word, option, "") for word in args for option in row.unless):
+        return False
+    operands = [word for word in args if not word.startswith("-")]
+    return not row.branch or (len(operands) == 1 and not _FILE_LIKE.search(operands[0]))
 
 
 def interpreter_argv(argv: Sequence[str]) -> tuple[Interpreter, list[str]] | None:
-    """The interpreter a command runs, past runners (`uv run`), and its arguments."""
-    rest = list(argv)
-    for runner in RUNNERS:
-        if rest and (program_name(rest), *rest[1 : len(runner)]) == runner:
-            rest = rest[len(runner) :]
-            while rest and rest[0].startswith("-"):
-                rest = rest[1:]
-            break
+    """The interpreter a command runs, past launchers (`uv run`), and its arguments."""
+    rest = list(argv[past_launchers(argv, python=False) :])
     name = program_name(rest)
     for row in INTERPRETERS:
         if row.names.match(name):
@@ -354,16 +415,21 @@ def unit_kind(
         return READ, False
     if any(tuple(argv[: len(entry)]) == entry for entry in ignore):
         return READ, False
+    if is_bookkeeping(argv):
+        return BOOKKEEPING, False
     return WORK, False
 
 
 def step_kind(kinds: Sequence[str], writes: bool) -> str:
     """A step's kind from its units' (those whose status it has): fetched code if any unit
     runs it, else work if any unit works, else an inline script, else a file write when
-    anything in it writes a file, else a read (a step of set-up alone is set-up)."""
+    anything in it writes a file, else bookkeeping when it keeps books, else a read (a step of
+    set-up alone is set-up)."""
     for kind in (FETCHED, WORK, SCRIPT):
         if kind in kinds:
             return kind
     if writes or WRITE in kinds:
         return WRITE
+    if BOOKKEEPING in kinds:
+        return BOOKKEEPING
     return SETUP if kinds and all(kind == SETUP for kind in kinds) else READ

@@ -3,11 +3,14 @@ workflow of what just failed, or is about to run, without loading tree-sitter.
 
 Plain means words of letters, digits and the characters paths, options and assignments use,
 on one line: no quote, expansion, redirection, pipe, list or comment, and no reserved word.
-Such a line is one step, and its workflow (remem/shell/analysis.py) is its words joined by one
-space; for anything else this says nothing (None) and the grammar decides. Pure, stdlib only.
+Such a line is one step, and its workflow (remem/shell/analysis.py) is its words but its
+wrappers (remem/shell/wrappers.py) joined by one space; for anything else this says nothing
+(None) and the grammar decides. Pure, stdlib only.
 """
 
 from __future__ import annotations
+
+from remem.shell.wrappers import is_assignment, unwrapped
 
 _PLAIN_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t_-./=:,+@%"
@@ -28,4 +31,6 @@ def plain_workflow(command: str | None) -> str | None:
     words = command.split()
     if not words or words[0] in _RESERVED:
         return None
-    return " ".join(words)
+    assigned = next((i for i, word in enumerate(words) if not is_assignment(word)), len(words))
+    command_words = words[assigned:]
+    return " ".join(words[:assigned] + [command_words[i] for i in unwrapped(command_words)])

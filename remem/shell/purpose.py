@@ -16,45 +16,24 @@ script, so does `npm test` in web/ after `npm test` could not run at the root. P
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from remem.shell import recognisers
 from remem.shell.arguments import file_identity, file_placeholder, parseable
-from remem.shell.kinds import WRAPPERS
 from remem.shell.syntax import parse, unit_words
-
-# Commands that run the command after them (and their options): `uv run pytest` runs pytest.
-LAUNCHERS: tuple[tuple[str, ...], ...] = (
-    ("uv", "run"),
-    ("poetry", "run"),
-    ("pipenv", "run"),
-    ("pdm", "run"),
-    ("hatch", "run"),
-    ("rye", "run"),
-    ("bundle", "exec"),
-    ("pnpm", "exec"),
-    ("npx",),
-    ("pnpx",),
-    ("bunx",),
-)
-# An interpreter's name, whatever its version: python, python3, python3.12, pypy3.
-_PYTHON = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?$")
+from remem.shell.wrappers import basename, is_python, past_launchers
 
 
 @lru_cache(maxsize=1_024)
 def reduced(workflow: str) -> tuple[str, ...] | None:
     """What the workflow runs, as words; None when it is not one simple command (a pipeline,
     a list, something the grammar cannot read)."""
-    words = _past_launchers(_simple_words(workflow) or [])
+    words = _simple_words(workflow) or []
+    words = words[past_launchers(words) :]  # `python -m pytest -q` runs pytest
     if not words:
         return None
-    program = words[0].rsplit("/", 1)[-1]
-    if not _PYTHON.match(program):
-        return (program, *words[1:])
-    if len(words) > 2 and words[1] == "-m":
-        return tuple(words[2:])  # `python -m pytest -q` runs pytest
-    return ("python", *words[1:])
+    program = basename(words[0])
+    return ("python" if is_python(program) else program, *words[1:])
 
 
 def _simple_words(workflow: str) -> list[str] | None:
@@ -66,21 +45,6 @@ def _simple_words(workflow: str) -> list[str] | None:
     if len(units) != 1 or units[0].node.type != "command":
         return None
     return unit_words(units[0])
-
-
-def _past_launchers(words: list[str]) -> list[str]:
-    """The words after every wrapper and launcher, and their options."""
-    while words:
-        if words[0] in WRAPPERS:
-            words = words[1:]
-        else:
-            launcher = next((lw for lw in LAUNCHERS if tuple(words[: len(lw)]) == lw), None)
-            if launcher is None:
-                return words
-            words = words[len(launcher) :]
-        while words and (words[0].startswith("-") or "=" in words[0]):
-            words = words[1:]
-    return words
 
 
 def same_purpose(failed: str, passed: str, failed_ran: bool = False) -> bool:

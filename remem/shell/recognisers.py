@@ -11,6 +11,8 @@ import re
 from functools import lru_cache
 
 from remem.record.frozen import Record
+from remem.shell.exits import is_last_resort, is_runner_exit
+from remem.shell.wrappers import command_starts, program_starts
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -84,12 +86,19 @@ _CARGO_FINISHED = r"^\s*Finished .*target\(s\) in "
 _JS_ERROR = r"^\s*[A-Z]\w*Error(?: \[\w+\])?: \S.*"
 
 
+def _program(program: str) -> re.Pattern[str]:
+    """A row's program, matched only where a program stands in the command
+    (remem/shell/wrappers.py): `pip install pytest` and `cat pytest.ini` are no runs of
+    pytest."""
+    return _compile(program)
+
+
 def _git(*subcommands: str) -> re.Pattern[str]:
     """git running one of the subcommands, past the options before it (`git -C sub push`).
     Possessive: `-C` is an option and a value alike, and a run of them tried every way would
     take exponential time."""
     options = r"(?:-[Cc]\s+\S+\s+|--?[\w-]+(?:=\S*)?\s+)*+"
-    return _compile(rf"\bgit\s+{options}(?:{'|'.join(subcommands)})(?![\w-])")
+    return _program(rf"git\s+{options}(?:{'|'.join(subcommands)})(?![\w-])")
 
 
 _GIT_ADD_REFUSED = (
@@ -111,7 +120,7 @@ RECOGNISERS: tuple[Recogniser, ...] = (
     Recogniser(
         family="exunit",
         reads_only=True,
-        command=_compile(r"\bmix\s+test\b"),
+        command=_program(r"mix\s+test\b"),
         success=_summary(r"^(?:\d+ (?:doctests?|propert(?:y|ies)), )*\d+ tests?, 0 failures\b"),
         failure=_summary(
             r"^(?:\d+ (?:doctests?|propert(?:y|ies)), )*\d+ tests?, [1-9]\d* failures?\b",
@@ -152,7 +161,7 @@ Finished in 3.0 seconds (1.7s async, 1.3s sync)
     ),
     Recogniser(
         family="mix-compile",
-        command=_compile(r"\bmix\s+compile\b"),
+        command=_program(r"mix\s+compile\b"),
         success=_summary(r"^Generated \S+ app$", r"^Compiling \d+ files? \(\.\w+\)$"),
         failure=_summary(
             r"^\*\* \((?:CompileError|SyntaxError|TokenMissingError)\) ", *_ELIXIR_HALT
@@ -183,7 +192,7 @@ warning: variable "tag" is unused (if the variable is not meant to be used, pref
     Recogniser(
         family="credo",
         reads_only=True,
-        command=_compile(r"\bmix\s+credo\b"),
+        command=_program(r"mix\s+credo\b"),
         success=_summary(r"^\d+ mods/funs, found no issues\."),
         failure=_summary(r"^\d+ mods/funs, found \d+ "),
         salient=_per_line(r"^┃ \[[A-Z]\] \S+ \S.*"),
@@ -211,7 +220,7 @@ Analysis took 0.3 seconds (0.08s to load, 0.3s running 55 checks on 94 files)
     Recogniser(
         family="dialyzer",
         reads_only=True,
-        command=_compile(r"\bdialyzer\b"),
+        command=_program(r"(?:mix\s+)?dialyzer\b"),
         success=_summary(r"^done \(passed successfully\)"),
         failure=_summary(r"^done \(warnings were emitted\)", r"^:dialyzer\.run error: "),
         salient=_per_line(
@@ -238,7 +247,7 @@ Halting VM with exit status 2""",
     Recogniser(
         family="cargo-test",
         reads_only=True,
-        command=_compile(r"\bcargo\s+(?:\+\S+\s+)?(?:test|t|llvm-cov)\b"),
+        command=_program(r"cargo\s+(?:\+\S+\s+)?(?:test|t|llvm-cov)\b"),
         success=_summary(r"^test result: ok\."),
         failure=_summary(
             r"^test result: FAILED\.", r"^error: test failed, to rerun pass ", *_RUST_HALT
@@ -276,7 +285,7 @@ test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out""
     ),
     Recogniser(
         family="cargo-clippy",
-        command=_compile(r"\bcargo\s+(?:\+\S+\s+)?clippy\b"),
+        command=_program(r"cargo\s+(?:\+\S+\s+)?clippy\b"),
         success=_summary(_CARGO_FINISHED),
         failure=_summary(*_RUST_HALT),
         salient=_per_line(_RUST_ERROR, r"^warning: (?!.*generated \d+ warnings?)\S.*"),
@@ -297,7 +306,7 @@ error: could not compile `hermes-pair` (bin "hermes-pair") due to 1 previous err
     ),
     Recogniser(
         family="cargo-build",
-        command=_compile(r"\bcargo\s+(?:\+\S+\s+)?(?:build|check|b|c)\b"),
+        command=_program(r"cargo\s+(?:\+\S+\s+)?(?:build|check|b|c)\b"),
         success=_summary(_CARGO_FINISHED),
         failure=_summary(*_RUST_HALT),
         salient=_per_line(_RUST_ERROR),
@@ -320,7 +329,7 @@ error: could not compile `branches` due to previous error""",
     Recogniser(
         family="go-test",
         reads_only=True,
-        command=_compile(r"\bgo\s+test\b"),
+        command=_program(r"go\s+test\b"),
         success=_summary(r"^ok\s+\S+\s+(?:\d+(?:\.\d+)?s|\(cached\))"),
         failure=_summary(
             r"^--- FAIL: ", r"^FAIL\s+\S+\s+(?:\d+(?:\.\d+)?s|\[(?:build|setup) failed\])"
@@ -339,7 +348,7 @@ FAIL github.com/alimtvnetwork/gitmap-v28/cli/cmdpipeline 0.557s""",
     Recogniser(
         family="go-vet",
         reads_only=True,
-        command=_compile(r"\bgo\s+vet\b"),
+        command=_program(r"go\s+vet\b"),
         success=None,
         failure=_summary(r"^(?:vet: )?\S+\.go:\d+:\d+: "),
         salient=_per_line(r"^(?:vet: )?\S+\.go:\d+:\d+: \S.*"),
@@ -350,7 +359,7 @@ FAIL github.com/alimtvnetwork/gitmap-v28/cli/cmdpipeline 0.557s""",
     Recogniser(
         family="pytest",
         reads_only=True,
-        command=_compile(r"\bpy\.?test\b"),
+        command=_program(r"py\.?test\b"),
         success=_summary(
             r"^=*\s*(?:\d+ (?:passed|skipped|deselected|xfailed|xpassed|warnings?)(?:, )?)+"
             r" in \d+(?:\.\d+)?s\b"
@@ -389,7 +398,7 @@ FAILED python-string-utils/Test4DT_tests/test_string_utils_validation_is_credit_
     Recogniser(
         family="unittest",
         reads_only=True,
-        command=_compile(r"\bunittest\b|\bmanage\.py\s+test\b"),
+        command=_program(r"unittest\b|(?:(?:python|pypy)[\d.]*\s+)?(?:\S*/)?manage\.py\s+test\b"),
         # a bare "OK" says little on its own; with the "Ran" line above it, it is unmistakable
         success=_summary(r"^Ran \d+ tests? in \d+(?:\.\d+)?s\n+OK\b"),
         failure=_summary(r"^FAILED \((?:failures|errors|unexpected successes)=\d+"),
@@ -418,7 +427,7 @@ FAILED (failures=1)""",
     Recogniser(
         family="mypy",
         reads_only=True,
-        command=_compile(r"\bd?mypy\b"),
+        command=_program(r"d?mypy\b"),
         success=_summary(r"^Success: no issues found in \d+ source files?"),
         failure=_summary(r"^Found \d+ errors? in \d+ files? \(checked \d+ source files?\)"),
         salient=_per_line(r"^\S+:\d+(?::\d+)?: error: \S.*"),
@@ -431,8 +440,40 @@ examples/after_typed.py:11: error: Item "None" of "time | None" has no attribute
 Found 2 errors in 1 file (checked 1 source file)""",  # noqa: E501
     ),
     Recogniser(
+        family="biome",
+        command=_program(r"biome\b"),
+        success=_summary(r"^\s*Checked \d+ files? in \S+\. No fixes (?:applied|needed)\.\s*$"),
+        failure=_summary(
+            r"^\s*× Some errors were emitted while (?:running checks|applying fixes)",
+            r"^\s*Checked \d+ files? in \S+\..*\n\s*Found \d+ errors?\.",
+        ),
+        salient=_per_line(r"^\s*× (?!Some errors were emitted)\S.*"),
+        example_success="""\
+Checked 105 files in 41ms. No fixes applied.""",
+        # desplega-ai+agent-swarm (../shared/corpus, MIT), `pnpm lint` running `biome check .`
+        example_failure="""\
+  > new-ui@0.0.0 lint /Users/taras/worktrees/agent-swarm/2026-03-18-feat/workflow-redesign/new-ui
+  > biome check .
+
+  Checked 105 files in 68ms. No fixes applied.
+  Found 1 error.
+  \u2009ELIFECYCLE\u2009 Command failed with exit code 1.
+  src/pages/workflows/[id]/page.tsx format ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━
+
+    × Formatter would have printed the following content:
+
+      303 303 │           </InspectorSection>
+      304 304 │\x20\x20\x20
+      305     │ -\x20
+      306 305 │           {/* Next */}
+
+  check ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━
+
+    × Some errors were emitted while running checks.""",
+    ),
+    Recogniser(
         family="ruff",
-        command=_compile(r"\bruff\b"),
+        command=_program(r"ruff\b"),
         success=_summary(
             r"^All checks passed!$",
             r"^Found \d+ errors? \(\d+ fixed, 0 remaining\)\.$",
@@ -466,7 +507,7 @@ Found 1 error.
     Recogniser(
         family="vitest",
         reads_only=True,
-        command=_compile(r"\bvitest\b"),
+        command=_program(r"vitest\b"),
         success=_summary(r"^\s*Test Files\s+\d+ passed\b"),
         failure=_summary(
             r"^\s*(?:Test Files|Tests)\s+[1-9]\d* failed\b",
@@ -500,7 +541,7 @@ AssertionError: expected undefined to be '${{ !github.event.repository.private �
     Recogniser(
         family="jest",
         reads_only=True,
-        command=_compile(r"\bjest\b"),
+        command=_program(r"jest\b"),
         success=_summary(r"^Tests:\s+(?:\d+ \w+, )*\d+ passed, \d+ total"),
         failure=_summary(
             r"^Tests:\s+.*\b[1-9]\d* failed\b", r"^Test Suites:\s+.*\b[1-9]\d* failed\b"
@@ -529,7 +570,7 @@ Time:        1.028 s""",
     Recogniser(
         family="mocha",
         reads_only=True,
-        command=_compile(r"\bmocha\b"),
+        command=_program(r"mocha\b"),
         success=_summary(r"^\s*\d+ passing \(\d+(?:\.\d+)?\s*(?:ms|s|m)\)"),
         failure=_summary(r"^\s*[1-9]\d* failing\b"),
         salient=_per_line(_JS_ERROR, r"^\s*\d+\) \S.*"),
@@ -552,7 +593,7 @@ Time:        1.028 s""",
     Recogniser(
         family="rspec",
         reads_only=True,
-        command=_compile(r"\brspec\b"),
+        command=_program(r"rspec\b"),
         success=_summary(r"^\s*\d+ examples?, 0 failures\b"),
         failure=_summary(
             r"^\s*\d+ examples?, [1-9]\d* failures?\b",
@@ -580,7 +621,7 @@ rspec ./spec/forms/employee_import_form_spec.rb:7 # EmployeeImportForm with vali
     # eslint is silent when clean; warnings alone still exit 0, and that summary is printed.
     Recogniser(
         family="eslint",
-        command=_compile(r"\beslint\b"),
+        command=_program(r"eslint\b"),
         success=_summary(r"^(?:✖ )?\d+ problems? \(0 errors, \d+ warnings?\)"),
         failure=_summary(
             r"^(?:✖ )?\d+ problems? \([1-9]\d* errors?, \d+ warnings?\)",
@@ -607,7 +648,7 @@ C:\\Users\\ragha\\Downloads\\AvantSpecs - Copy\\src\\pages\\RegisterPage.tsx
     # summary at all, so each diagnostic line counts as the failure.
     Recogniser(
         family="tsc",
-        command=_compile(r"\btsc\b"),
+        command=_program(r"tsc\b"),
         success=_summary(r"Found 0 errors\. Watching for file changes\."),
         failure=_summary(
             r"Found [1-9]\d* errors?\b",
@@ -721,7 +762,6 @@ Automatic merge failed; fix conflicts and then commit the result.""",
 # Commands that run something else whose output is the one to read: `npm test` prints jest's
 # summary, `make check` cargo's. For them every row is tried.
 _RUNNER = _compile(
-    r"(?:^|[;&|(])\s*(?:\w+=\S*\s+)*(?:(?:time|env|nice|exec|timeout\s+\S+)\s+)*"
     r"(?:(?:npm|pnpm|yarn|npx|pnpx|bunx|bun|make|gmake|just|task|tox|nox|rake|nx|turbo"
     r"|(?:uv|poetry|pipenv|hatch|pdm|rye|mise)\s+run|bundle\s+exec|deno\s+task)(?=\s|$)"
     r"|(?:ba|z)?sh\s+\S|\.{0,2}/\S|(?:bin|scripts?)/\S)"
@@ -731,14 +771,6 @@ _RUNNER = _compile(
 _PRELUDES = frozenset({"mix-compile", "cargo-build", "cargo-clippy"})
 
 _ANSI = _compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-# A line that only reports how a command ended ("Exit code 2", "make: *** [test] Error 2"). An
-# assertion about an exit code ("expected exit code 0") is an error line, not one of these.
-_EXIT_STATUS = _compile(
-    r"(?i)(?:\b(?:exit|status)(?: code| status)?:? -?\d+\.?"
-    r"|\bmake(?:\[\d+\])?: \*\*\* .*\berror \d+"
-    r"|^npm (?:err!|error) (?:code|errno|path|command)\b.*)$"
-)
-_ASSERTION = _compile(r"(?i)expect|assert")
 _TRACEBACK = "Traceback (most recent call last):"
 # `error: …`, `fatal: …`, `ERROR …`, and a bundler's bracketed level after its mark
 # (esbuild's `✘ [ERROR] Could not resolve "js/app.js"`; a logger's bare `[error]` is not one).
@@ -751,7 +783,6 @@ SALIENT_MAX_CHARS = 300
 # What an error excerpt no recogniser reads is read by: a line naming an error, else the first
 # that says something.
 _TELLING_LINE = _compile(r"error|fail|exception|assert|traceback|panic|denied", re.IGNORECASE)
-_EXIT_LINE = _compile(r"^(exit code|command exited with|command failed with)", re.IGNORECASE)
 
 _EXTENSIONS = (
     "py|pyi|ex|exs|erl|hrl|eex|heex|leex|rs|go|ts|tsx|mts|cts|js|jsx|mjs|cjs|vue|svelte|rb|rake"
@@ -770,7 +801,10 @@ _UUID = _compile(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 _HEX = _compile(r"(?i)\b(?:0x[0-9a-f]+|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,})\b")
 _NUMBER = _compile(r"(?<![\w.])\d+(?:\.\d+)*")
 # Names a test run's temporary files get: pytest's base directory, tempfile's and mktemp's.
-_TEMP = _compile(r"(?<![\w.-])(?:pytest-of-[\w.-]+|tmp[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,})(?!\w)")
+_TEMP = _compile(
+    r"(?<![\w.-])(?:pytest-of-[\w.-]+|pytest-\d+|tmp\.[A-Za-z0-9]{6,}"
+    r"|tmp[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,})(?!\w)"
+)
 _DURATION = _compile(
     r"(?<![\w.])\d+(?:\.\d+)?"
     r"(?:\s?(?:milliseconds?|microseconds?|nanoseconds?|seconds?|secs?|minutes?|mins?|hours?)"
@@ -786,7 +820,8 @@ _SPACE = _compile(r"\s+")
 def family_of(command: str) -> Recogniser | None:
     """The first row whose command pattern matches the command text; None when no row does
     (remembered: an agent runs the same few commands all day)."""
-    return next((row for row in RECOGNISERS if row.command.search(command)), None)
+    starts = program_starts(command)
+    return next((r for r in RECOGNISERS if any(r.command.match(command, s) for s in starts)), None)
 
 
 def reads_only(command: str) -> bool:
@@ -813,7 +848,7 @@ def judge(command: str, output: str | None) -> str | None:
     row = family_of(command)
     if row is not None:
         return _verdict(text, (row,), (row,))
-    if _RUNNER.search(command):
+    if any(_RUNNER.match(command, start) for start in command_starts(command)):
         if _failure_shown(text) is not None:
             return "failure"
         final = tuple(r for r in RECOGNISERS if r.family not in _PRELUDES)
@@ -825,12 +860,21 @@ def salient_line(command: str | None, output: str | None) -> str | None:
     """The one line of a failure's output that says what went wrong, stripped and capped: the
     family's salient patterns first (the family of the command, else, or after git's, the one
     whose summary the output shows), then the last line of a Python traceback, a line starting
-    with `error:` and the like, and the first line that mentions an error. Never a bare exit
-    status line."""
+    with `error:` and the like, and the first line that mentions an error. A runner's exit
+    notice (remem/shell/exits.py) only when no other line says anything, a bare exit status
+    never."""
     if not output:
         return None
     text = _clean(output)
-    lines = [line for line in text.split("\n") if not _is_exit_status(line)]
+    every = text.split("\n")
+    lines = [line for line in every if not is_runner_exit(line)]
+    found = _salient(command, text, lines)
+    if found is None:  # a runner's notice, when its command printed nothing telling
+        found = next((line for line in every if is_last_resort(line)), None)
+    return _cap(found) if found is not None else None
+
+
+def _salient(command: str | None, text: str, lines: list[str]) -> str | None:
     own = family_of(command) if command else None
     # git runs hooks (a formatter refusing the commit): what its own rows do not read, the
     # family whose summary the output shows may.
@@ -838,23 +882,24 @@ def salient_line(command: str | None, output: str | None) -> str | None:
     for pattern in (p for row in dict.fromkeys(rows) if row is not None for p in row.salient):
         found = next((line for line in lines if pattern.search(line)), None)
         if found is not None:
-            return _cap(found)
+            return found
     found = _traceback_last(lines) or next((x for x in lines if _ERROR_PREFIX.search(x)), None)
     if found is None:
         found = next((x for x in lines if _MENTION.search(x) and not _is_success(x)), None)
-    return _cap(found) if found is not None else None
+    return found
 
 
 def telling_line(excerpt: str | None) -> str | None:
     """The line of an error excerpt that says most: one naming an error, else the first."""
     if not excerpt:
         return None
-    lines = [line.strip() for line in excerpt.splitlines() if line.strip()]
-    lines = [line for line in lines if not _EXIT_LINE.match(line)]
+    every = [line.strip() for line in excerpt.splitlines() if line.strip()]
+    lines = [line for line in every if not is_runner_exit(line)]
     for line in lines:
         if _TELLING_LINE.search(line):
             return line
-    return next((line for line in lines if _says_something(line)), None)
+    found = next((line for line in lines if _says_something(line)), None)
+    return found or next((line for line in every if is_last_resort(line)), None)
 
 
 def _says_something(line: str) -> bool:
@@ -934,10 +979,6 @@ def _traceback_last(lines: list[str]) -> str | None:
         elif inside and line.strip() and not line[0].isspace():
             last, inside = line, False
     return last
-
-
-def _is_exit_status(line: str) -> bool:
-    return bool(_EXIT_STATUS.search(line)) and not _ASSERTION.search(line)
 
 
 def _is_success(line: str) -> bool:

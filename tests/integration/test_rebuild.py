@@ -672,7 +672,7 @@ def test_migration_0013_files_a_compound_failure_under_its_step_again(world: Wor
     world.post('git commit -m "cart"')
     world.post('git commit -m "tax"')
     world.burst()
-    assert world.procedures("workflow") == [("git commit -m …",)]
+    assert world.procedures("workflow") == []  # a commit keeps books: no procedure
     assert world.execute("SELECT workflow FROM known_errors") == [("git add notes/plan.md",)]
     with world.engine.begin() as connection:  # as the derivation before 0013 filed it
         connection.execute(text("DELETE FROM known_errors"))
@@ -684,9 +684,10 @@ def test_migration_0013_files_a_compound_failure_under_its_step_again(world: Wor
                 "resolved_at, fix_files, fix_commands, updated_at) SELECT e.project_id, "
                 "'main', '.', p.workflow, p.workflow_hash, :error, :error, e.id, e.id, "
                 "e.session_id, e.event_at, e.event_at, 1, 1, NULL, NULL, '[]', '[]', "
-                "e.event_at FROM captured_events e, procedures p WHERE e.outcome = 'failure'"
+                "e.event_at FROM captured_events e, (SELECT 'git commit -m …' AS workflow, "
+                ":hash AS workflow_hash) p WHERE e.outcome = 'failure'"
             ),
-            {"error": ignored.splitlines()[0]},
+            {"error": ignored.splitlines()[0], "hash": "0" * 64},
         )
     assert world.execute("SELECT workflow FROM known_errors") == [("git commit -m …",)]
     migrate.downgrade(world.engine, "0012")
@@ -740,3 +741,21 @@ def test_migration_0016_finds_the_command_that_passed_in_another_directory(
     assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
     assert world.burst()["rebuilds"] == 1
     assert world.execute(found) == [("node assets/build.js", "node build.js", ".", "assets")]
+
+
+def test_migration_0019_judges_stored_commands_past_their_wrappers(world: World) -> None:
+    """Before schema 0019, `rtk git status` was work and `rtk bun run test` a workflow of its
+    own. The rebuild 0019 asks for files both under the command they run: the status is a
+    read, never a procedure, and the tests are `bun run test`, the wrapper a variant."""
+    for _ in range(2):
+        world.post("rtk git status")
+        world.post("rtk bun run test")
+    world.post("bun run test")
+    world.burst()
+    migrate.downgrade(world.engine, "0018")
+    with world.engine.begin() as connection:  # as the derivation before 0019 left it
+        connection.execute(text("UPDATE procedures SET workflow = 'rtk bun run test'"))
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert world.procedures("workflow", "verified_runs") == [("bun run test", 3)]

@@ -95,7 +95,29 @@ CASES: list[tuple[str, list[Step]]] = [
         "FOO=1 BAR=2 make  test  2>&1",
         [step("FOO=1 BAR=2 make  test  2>&1", "FOO=1 BAR=2 make test", program="make")],
     ),
-    ("env FOO=1 make test", [step("env FOO=1 make test", program="make")]),
+    # A wrapper is a variant of the command it runs; an assignment changes what runs.
+    ("env FOO=1 make test", [step("env FOO=1 make test", "FOO=1 make test", program="make")]),
+    ("rtk bun run test", [step("rtk bun run test", "bun run test", program="bun")]),
+    (
+        "X=1 timeout -k 5 60 nice -n 5 go test ./... 2>&1 | tail -5",
+        [
+            step(
+                "X=1 timeout -k 5 60 nice -n 5 go test ./... 2>&1 | tail -5",
+                "X=1 go test ./...",
+                program="go",
+                masked=True,
+                decisive=False,
+            )
+        ],
+    ),
+    (
+        "cd web && rtk git status && sudo -u app npm test",
+        [
+            step("cd web", read_only=True),
+            step("rtk git status", "git status", chdir="web", read_only=True, program="git"),
+            step("sudo -u app npm test", "npm test", chdir="web", program="npm"),
+        ],
+    ),
     # A trailing `|| true`, `; exit 0`, `; echo ...` makes the command succeed whatever ran.
     (
         "make test || true",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from remem.shell.exits import RUNNER_EXITS, RunnerExit, is_last_resort, is_runner_exit
 from remem.shell.recognisers import (
     RECOGNISERS,
     SALIENT_MAX_CHARS,
@@ -24,6 +25,7 @@ from remem.transcripts.claude import read_claude
 
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "claude"
 ROWS = {row.family: row for row in RECOGNISERS}
+ROWS_BY_NAME = tuple(ROWS.items())
 
 # A command text, as an agent types it, for each row.
 COMMANDS = {
@@ -39,6 +41,7 @@ COMMANDS = {
     "pytest": "python -m pytest -q",
     "unittest": "python -m unittest discover -s tests",
     "mypy": "uv run mypy --strict src",
+    "biome": "bunx biome check .",
     "ruff": "ruff check .",
     "vitest": "npx vitest run",
     "jest": "npx jest --ci",
@@ -67,6 +70,7 @@ SALIENT = {
     "unittest": "AssertionError: 6 is not less than 5: first value is not less that second value.",
     "mypy": 'examples/after_typed.py:7: error: TypedDict "RawNews" has no key "titel"'
     "  [typeddict-item]",
+    "biome": "× Formatter would have printed the following content:",
     "ruff": "F401 [*] `os` imported but unused",
     "vitest": "AssertionError: expected undefined to be '${{ !github.event.repository.private …'",
     "jest": "● This should fail",
@@ -467,6 +471,13 @@ SAME_ERROR_ANYWHERE = [
         "PermissionError: /tmp/tmpzz99yy/out.txt",
     ),
     ("cannot remove tmpk2j3_x9a: busy", "cannot remove tmp8q_d1lzz: busy"),
+    ("mktemp: cannot open tmp.X3kq9ZabcD", "mktemp: cannot open tmp.qwertyuiop"),
+    ("database at /tmp/tmp.X3kq9Z/app.db is locked", "database at tmp/run-2/app.db is locked"),
+    (
+        "E   FileNotFoundError: /tmp/pytest-of-root/pytest-12/test_cart0/cart.json",
+        "E   FileNotFoundError: /tmp/pytest-of-dev/pytest-3/test_cart1/cart.json",
+    ),
+    ("pytest-12 is not empty", "pytest-7 is not empty"),
     ("basetemp pytest-of-dev is locked", "basetemp pytest-of-runner is locked"),
     # durations
     (
@@ -523,3 +534,82 @@ def test_words_are_not_durations_or_temporary_names() -> None:
 def test_a_line_that_halts_a_run_and_says_why_is_no_bare_summary() -> None:
     assert not is_summary("** (Mix) mix format failed due to --check-formatted.")
     assert is_summary("14 doctests, 127 tests, 12 failures")
+
+
+# (command, its row's family or None): a tool is read at the program's position, past its
+# wrappers and launchers (remem/shell/wrappers.py), never by its name anywhere in the text.
+AT_PROGRAM = [
+    ("rtk pytest -q", "pytest"),
+    ("timeout -k 5 120 .venv/bin/python -m pytest tests", "pytest"),
+    ("CI=1 env PYTHONPATH=src nice -n 5 pytest", "pytest"),
+    ("uv run --with pytest-cov pytest", "pytest"),
+    ("poetry run pytest", "pytest"),
+    ("cd api && rtk go test ./...", "go-test"),
+    ("sudo -u dev cargo test", "cargo-test"),
+    ("bunx vitest run", "vitest"),
+    ("pnpm exec jest --ci", "jest"),
+    ("yarn jest --watch=false", "jest"),
+    ("npx -y tsc --noEmit", "tsc"),
+    ("rtk git push -u origin feat/login", "git-push"),
+    ("python manage.py test shop", "unittest"),
+    ("pip install pytest", None),
+    (".venv/bin/pip install pytest", None),
+    ("uv add --dev pytest", None),
+    ("npm i -D jest", None),
+    ("bun add -d vitest", None),
+    ("echo pytest", None),
+    ("cat pytest.ini", None),
+    ("git commit -m pytest", "git-commit"),
+    ("rg -n 'def test_' tests/test_pytest.py", None),
+    ("command -v pytest", None),
+    ("ls node_modules/.bin/jest", None),
+]
+
+
+@pytest.mark.parametrize(("command", "family"), AT_PROGRAM, ids=[c for c, _ in AT_PROGRAM])
+def test_a_tool_is_read_at_the_program_s_position(command: str, family: str | None) -> None:
+    row = family_of(command)
+    assert (row.family if row is not None else None) == family
+
+
+def test_an_install_of_a_test_runner_is_no_run_of_it() -> None:
+    """`pip install pytest` changes the environment: not a run of a family that changes
+    nothing, and its output is read by no row of pytest's."""
+    assert family_of("pip install pytest") is None
+    assert judge("pip install pytest", "Successfully installed pytest-8.3.4") is None
+
+
+@pytest.mark.parametrize(
+    "row", RUNNER_EXITS, ids=[f"{r.runner}: {r.pattern}" for r in RUNNER_EXITS]
+)
+def test_every_runner_exit_is_found_in_its_example_and_never_salient_beside_a_tool_line(
+    row: RunnerExit,
+) -> None:
+    notices = [line for line in row.example.split("\n") if is_runner_exit(line)]
+    assert notices, row.example
+    assert any(re.search(row.pattern, line) for line in notices)
+    salient = salient_line("bun run lint", row.example)
+    assert salient is not None and not is_runner_exit(salient)
+
+
+@pytest.mark.parametrize(
+    "row", RUNNER_EXITS, ids=[f"{r.runner}: {r.pattern}" for r in RUNNER_EXITS]
+)
+def test_a_runner_s_notice_alone_is_the_line_only_as_a_last_resort(row: RunnerExit) -> None:
+    notice = next(line for line in row.example.split("\n") if re.search(row.pattern, line))
+    assert (salient_line("make", notice) is not None) is (
+        row.last_resort and is_last_resort(notice)
+    )
+
+
+def test_bun_s_notice_under_biome_leaves_biome_s_line() -> None:
+    output = (
+        dict(ROWS_BY_NAME)["biome"].example_failure + '\nerror: script "lint" exited with code 1'
+    )
+    for command in ("bun run lint", "rtk bun run lint", "timeout 60 bun run lint 2>&1"):
+        assert salient_line(command, output) == (
+            "× Formatter would have printed the following content:"
+        )
+    assert salient_line("bun run lint", 'error: script "lint" exited with code 1') == (
+        'error: script "lint" exited with code 1'
+    )

@@ -10,6 +10,8 @@ from remem.procedures.steps import classify
 from remem.shell.analysis import analyse
 from remem.shell.arguments import MESSENGERS, file_placeholder, without_messages
 from remem.shell.kinds import (
+    BOOKKEEPERS,
+    BOOKKEEPING,
     FETCHED,
     FETCHERS,
     INTERPRETERS,
@@ -21,6 +23,7 @@ from remem.shell.kinds import (
     WORK,
     WRITE,
 )
+from remem.shell.wrappers import WRAPPERS
 
 ROOT = "/home/dev/shop"
 
@@ -33,6 +36,34 @@ def kind_of(command: str) -> str:
 @pytest.mark.parametrize("row", READERS, ids=[row.example for row in READERS])
 def test_every_reader_s_example_reads(row: object) -> None:
     assert kind_of(row.example) == READ  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("row", BOOKKEEPERS, ids=[row.example for row in BOOKKEEPERS])
+def test_every_bookkeeper_s_example_keeps_books_through_any_wrapper(row: object) -> None:
+    example: str = row.example  # type: ignore[attr-defined]
+    for wrapper in ("", "rtk ", "timeout 60 ", "env CI=1 ", "sudo -u dev ", "command "):
+        assert kind_of(wrapper + example) == BOOKKEEPING, wrapper + example
+    assert not classify(example, True, None, ROOT, "."), "a bookkeeping pass is no run"
+
+
+@pytest.mark.parametrize("row", WRAPPERS, ids=[row.example for row in WRAPPERS])
+def test_every_wrapper_is_judged_on_the_command_it_runs(row: object) -> None:
+    """Each wrapper's example, its command swapped for a read and for bookkeeping: the kind
+    is the wrapped command's, and the workflow of `rtk`'s or `timeout`'s run is the
+    command's own (xargs stays: what it runs reads its input)."""
+    example: str = row.example  # type: ignore[attr-defined]
+    (step,) = analyse(example).steps
+    assert step.kind == WORK, example
+    words = example.split()
+    program = words.index(step.program)
+    prefix = " ".join(words[:program])
+    assert kind_of(f"{prefix} git status") == READ
+    assert kind_of(f"{prefix} git add -A") == BOOKKEEPING
+    (wrapped,) = analyse(f"{prefix} cargo test").steps
+    assert wrapped.program == "cargo"
+    if row.variant:  # type: ignore[attr-defined]
+        assert wrapped.workflow.endswith("cargo test") and row.name not in wrapped.workflow  # type: ignore[attr-defined]
+        assert wrapped.text == f"{prefix} cargo test"
 
 
 @pytest.mark.parametrize("row", INTERPRETERS, ids=[row.example for row in INTERPRETERS])
@@ -102,7 +133,38 @@ KINDS = [
     ("bash scripts/ci.sh", WORK),
     ("make test > out.txt", WORK),
     ("mix test | tee test.log", WORK),
-    ("git commit -m 'fix'", WORK),
+    ("git commit -m 'fix'", BOOKKEEPING),
+    ("rtk git push -u origin feat/login", BOOKKEEPING),
+    ("rtk git status", READ),
+    ("rtk git log --oneline -5", READ),
+    ("rtk git diff", READ),
+    ("rtk git add src/cart.py", BOOKKEEPING),
+    ("git -C api add -A", BOOKKEEPING),
+    ("git fetch origin main", BOOKKEEPING),
+    ("git branch -a", BOOKKEEPING),
+    ("git stash list", READ),
+    ("git checkout feat/login", BOOKKEEPING),
+    ("timeout 30 git checkout main", BOOKKEEPING),
+    ("git checkout -b feat/login", WORK),
+    ("git checkout src/cart.py", WORK),
+    ("git checkout -- src/cart.py", WORK),
+    ("git checkout .", WORK),
+    ("git switch main", BOOKKEEPING),
+    ("git switch -c feat/login", WORK),
+    ("gh issue list --state open", BOOKKEEPING),
+    ("rtk gh pr view 17", BOOKKEEPING),
+    ("glab mr list", BOOKKEEPING),
+    ("gh pr create -t 'Add cart' -b 'Closes #3'", WORK),
+    ("env NODE_ENV=test sudo -u app nice -n 5 cat /etc/hosts", READ),
+    ("timeout -k 5 60 nohup time ls -la", READ),
+    ("command -v bun", READ),
+    ("command make lint", WORK),
+    ("exec bun run start", WORK),
+    ("find . -name '*.tmp' | xargs rm -f", WORK),
+    ("find . -name '*.py' | xargs grep -n TODO", READ),
+    ("echo pytest", READ),
+    ("cat pytest.ini", READ),
+    ("env", READ),
     ("gofmt -w internal/a.go", WORK),
 ]
 

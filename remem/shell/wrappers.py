@@ -1,0 +1,295 @@
+"""Programs that run the command after them, the one table every judgement of a command reads
+(DESIGN.md §5): what a command is (a read, bookkeeping, work), its workflow, its tool family,
+its purpose and its fixes are judged on the program they run, at its position.
+
+Wrappers (`rtk`, `timeout 60`, `env X=1`, `sudo`) change how a command runs, not what it is:
+`rtk git status` is a read and `rtk bun run test` is `bun run test`, the wrapper a variant of
+it. Launchers (`uv run`, `npx`, `python -m`) run a tool in an environment: `uv run pytest` is
+a run of pytest, but another workflow than `pytest`, as the environment is another.
+
+Both are read from words (a parsed command's) and from text (a workflow's, where the hook has
+no grammar): the text patterns are built from the same rows. Pure, stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from remem.record.frozen import Record
+
+TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class Wrapper(Record):
+    """A program that runs the command after it. `operands`: the words it takes before that
+    command (timeout's duration); `valued`: its options that take a value (`nice -n 5`);
+    `assigns`: it takes `VAR=value` words (env); `own`: options with which it runs nothing
+    (`command -v pytest` looks pytest up); `variant`: dropped from the workflow, the wrapped
+    command's variant (xargs is kept: what it runs reads its input)."""
+
+    name: str
+    example: str
+    operands: int = 0
+    valued: frozenset[str] = frozenset()
+    assigns: bool = False
+    own: frozenset[str] = frozenset()
+    variant: bool = True
+
+
+def _w(
+    name: str,
+    example: str,
+    operands: int = 0,
+    valued: str = "",
+    assigns: bool = False,
+    own: str = "",
+    variant: bool = True,
+) -> Wrapper:
+    return Wrapper(
+        name, example, operands, frozenset(valued.split()), assigns, frozenset(own.split()), variant
+    )
+
+
+WRAPPERS: tuple[Wrapper, ...] = (
+    _w("rtk", "rtk bun run test"),
+    _w("timeout", "timeout -k 5 120 bun test", 1, "-s --signal -k --kill-after"),
+    _w("gtimeout", "gtimeout 60 go test ./...", 1, "-s --signal -k --kill-after"),
+    _w("env", "env NODE_ENV=test bun run test", 0, "-u --unset -C --chdir", True),
+    _w("nice", "nice -n 10 cargo build --release", 0, "-n --adjustment"),
+    _w("nohup", "nohup ./scripts/serve.sh"),
+    _w("time", "time -p make test", 0, "-f --format -o --output"),
+    _w("command", "command make lint", own="-v -V"),
+    _w("exec", "exec bun run start", 0, "-a"),
+    _w("sudo", "sudo -u postgres psql -c 'select 1'", 0, "-u -g -h -p -C -U -r -t -T -D"),
+    _w("doas", "doas -u www apk add curl", 0, "-u -C"),
+    _w("stdbuf", "stdbuf -oL bun run dev", 0, "-i -o -e"),
+    _w("xargs", "xargs -n 1 rm -f", 0, "-n -L -P -s -I -d -E -a --max-args", variant=False),
+)
+_BY_NAME = {row.name: row for row in WRAPPERS}
+
+
+class Launcher(Record):
+    """A command (its words) that runs the tool named after it in an environment; `valued`:
+    its options that take a value; `scripts`: it runs a package's script or binary by its
+    name (`yarn jest`, `bun run vitest`): the name is read for the tool it may be, but a
+    script of that name is the project's, so it says nothing of the command's purpose."""
+
+    words: tuple[str, ...]
+    example: str
+    valued: frozenset[str] = frozenset()
+    scripts: bool = False
+
+
+def _l(words: str, example: str, valued: str = "", scripts: bool = False) -> Launcher:
+    return Launcher(tuple(words.split()), example, frozenset(valued.split()), scripts)
+
+
+_UV = "--with --python -p --package --extra --group --env-file --directory --project"
+LAUNCHERS: tuple[Launcher, ...] = (
+    _l("uv run", "uv run --frozen pytest -q", _UV),
+    _l("uvx", "uvx ruff check .", "--with --from --python"),
+    _l("poetry run", "poetry run pytest"),
+    _l("pipenv run", "pipenv run python manage.py test"),
+    _l("pdm run", "pdm run pytest"),
+    _l("hatch run", "hatch run test:pytest"),
+    _l("rye run", "rye run pytest"),
+    _l("pipx run", "pipx run black --check ."),
+    _l("bundle exec", "bundle exec rspec"),
+    _l("pnpm exec", "pnpm exec vitest run"),
+    _l("pnpm dlx", "pnpm dlx prettier --check ."),
+    _l("npm exec", "npm exec -- eslint ."),
+    _l("yarn dlx", "yarn dlx tsc --noEmit"),
+    _l("npx", "npx -y vitest run", "-p --package"),
+    _l("pnpx", "pnpx tsc --noEmit"),
+    _l("bunx", "bunx biome check ."),
+    _l("bun x", "bun x tsc --noEmit"),
+    _l("mise exec", "mise exec -- go test ./..."),
+    _l("python -m", "python3 -m pytest -q"),
+    _l("npm run", "npm run jest -- --ci", scripts=True),
+    _l("pnpm run", "pnpm run vitest", scripts=True),
+    _l("pnpm", "pnpm vitest run", scripts=True),
+    _l("yarn run", "yarn run jest", scripts=True),
+    _l("yarn", "yarn jest --watch=false", scripts=True),
+    _l("bun run", "bun run vitest", scripts=True),
+)
+_MODULE = next(row for row in LAUNCHERS if row.words == ("python", "-m"))
+
+
+def is_python(name: str) -> bool:
+    """An interpreter's name, whatever its version: python, python3.12, pypy3. Plain string
+    work, as every name here: the hook compiles no pattern it does not use."""
+    for stem in ("python", "pypy"):
+        if name.startswith(stem):
+            version = name[len(stem) :]
+            return not version or all(part.isdigit() for part in version.split("."))
+    return False
+
+
+def is_assignment(word: str) -> bool:
+    """`NODE_ENV=test`: a variable set for the command."""
+    name, equals, _value = word.partition("=")
+    return bool(equals) and name.isidentifier() and name.isascii()
+
+
+def basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def wrapper_of(word: str) -> Wrapper | None:
+    return _BY_NAME.get(basename(word))
+
+
+def past_wrappers(words: Sequence[str], start: int = 0) -> int:
+    """The index of the program a command runs, past its wrappers and their options, operands
+    and assignments (`timeout -k 5 120 bun test` runs bun). A wrapper with nothing after it,
+    or run with an option of its own (`command -v x`), is the program itself."""
+    index = start
+    while index < len(words):
+        row = wrapper_of(words[index])
+        after = _wrapped(row, words, index + 1) if row is not None else None
+        if after is None or after >= len(words):
+            return index
+        index = after
+    return index
+
+
+def _wrapped(row: Wrapper, words: Sequence[str], index: int) -> int | None:
+    """Where the command a wrapper runs starts; None when it runs none."""
+    operands = row.operands
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return index + 1
+        if word in row.own:
+            return None
+        if word.startswith("-") and len(word) > 1:
+            index += 2 if word in row.valued else 1
+        elif row.assigns and is_assignment(word):
+            index += 1
+        elif operands:
+            operands, index = operands - 1, index + 1
+        else:
+            return index
+    return index
+
+
+def unwrapped(words: Sequence[str]) -> list[int]:
+    """The indexes of the words a command's workflow keeps: all but its variant wrappers
+    (`rtk`, `timeout 60`, `env` — not env's assignments, which change what runs)."""
+    kept: list[int] = []
+    index = 0
+    while index < len(words):
+        program = past_wrappers(words, index)
+        if program == index:
+            break
+        row = wrapper_of(words[index])
+        if row is not None and not row.variant:
+            return [*kept, *range(index, len(words))]
+        if row is not None and row.assigns:
+            kept.extend(i for i in range(index + 1, program) if is_assignment(words[i]))
+        index = _next_wrapped(words, index, program)
+    return [*kept, *range(index, len(words))]
+
+
+def _next_wrapped(words: Sequence[str], index: int, program: int) -> int:
+    """Past the one wrapper at `index` (of those up to `program`)."""
+    row = wrapper_of(words[index])
+    after = _wrapped(row, words, index + 1) if row is not None else None
+    return program if after is None else min(after, program)
+
+
+def past_launchers(words: Sequence[str], start: int = 0, python: bool = True) -> int:
+    """The index of the tool a command runs, past its wrappers and its launchers
+    (`uv run pytest`, `.venv/bin/python -m pytest`, `npx vitest`) and their options;
+    `python`: an interpreter running a module counts as a launcher."""
+    index = past_wrappers(words, start)
+    while index < len(words):
+        launcher = _launcher_at(words, index)
+        if launcher is not None and (launcher.scripts or (not python and launcher is _MODULE)):
+            return index
+        if launcher is None:
+            return index
+        index += len(launcher.words)
+        while index < len(words) and words[index].startswith("-"):
+            index += 2 if words[index] in launcher.valued else 1
+        index = past_wrappers(words, index)
+    return index
+
+
+def _launcher_at(words: Sequence[str], index: int) -> Launcher | None:
+    name = basename(words[index])
+    if is_python(name):
+        name = "python"
+    for row in LAUNCHERS:
+        size = len(row.words)
+        if (name, *words[index + 1 : index + size]) == row.words:
+            return row
+    return None
+
+
+# --- the same rows read from text ------------------------------------------------------------
+
+
+def _alternatives(patterns: list[str]) -> str:
+    return "|".join(sorted(patterns, key=len, reverse=True))
+
+
+def _wrapper_pattern(row: Wrapper) -> str:
+    own = _alternatives([re.escape(o) for o in row.own])
+    options = [rf"(?!(?:{own})(?!\S))-\S*" if row.own else r"-\S*"]
+    if row.valued:
+        options.insert(0, rf"(?:{_alternatives([re.escape(v) for v in row.valued])})\s+\S+")
+    if row.assigns:
+        options.append(r"[A-Za-z_]\w*=\S*")
+    operands = r"\s+\S+" * row.operands
+    return rf"{re.escape(row.name)}(?:\s+(?:{'|'.join(options)}))*+{operands}\s+"
+
+
+def _launchers_pattern() -> str:
+    """Every launcher and its options, in one pattern (their valued options pooled): one
+    alternation per launcher would cost the hook a slow compile."""
+    heads = []
+    for row in LAUNCHERS:
+        head = r"(?:python|pypy)[\d.]*" if row.words[0] == "python" else re.escape(row.words[0])
+        heads.append(r"\s+".join([head, *(re.escape(word) for word in row.words[1:])]))
+    valued = _alternatives([re.escape(v) for v in {v for row in LAUNCHERS for v in row.valued}])
+    return rf"(?:{_PATH}(?:{_alternatives(heads)})(?:\s+(?:(?:{valued})\s+\S+|-\S*))*+\s+)*+"
+
+
+_PATH = r"(?:[^\s;&|()<>'\"`]*/)?"
+# Where a command stands in a command line's text: at its start or after an operator or a
+# reserved word, past assignments and wrappers; the directory it is run from is the group.
+COMMAND_POSITION = (
+    r"(?:^|(?<=[;&|(`{!\n])|(?<=\$\()|(?<=\bthen\s)|(?<=\bdo\s)|(?<=\belse\s)|(?<=\bif\s))\s*(?![;&|])"
+    r"(?:[A-Za-z_]\w*=\S*\s+)*"
+    rf"(?:{_PATH}(?:{_alternatives([_wrapper_pattern(r) for r in WRAPPERS])}))*+"
+)
+# Where the tool it runs stands: past its launchers too.
+PROGRAM_POSITION = COMMAND_POSITION + _launchers_pattern()
+_POSITIONS: dict[str, re.Pattern[str]] = {}
+
+
+def _starts(source: str, command: str) -> tuple[int, ...]:
+    """Where each match of a position ends in the command, before its program's directory
+    (`./run.sh`) and after it (`.venv/bin/pytest` runs `pytest`)."""
+    pattern = _POSITIONS.get(source)
+    if pattern is None:  # compiled on first use: the hook pays only when it reads a failure
+        pattern = _POSITIONS[source] = re.compile(rf"{source}({_PATH})")
+    starts: list[int] = []
+    for match in pattern.finditer(command):
+        starts += (match.start(1), match.end()) if match.group(1) else (match.end(),)
+    return tuple(starts)
+
+
+def command_starts(command: str) -> tuple[int, ...]:
+    """Where the commands of a command line's text start, past their wrappers."""
+    return _starts(COMMAND_POSITION, command)
+
+
+def program_starts(command: str) -> tuple[int, ...]:
+    """Where the tools a command line's text runs are named, past wrappers and launchers:
+    `pytest` is at a program's position in `.venv/bin/python -m pytest` and `rtk pytest`,
+    not in `pip install pytest` nor `cat pytest.ini`."""
+    return _starts(PROGRAM_POSITION, command)
