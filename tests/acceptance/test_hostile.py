@@ -138,7 +138,7 @@ SECRETS = {
 
 SECRET_COMMANDS = [
     f"AWS_ACCESS_KEY_ID={SECRETS['aws']} aws s3 ls",
-    f"git push https://{SECRETS['ghp']}@github.com/acme/shop.git",
+    f"git pull https://{SECRETS['ghp']}@github.com/acme/shop.git",  # a push keeps books
     f"GH_TOKEN={SECRETS['github_pat']} gh release list",
     f"OPENAI_API_KEY={SECRETS['openai']} python eval.py",
     f"SLACK_BOT={SECRETS['slack_token']} ./notify.sh",
