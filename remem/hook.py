@@ -32,7 +32,7 @@ from remem.record.sha import sha256_hex
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any, BinaryIO
 
     Within = Callable[[sqlite3.Connection], None]
@@ -290,10 +290,11 @@ def main(argv: list[str] | None = None, stdin: BinaryIO | None = None) -> int:
                 _emit(before)
             return 0
     kind, body = capture(raw, host, now, size)
-    settings, notice = _settings(home)
+    settings, wrong, notice = _settings(home)
     # Where the database setting itself is in doubt, the event waits in the spool for the
     # worker, which reads it once the file is fixed: no second memory is started.
-    storing = None if notice is not None and _database_in_doubt(home) else settings
+    doubt = settings is not None and bool(wrong) and _database_in_doubt(settings, wrong)
+    storing = None if doubt else settings
     output = None
     # A SessionStart reads its digest in the event's own write transaction, and records there
     # what the printed page held: one commit for both.
@@ -338,38 +339,37 @@ def _digest_regardless(settings: Settings | None, notice: str | None, kind: str,
     return 1
 
 
-def _database_in_doubt(home: str) -> bool:
+def _database_in_doubt(settings: Settings, problems: Sequence[Any]) -> bool:
     """Whether a broken config.toml may name another database than the default: its
     `database.url` is wrong, or the file cannot be read as TOML and mentions a database."""
-    try:
-        _settings_read, problems = read_settings(home=home)
-        path = _settings_read.config_file
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except Exception:
-        return True
     if any(problem.key == "database.url" for problem in problems):
         return True
-    return any(problem.key is None for problem in problems) and "database" in text
+    if all(problem.key is not None for problem in problems):
+        return False
+    try:
+        with open(settings.config_file, encoding="utf-8", errors="replace") as handle:
+            return "database" in handle.read()
+    except OSError:
+        return True
 
 
-def _settings(home: str) -> tuple[Settings | None, str | None]:
-    """The settings, with its default for each one config.toml gets wrong, and the one line
-    that says so, written once on stderr here and put at the top of a SessionStart digest: a
-    broken config never switches the memory off in silence. None when nothing can be read
-    (save() then spools with the reason)."""
+def _settings(home: str) -> tuple[Settings | None, Sequence[Any], str | None]:
+    """The settings, with its default for each one config.toml gets wrong, those problems,
+    and the one line that says so, written once on stderr here and put at the top of a
+    SessionStart digest: a broken config never switches the memory off in silence. None when
+    nothing can be read (save() then spools with the reason)."""
     try:
         settings, problems = read_settings(home=home)
     except Exception:
-        return None, None
+        return None, (), None
     if not problems:
-        return settings, None
+        return settings, problems, None
     said = "; ".join(each.brief for each in problems)
     if len(said) > NOTICE_CHARS:
         said = said[: NOTICE_CHARS - 1] + "…"
     notice = f"remem: {said} — using defaults; run remem doctor"
     sys.stderr.write(notice + "\n")
-    return settings, notice
+    return settings, problems, notice
 
 
 def _advisable(kind: str, body: Any) -> bool:
