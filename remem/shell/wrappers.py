@@ -8,12 +8,11 @@ it. Launchers (`uv run`, `npx`, `python -m`) run a tool in an environment: `uv r
 a run of pytest, but another workflow than `pytest`, as the environment is another.
 
 Both are read from words (a parsed command's) and from text (a workflow's, where the hook has
-no grammar): the text patterns are built from the same rows. Pure, stdlib only.
+no grammar): the text is cut into its commands' words and walked with the same rows, with no
+pattern to compile. Pure, stdlib only.
 """
 
 from __future__ import annotations
-
-import re
 
 from remem.record.frozen import Record
 
@@ -200,14 +199,19 @@ def _next_wrapped(words: Sequence[str], index: int, program: int) -> int:
     return program if after is None else min(after, program)
 
 
-def past_launchers(words: Sequence[str], start: int = 0, python: bool = True) -> int:
+def past_launchers(
+    words: Sequence[str], start: int = 0, python: bool = True, scripts: bool = False
+) -> int:
     """The index of the tool a command runs, past its wrappers and its launchers
     (`uv run pytest`, `.venv/bin/python -m pytest`, `npx vitest`) and their options;
-    `python`: an interpreter running a module counts as a launcher."""
+    `python`: an interpreter running a module counts as a launcher; `scripts`: so does one
+    running a package's script (`bun run vitest` names the tool its script may be)."""
     index = past_wrappers(words, start)
     while index < len(words):
         launcher = _launcher_at(words, index)
-        if launcher is not None and (launcher.scripts or (not python and launcher is _MODULE)):
+        if launcher is not None and launcher.scripts and not scripts:
+            return index
+        if launcher is not None and not python and launcher is _MODULE:
             return index
         if launcher is None:
             return index
@@ -231,65 +235,95 @@ def _launcher_at(words: Sequence[str], index: int) -> Launcher | None:
 
 # --- the same rows read from text ------------------------------------------------------------
 
-
-def _alternatives(patterns: list[str]) -> str:
-    return "|".join(sorted(patterns, key=len, reverse=True))
-
-
-def _wrapper_pattern(row: Wrapper) -> str:
-    own = _alternatives([re.escape(o) for o in row.own])
-    options = [rf"(?!(?:{own})(?!\S))-\S*" if row.own else r"-\S*"]
-    if row.valued:
-        options.insert(0, rf"(?:{_alternatives([re.escape(v) for v in row.valued])})\s+\S+")
-    if row.assigns:
-        options.append(r"[A-Za-z_]\w*=\S*")
-    operands = r"\s+\S+" * row.operands
-    return rf"{re.escape(row.name)}(?:\s+(?:{'|'.join(options)}))*+{operands}\s+"
+# A command line's text is cut into simple commands at its operators (outside quotes); a word
+# that opens a compound command or a branch of one is a command position, and so is the word
+# after it.
+_OPERATORS = frozenset(";&|()`\n")
+_RESERVED = frozenset(("if", "then", "do", "else", "elif", "while", "until", "!", "{"))
 
 
-def _launchers_pattern() -> str:
-    """Every launcher and its options, in one pattern (their valued options pooled): one
-    alternation per launcher would cost the hook a slow compile."""
-    heads = []
-    for row in LAUNCHERS:
-        head = r"(?:python|pypy)[\d.]*" if row.words[0] == "python" else re.escape(row.words[0])
-        heads.append(r"\s+".join([head, *(re.escape(word) for word in row.words[1:])]))
-    valued = _alternatives([re.escape(v) for v in {v for row in LAUNCHERS for v in row.valued}])
-    return rf"(?:{_PATH}(?:{_alternatives(heads)})(?:\s+(?:(?:{valued})\s+\S+|-\S*))*+\s+)*+"
+def _commands(text: str) -> list[list[tuple[int, str]]]:
+    """The simple commands of a command line's text, each its words with their offsets: cut at
+    `;`, `&`, `|`, `(`, `)`, backquotes, `$(` and newlines, never inside quotes nor in a
+    redirection (`2>&1`). One pass, no pattern: the hook reads a failure's command with it."""
+    commands: list[list[tuple[int, str]]] = []
+    words: list[tuple[int, str]] = []
+    index, size = 0, len(text)
+    while index < size:
+        char = text[index]
+        if char in " \t\r":
+            index += 1
+            continue
+        if char in _OPERATORS and not (char == "&" and text.startswith(">", index + 1)):
+            commands.append(words)
+            words, index = [], index + 1
+            continue
+        start = index
+        while index < size:
+            char = text[index]
+            if char in " \t\r":
+                break
+            if char in _OPERATORS or text.startswith("$(", index):
+                redirect = char == "&" and (text[index - 1 : index] in ("<", ">") or index == start)
+                if not redirect:
+                    break
+            if char == "\\":
+                index += 2
+            elif char in "'\"":
+                index = _closing(text, index)
+            else:
+                index += 1
+        if index == start:  # `$(`: a command starts inside it
+            commands.append(words)
+            words, index = [], index + 2
+            continue
+        words.append((start, text[start:index]))
+    commands.append(words)
+    return [words for words in commands if words]
 
 
-_PATH = r"(?:[^\s;&|()<>'\"`]*/)?"
-# Where a command stands in a command line's text: at its start or after an operator or a
-# reserved word, past assignments and wrappers; the directory it is run from is the group.
-COMMAND_POSITION = (
-    r"(?:^|(?<=[;&|(`{!\n])|(?<=\$\()|(?<=\bthen\s)|(?<=\bdo\s)|(?<=\belse\s)|(?<=\bif\s))\s*(?![;&|])"
-    r"(?:[A-Za-z_]\w*=\S*\s+)*"
-    rf"(?:{_PATH}(?:{_alternatives([_wrapper_pattern(r) for r in WRAPPERS])}))*+"
-)
-# Where the tool it runs stands: past its launchers too.
-PROGRAM_POSITION = COMMAND_POSITION + _launchers_pattern()
-_POSITIONS: dict[str, re.Pattern[str]] = {}
+def _closing(text: str, index: int) -> int:
+    """Past the quote that closes the one at `index` (the text's end when none does)."""
+    quote, index = text[index], index + 1
+    while index < len(text) and text[index] != quote:
+        index += 2 if quote == '"' and text[index] == "\\" else 1
+    return index + 1
 
 
-def _starts(source: str, command: str) -> tuple[int, ...]:
-    """Where each match of a position ends in the command, before its program's directory
-    (`./run.sh`) and after it (`.venv/bin/pytest` runs `pytest`)."""
-    pattern = _POSITIONS.get(source)
-    if pattern is None:  # compiled on first use: the hook pays only when it reads a failure
-        pattern = _POSITIONS[source] = re.compile(rf"{source}({_PATH})")
+def _starts(command: str, launched: bool) -> tuple[int, ...]:
+    """Where each command of a command line's text starts, past its assignments and wrappers
+    (`launched`: past its launchers too), before its program's directory (`./run.sh`) and after
+    it (`.venv/bin/pytest` runs `pytest`)."""
     starts: list[int] = []
-    for match in pattern.finditer(command):
-        starts += (match.start(1), match.end()) if match.group(1) else (match.end(),)
+    for command_words in _commands(command):
+        words = [word for _offset, word in command_words]
+        index = 0
+        while index < len(words):
+            while index < len(words) - 1 and is_assignment(words[index]):
+                index += 1
+            index = past_wrappers(words, index)
+            if launched and words[index] not in _RESERVED:
+                index = past_launchers(words, index, scripts=True)
+            if index >= len(words):
+                break
+            offset, word = command_words[index]
+            directory = word.rfind("/") + 1
+            if directory and not any(quote in word[:directory] for quote in "'\"`$"):
+                starts.append(offset)
+            starts.append(offset + directory if directory else offset)
+            if word not in _RESERVED:
+                break
+            index += 1
     return tuple(starts)
 
 
 def command_starts(command: str) -> tuple[int, ...]:
     """Where the commands of a command line's text start, past their wrappers."""
-    return _starts(COMMAND_POSITION, command)
+    return _starts(command, launched=False)
 
 
 def program_starts(command: str) -> tuple[int, ...]:
     """Where the tools a command line's text runs are named, past wrappers and launchers:
     `pytest` is at a program's position in `.venv/bin/python -m pytest` and `rtk pytest`,
     not in `pip install pytest` nor `cat pytest.ini`."""
-    return _starts(PROGRAM_POSITION, command)
+    return _starts(command, launched=True)

@@ -588,6 +588,12 @@ def test_every_runner_exit_is_found_in_its_example_and_never_salient_beside_a_to
     notices = [line for line in row.example.split("\n") if is_runner_exit(line)]
     assert notices, row.example
     assert any(re.search(row.pattern, line) for line in notices)
+    # The anchors stand in the pattern, and every line of the example it matches holds one.
+    assert all(anchor == anchor.lower() and anchor.strip() for anchor in row.anchors)
+    assert all(anchor.strip() in row.pattern.lower() for anchor in row.anchors)
+    for line in row.example.split("\n"):
+        if re.search(row.pattern, line):
+            assert any(anchor in line.lower() for anchor in row.anchors), line
     salient = salient_line("bun run lint", row.example)
     assert salient is not None and not is_runner_exit(salient)
 

@@ -99,6 +99,11 @@ STARTS = [
     ("if make lint; then timeout 60 npx -y vitest run; fi", ["if", "make", "then", "vitest", "fi"]),
     ("pip install pytest | tail -3", ["pip", "tail"]),
     ("git commit -m pytest", ["git"]),
+    # An operator inside quotes or in a redirection separates nothing.
+    ('echo "make lint; pytest" && X=1 rtk uv run rtk pytest -q', ["echo", "pytest"]),
+    ("bun run vitest 2>&1 | tail -5", ["vitest", "tail"]),
+    ("npm test &> log && { make a; }", ["npm", "{", "make", "}"]),
+    ("if ! make lint; then echo no; fi", ["if", "!", "make", "then", "echo", "fi"]),
 ]
 
 
