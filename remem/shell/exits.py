@@ -1,7 +1,8 @@
-"""What runners print when the command they ran failed: `error: script "lint" exited with code
-1` under biome's own error, `make: *** [Makefile:3: test] Error 1` under the compiler's. Such
-a line says how a run ended, never why: it is the same for every failure of the script, so it
-is never an error's line while a line of the tool the runner ran is there (DESIGN.md §6).
+"""What runners print around the command they ran: its echo (`$ tsc --noEmit`) before it, and
+when it failed, `error: script "lint" exited with code 1` under biome's own error, `make: ***
+[Makefile:3: test] Error 1` under the compiler's. Such a line says what ran or how a run ended,
+never why: it is the same for every failure of the script, so it is never an error's line
+while a line of the tool the runner ran is there (DESIGN.md §6).
 
 One row per runner, each with a real excerpt that holds its line; a test walks the table. A
 row that is `last_resort` may still be the line when the output holds nothing else (bun's
@@ -27,6 +28,30 @@ class RunnerExit(Record):
 
 
 RUNNER_EXITS: tuple[RunnerExit, ...] = (
+    # Before what it runs, a runner echoes it: bun and yarn as `$ <command>`, npm and pnpm as
+    # `> <package>@<version> <script>` over `> <command>`.
+    RunnerExit(
+        "bun",
+        r"^\$ \S",
+        ("$ ",),
+        # desplega-ai+agent-swarm (../shared/corpus, MIT), `bun run tsc:check 2>&1`
+        "Exit code 2\n$ bun tsc --noEmit\n"
+        "src/cli.tsx(94,16): error TS18048: 'arg' is possibly 'undefined'.\n"
+        'error: "tsc" exited with code 2',
+        last_resort=False,
+    ),
+    RunnerExit(
+        "npm",
+        r"^> (?:@[\w.-]+/)?[\w.-]+@\S+ \S",
+        ("> ",),
+        # desplega-ai+agent-swarm (../shared/corpus, MIT), `pnpm lint` in new-ui/
+        "Exit code 1\n\n> new-ui@0.0.0 lint /Users/taras/worktrees/agent-swarm/new-ui\n"
+        "> biome check .\n\nsrc/pages/templates/[id]/page.tsx:89:3 "
+        "lint/correctness/useExhaustiveDependencies  FIXABLE  ━━━━━━━━━━\n\n"
+        "  × This hook specifies more dependencies than necessary: templateVersion.\n\n"
+        "Checked 111 files in 47ms. No fixes applied.\nFound 1 error.",
+        last_resort=False,
+    ),
     # Claude Code opens a failed call's error with it; npm and pnpm end theirs with it.
     RunnerExit(
         "shell",

@@ -20,6 +20,7 @@ from remem.shell.recognisers import (
     judge,
     mask_branch,
     salient_line,
+    telling_line,
 )
 from remem.transcripts.claude import read_claude
 
@@ -619,3 +620,11 @@ def test_bun_s_notice_under_biome_leaves_biome_s_line() -> None:
     assert salient_line("bun run lint", 'error: script "lint" exited with code 1') == (
         'error: script "lint" exited with code 1'
     )
+
+
+def test_a_runner_s_echo_of_what_it_runs_is_never_the_error() -> None:
+    """bun prints `$ <script>` and npm `> pkg@1.0.0 lint` before running it: an output that
+    holds nothing else names no error."""
+    for output in ("Exit code 2\n$ bun tsc --noEmit", "\n> app@1.0.0 lint /srv/app\n> eslint .\n"):
+        assert salient_line("bun run tsc:check", output) is None
+        assert telling_line(output) is None
