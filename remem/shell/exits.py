@@ -29,7 +29,8 @@ class RunnerExit(Record):
 
 RUNNER_EXITS: tuple[RunnerExit, ...] = (
     # Before what it runs, a runner echoes it: bun and yarn as `$ <command>`, npm and pnpm as
-    # `> <package>@<version> <script>` over `> <command>`.
+    # `> <package>@<version> <script>` over `> <command>` (a line opening with `> ` is that
+    # echo, or a quote, or a diff's: never a tool's error).
     RunnerExit(
         "bun",
         r"^\$ \S",
@@ -42,7 +43,7 @@ RUNNER_EXITS: tuple[RunnerExit, ...] = (
     ),
     RunnerExit(
         "npm",
-        r"^> (?:@[\w.-]+/)?[\w.-]+@\S+ \S",
+        r"^> \S",
         ("> ",),
         # desplega-ai+agent-swarm (../shared/corpus, MIT), `pnpm lint` in new-ui/
         "Exit code 1\n\n> new-ui@0.0.0 lint /Users/taras/worktrees/agent-swarm/new-ui\n"
