@@ -539,6 +539,45 @@ Found 1 error.
 AssertionError: expected undefined to be '${{ !github.event.repository.private …'""",  # noqa: E501
     ),
     Recogniser(
+        family="bun-test",
+        reads_only=True,
+        command=_program(r"bun\s+test\b"),
+        success=_summary(r"^\s*[1-9]\d* pass\n\s*0 fail\b"),
+        failure=_summary(
+            r"^\s*[1-9]\d* fail\b",
+            r"^\(fail\) \S",
+            r"^The following filters did not match any test files\b",
+        ),
+        salient=_per_line(
+            r"^\s*error: \S.*",
+            r"^\(fail\) \S.*",
+            r"^The following filters did not match any test files\b.*",
+        ),
+        # desplega-ai+agent-swarm (../shared/corpus, MIT), `bun test src/tests/… 2>&1`
+        example_success="""\
+bun test v1.3.9 (cf6cdbbb)
+
+ 19 pass
+ 0 fail
+ 22 expect() calls
+Ran 19 tests across 1 file. [36.00ms]""",
+        example_failure="""\
+75 |     const parsed = executor.configSchema.safeParse(config);
+76 |     expect(parsed.success).toBe(true);
+                                ^
+error: expect(received).toBe(expected)
+
+Expected: true
+Received: false
+
+      at <anonymous> (src/tests/workflow-agent-task.test.ts:76:28)
+(fail) AgentTaskExecutor — workspace scoping > config schema accepts dir, vcsRepo [1.77ms]
+
+ 11 pass
+ 1 fail
+Ran 12 tests across 1 file. [88.00ms]""",
+    ),
+    Recogniser(
         family="jest",
         reads_only=True,
         command=_program(r"jest\b"),

@@ -45,6 +45,7 @@ COMMANDS = {
     "biome": "bunx biome check .",
     "ruff": "ruff check .",
     "vitest": "npx vitest run",
+    "bun-test": "bun test src/tests/workflow-agent-task.test.ts 2>&1",
     "jest": "npx jest --ci",
     "mocha": "npx mocha test/",
     "rspec": "bundle exec rspec spec/models",
@@ -74,6 +75,7 @@ SALIENT = {
     "biome": "× Formatter would have printed the following content:",
     "ruff": "F401 [*] `os` imported but unused",
     "vitest": "AssertionError: expected undefined to be '${{ !github.event.repository.private …'",
+    "bun-test": "error: expect(received).toBe(expected)",
     "jest": "● This should fail",
     "mocha": "ReferenceError: whisper is not defined",
     "rspec": "Failure/Error: xlsx = Roo::Spreadsheet.open(file)",
@@ -628,3 +630,17 @@ def test_a_runner_s_echo_of_what_it_runs_is_never_the_error() -> None:
     for output in ("Exit code 2\n$ bun tsc --noEmit", "\n> app@1.0.0 lint /srv/app\n> eslint .\n"):
         assert salient_line("bun run tsc:check", output) is None
         assert telling_line(output) is None
+
+
+def test_bun_test_s_unmatched_filter_is_its_error_not_its_banner() -> None:
+    """`bun test name.test.ts` whose filter matched no file (desplega-ai+agent-swarm,
+    ../shared/corpus, MIT): its banner is no error line."""
+    output = (
+        "Exit code 1\nbun test v1.3.9 (cf6cdbbb)\nThe following filters did not match any "
+        'test files in --cwd="/srv/app":\n src/tests/handlers.test.ts\n'
+        "992 files were searched [7.00ms]\n"
+    )
+    command = "bun test src/tests/handlers.test.ts 2>&1"
+    assert judge(command, output) == "failure"
+    line = salient_line(command, output)
+    assert line is not None and line.startswith("The following filters did not match")
