@@ -130,7 +130,7 @@ def _write(
     try:
         execute = sqlite_settings.executor(connection)
         connection.execute("BEGIN IMMEDIATE")
-        if schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
+        if schema_revision(execute) != sqlite_settings.schema_head():
             raise _Unavailable("schema is not at this remem's revision")
         if kind == "event":
             store_event(execute, body)
@@ -425,7 +425,7 @@ def _advice(settings: Settings, advise: Any) -> str | None:
         return None
     try:
         execute = sqlite_settings.executor(connection)
-        if connection is not _kept and schema_revision(execute) != sqlite_settings.SCHEMA_HEAD:
+        if connection is not _kept and schema_revision(execute) != sqlite_settings.schema_head():
             return None
         text: str | None = advise(execute)
         return text

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 from workers.loop import Loop, stop_on
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from remem.config import Settings
     from workers.daemon import StopFlag
     from workers.runner import Worker
     from workers.team import TeamJobs
@@ -48,3 +51,12 @@ def run_burst(
     """`work(burst=True)` of workers/loop.py, without team duties: what the commands that queue
     work themselves (import, rebuild, forget) run before they report."""
     return work(worker, burst=True, max_seconds=max_seconds, on_task=on_task)
+
+
+def rederive(engine: Engine, settings: Settings) -> dict[str, int]:
+    """Re-derive what a rebuild or a forget cleared, with one burst: how many procedures it
+    promoted from how many events (`remem procedures rebuild`, `remem forget`, `remem ui`)."""
+    from workers.runner import Worker
+
+    stats = run_burst(Worker(engine, settings))
+    return {"promoted": int(stats.get("promoted", 0)), "events": int(stats.get("events", 0))}

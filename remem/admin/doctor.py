@@ -25,6 +25,7 @@ from remem.config import Settings, load_settings
 from remem.db import migrate
 from remem.db.engine import integrity_check, make_engine
 from remem.db.snapshot import engine_reader
+from remem.db.sqlite import schema_head
 from remem.errors import ConfigError, ConfigErrors, HomeUnusable, RememError
 from remem.paths import foreign_owner
 from remem.queue import counts as task_counts
@@ -140,7 +141,7 @@ def _database(settings: Settings, engine: Engine) -> Check:
 
 
 def _schema(engine: Engine) -> Check:
-    current, head = migrate.current_revision(engine), migrate.head_revision()
+    current, head = migrate.current_revision(engine), schema_head()
     if current != head:
         return Check("schema", FAIL, f"at {current or 'none'}, needs {head}", "remem db upgrade")
     return Check("schema", OK, f"at head ({head})")

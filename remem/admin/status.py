@@ -16,7 +16,7 @@ from remem.capture import spool
 from remem.config import Settings
 from remem.db import snapshot
 from remem.db.snapshot import Execute
-from remem.db.sqlite import SCHEMA_HEAD
+from remem.db.sqlite import schema_head
 from remem.errors import team_schema_fix
 from remem.queue import counts as task_counts
 from remem.queue import heartbeats
@@ -112,7 +112,7 @@ def collect_status(settings: Settings, now: float | None = None) -> dict[str, An
         "home": settings.home,
         "database": snapshot.url_label(settings.database_url),
         "schema_revision": revision,
-        "schema_head": SCHEMA_HEAD,
+        "schema_head": schema_head(),
         "events": counts.events,
         # Drops that lost something the memory needs; kept events with a cut output apart.
         "dropped_payloads": sum(n for reason, n in drops.items() if reason not in DROPS_BY_DESIGN),
@@ -251,7 +251,7 @@ def team_report(settings: Settings, link: Link | None, now: float) -> dict[str, 
         "share": list(settings.team_share),
         "promote": settings.team_promote,
         "state": _link_state(link),
-        "schema_head": SCHEMA_HEAD,
+        "schema_head": schema_head(),
         **facts,
     }
 

@@ -14,7 +14,7 @@ from remem.config import Settings
 from remem.db import migrate
 from remem.db.engine import make_engine
 from remem.db.snapshot import engine_reader
-from remem.db.sqlite import SCHEMA_HEAD
+from remem.db.sqlite import schema_head
 from remem.errors import team_schema_fix
 from remem.team.state import one_line, read_link
 
@@ -60,11 +60,12 @@ def _team_database(settings: Settings) -> list[Check]:
 
 
 def _team_schema(current: str | None) -> Check:
-    if current == SCHEMA_HEAD:
-        return Check("team schema", OK, f"at head ({SCHEMA_HEAD})")
-    newer = current is not None and current > SCHEMA_HEAD
-    found = f"newer than this remem ({SCHEMA_HEAD})" if newer else f"needs {SCHEMA_HEAD}"
-    fix = team_schema_fix(current, SCHEMA_HEAD)
+    head = schema_head()
+    if current == head:
+        return Check("team schema", OK, f"at head ({head})")
+    newer = current is not None and current > head
+    found = f"newer than this remem ({head})" if newer else f"needs {head}"
+    fix = team_schema_fix(current, head)
     return Check("team schema", FAIL, f"at {current or 'none'}, {found}", fix)
 
 

@@ -11,9 +11,6 @@ from remem.cli.app import ROW_ID, cli, json_option, open_home, print_json, proje
 from remem.errors import RememError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
-    from remem.config import Settings
     from remem.forgetting.selection import Plan
 
 SHOWN = 20  # items listed in text; --json lists them all
@@ -128,6 +125,7 @@ def forget_command(
     from remem.admin.forget import forget_everywhere
     from remem.forgetting.erase import Outside
     from remem.forgetting.selection import Selection, compile_pattern
+    from workers.work import rederive
 
     if not (event_ids or procedure_ids or pattern is not None):
         raise click.UsageError("Say what to forget: --event ID, --procedure ID or --match REGEX.")
@@ -226,15 +224,6 @@ def _confirm(found: Plan, yes: bool) -> None:
         )
     _print_plan(found, verb="Will forget")
     click.confirm("Forget all of this for good?", abort=True)
-
-
-def rederive(engine: Engine, settings: Settings) -> dict[str, int]:
-    """Re-derive what a forget cleared with the worker's burst (`remem ui` forgets too)."""
-    from workers.runner import Worker
-    from workers.work import run_burst
-
-    stats = run_burst(Worker(engine, settings))
-    return {"promoted": int(stats.get("promoted", 0)), "events": int(stats.get("events", 0))}
 
 
 def _print_plan(

@@ -228,10 +228,11 @@ def db_current() -> None:
       remem db current
     """
     from remem.db import migrate
+    from remem.db.sqlite import schema_head
 
     with open_home(require_current_schema=False) as (_settings, engine):
         current = migrate.current_revision(engine)
-    head = migrate.head_revision()
+    head = schema_head()
     state = "up to date" if current == head else "behind: run `remem db upgrade`"
     click.echo(f"{current or 'none'} (head {head}, {state})")
 

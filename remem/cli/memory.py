@@ -153,8 +153,7 @@ def procedures_rebuild(no_drain: bool) -> None:
     """
 
     from remem.procedures.rebuild import rebuild
-    from workers.runner import Worker
-    from workers.work import run_burst
+    from workers.work import rederive
 
     with open_home() as (settings, engine):
         report = rebuild(engine, time.time(), settings.ignore_commands)
@@ -169,7 +168,7 @@ def procedures_rebuild(no_drain: bool) -> None:
             )
         )
         if not no_drain:
-            stats = run_burst(Worker(engine, settings))
+            stats = rederive(engine, settings)
             click.echo(
                 f"Re-derived: {stats['promoted']} procedure(s) promoted from "
                 f"{stats['events']} event(s)."

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, text
 
-import remem
 from alembic import command
-from remem.db.engine import READ_ONLY
-
-
-def migrations_dir() -> str:
-    """The wheel carries the environment as remem/_alembic; a checkout has it at alembic/."""
-    package = Path(remem.__file__).resolve().parent
-    for candidate in (package / "_alembic", package.parent / "alembic"):
-        if (candidate / "env.py").is_file():
-            return str(candidate)
-    raise FileNotFoundError(f"no Alembic environment found beside {package}")
+from remem.db.snapshot import engine_reader, revision
+from remem.db.sqlite import migrations_dir, schema_head
 
 
 def alembic_config(url: str) -> Config:
@@ -32,22 +20,16 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
-    assert head is not None, "alembic/versions has no revision"
-    return head
-
-
 def current_revision(engine: Engine) -> str | None:
-    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+    with engine_reader(engine) as execute:
+        return revision(execute)
 
 
 def require_head(engine: Engine, behind: Callable[[str | None, str], Exception]) -> Engine:
     """The engine, unless its schema is not at this remem's head: then it is disposed of and
     `behind(current, head)` raised."""
     try:
-        current, head = current_revision(engine), head_revision()
+        current, head = current_revision(engine), schema_head()
         if current != head:
             raise behind(current, head)
     except BaseException:

@@ -16,7 +16,6 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
 from remem.db import sqlite
-from remem.db.sqlite import SCHEMA_HEAD
 from remem.errors import (
     DatabaseUnavailable,
     HomeNotFound,
@@ -103,8 +102,9 @@ def reading(settings: Settings) -> Iterator[Execute]:
 def _check_schema(execute: Execute, required: bool) -> None:
     if required:
         current = revision(execute)
-        if current != SCHEMA_HEAD:
-            raise SchemaBehind(current, SCHEMA_HEAD)
+        head = sqlite.schema_head()
+        if current != head:
+            raise SchemaBehind(current, head)
 
 
 @contextlib.contextmanager

@@ -32,9 +32,36 @@ PRAGMAS = (
 )
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 
-# Revision the code expects; the hook compares it with alembic_version instead of loading Alembic.
-# A test keeps it equal to the head of alembic/versions.
-SCHEMA_HEAD = "0019"
+
+def migrations_dir() -> str:
+    """The Alembic environment: a wheel carries it as remem/_alembic; a checkout has it at
+    alembic/."""
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    for candidate in (os.path.join(package, "_alembic"), os.path.join(package, "..", "alembic")):
+        if os.path.isfile(os.path.join(candidate, "env.py")):
+            return os.path.normpath(candidate)
+    raise FileNotFoundError(f"no Alembic environment found beside {package}")
+
+
+_head: list[str] = []
+
+
+def schema_head() -> str:
+    """The revision this remem's schema is at, read without loading Alembic (the hook compares
+    it with alembic_version): the newest migration's, named by its file, NNNN_what.py holding
+    revision "NNNN" (tests/unit/test_schema_head.py holds every migration to that, and this to
+    Alembic's own head)."""
+    if not _head:
+        versions = os.path.join(migrations_dir(), "versions")
+        numbered = [name[:4] for name in os.listdir(versions) if _is_migration(name)]
+        if not numbered:
+            raise FileNotFoundError(f"{versions} holds no migration")
+        _head.append(max(numbered))
+    return _head[0]
+
+
+def _is_migration(name: str) -> bool:
+    return name.endswith(".py") and name[:4].isdigit() and name[4:5] == "_"
 
 
 def apply_pragmas(

@@ -14,7 +14,6 @@ from sqlalchemy import bindparam, text
 
 from remem.db.driver import Driver, Rounds, Rows, many_rows
 from remem.procedures import lessons
-from remem.procedures.policy import Run
 
 GROUP = (
     "project_id = :project_id AND branch = :branch AND directory = :directory "
@@ -53,11 +52,6 @@ _ATTEMPTS = (
     f"command, masked, workflow FROM attempts WHERE {GROUP}"
 )
 _BY_STEP = " ORDER BY event_id, step"
-SELECT_ATTEMPTS = text(_ATTEMPTS + _BY_STEP)
-SELECT_SUCCESSES = text(
-    "SELECT event_id, verified_at, session_id, branch, command, masked FROM verifications "
-    f"WHERE {GROUP}{_BY_STEP}"
-)
 TAIL_ATTEMPTS = text(_ATTEMPTS + " AND failed_at >= :since AND failed_at <= :until" + _BY_STEP)
 _GROUP_F = " AND ".join(f"f.{clause}" for clause in GROUP.split(" AND "))
 _GROUP_N = " AND ".join(f"n.{clause}" for clause in GROUP.split(" AND "))
@@ -105,19 +99,6 @@ EDITS_BETWEEN = text(
 )
 
 
-def edits_before(
-    connection: Driver,
-    group: dict[str, Any],
-    session_id: int,
-    event_id: int,
-    previous_run: int | None = None,
-) -> tuple[list[str], str | None]:
-    """Files edited in the session since its previous run of this command, and one
-    whitespace-insensitive hash of those edits (None when there were none). A caller that
-    knows that previous run (`previous_run`) spares the look-up."""
-    return edits_from(send_edits(connection, group, session_id, event_id, previous_run).all())
-
-
 def send_edits(
     connection: Driver,
     group: dict[str, Any],
@@ -125,14 +106,16 @@ def send_edits(
     event_id: int,
     previous_run: int | None = None,
 ) -> Rows:
-    """edits_before's statement, sent: its rows are the edits."""
+    """The edits of the session since its previous run of this command and before `event_id`
+    (edits_from reads them), sent. A caller that knows that previous run (`previous_run`)
+    spares the look-up."""
     params = {**group, "session_id": session_id, "before": event_id}
     if previous_run is None:
         return connection.execute(EDITS_SINCE_PREVIOUS_RUN, params)
     return connection.execute(EDITS_BETWEEN, {**params, "after": previous_run})
 
 
-# edits_before for many runs at once: each asked for as a row of VALUES (its position, session,
+# send_edits for many runs at once: each asked for as a row of VALUES (its position, session,
 # event, group, and the previous run when the caller knows it), one index range per run.
 _ASKED_GROUP = (
     "{t}.project_id + 0 = r.column4 AND {t}.branch = r.column5 AND {t}.directory = r.column6 "
@@ -169,7 +152,7 @@ def _edits_before_runs(count: int) -> Any:
 def send_edits_many(
     connection: Driver, asked: Sequence[tuple[dict[str, Any], int, int, int | None]]
 ) -> Callable[[], list[tuple[list[str], str | None]]]:
-    """edits_before of each (group, session, event, previous run or None), in one statement
+    """The edits before each (group, session, event, previous run or None), in one statement
     sent now; their answers, in order, once called."""
     if not asked:
         return list
@@ -189,8 +172,8 @@ def send_edits_many(
 
 
 def edits_from(rows: Sequence[tuple[str | None, str | None]]) -> tuple[list[str], str | None]:
-    """The files of edit events (JSON lists) and the hash of their changes, as edits_before
-    gives them."""
+    """The files of edit events (JSON lists), and one whitespace-insensitive hash of their
+    changes (None when there were none)."""
     files = sorted({name for encoded, _hash in rows if encoded for name in names_of(encoded)})
     hashes = sorted(change for _files, change in rows if change)
     if not hashes:
@@ -211,22 +194,6 @@ class History:
 
     attempts: dict[int, Any]
     successes: dict[int, Any]
-
-    def runs(self) -> list[Run]:
-        return [
-            Run(r.event_id, r.session_id, r.failed_at, False, r.branch)
-            for r in self.attempts.values()
-        ] + [
-            Run(r.event_id, r.session_id, r.verified_at, True, r.branch)
-            for r in self.successes.values()
-        ]
-
-
-def load_history(connection: Driver, group: dict[str, Any]) -> History:
-    """A run is an event: the same workflow twice in one command (`make && make`) is one."""
-    attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group).all()}
-    successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group).all()}
-    return History(attempts, successes)
 
 
 Key = tuple[float, int]  # (at, event_id)

@@ -22,10 +22,6 @@ def is_exhausted(failures: int, max_attempts: int) -> bool:
     return failures >= max_attempts
 
 
-def is_lease_expired(lease_expires_at: float | None, now: float) -> bool:
-    return lease_expires_at is not None and lease_expires_at <= now
-
-
 def after_lease_expiry(
     attempts: int, lease_expiries: int, max_attempts: int
 ) -> tuple[str, int, int]:

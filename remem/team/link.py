@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 
 from remem.db import migrate
 from remem.db.engine import executor, make_engine
+from remem.db.sqlite import schema_head
 from remem.errors import TeamSchemaMismatch
 from remem.team import state
 
@@ -77,7 +78,7 @@ class TeamLink:
         with self.lock:
             if self.engine is None:
                 self.engine = open_team(self.url)
-                self.revision = migrate.head_revision()
+                self.revision = schema_head()
             return self.engine
 
     def succeeded(self, name: str, moved: int, now: float) -> None:

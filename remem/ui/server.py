@@ -244,9 +244,9 @@ class Site:
         finds is no longer what the preview showed."""
         from remem.admin.forget import forget_everywhere
         from remem.admin.home import open_engine
-        from remem.cli.forget import rederive
         from remem.forgetting.erase import Outside
         from remem.forgetting.selection import Selection, compile_pattern
+        from workers.work import rederive
 
         compile_pattern(pattern)
         if project is not None:  # a directory of it, as `remem forget --project` takes

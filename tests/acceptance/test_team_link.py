@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from remem.db.sqlite import SCHEMA_HEAD
+from remem.db.sqlite import schema_head
 from remem.json_contract import rfc3339
 from tests.conftest import Home
 from tests.pg_server import free_port
@@ -136,7 +136,7 @@ def test_status_reports_what_the_daemon_recorded(home: Home, tmp_path: Path) -> 
         (project_id, first, now - 3 * DAY),
     )
     for name, value, at in (
-        ("contact", SCHEMA_HEAD, now - 3 * HOUR - 600),
+        ("contact", schema_head(), now - 3 * HOUR - 600),
         ("ship", "1", now - 2 * DAY - 600),
         ("pull", "4", now - 5 * 60 - 20),
     ):
@@ -145,13 +145,13 @@ def test_status_reports_what_the_daemon_recorded(home: Home, tmp_path: Path) -> 
 
     text, report = _status(home)
     assert "        team link  reachable as of 3h ago\n" in text
-    assert f"      team schema  {SCHEMA_HEAD} (head {SCHEMA_HEAD})\n" in text
+    assert f"      team schema  {schema_head()} (head {schema_head()})\n" in text
     assert "    team shipping  1 shared project(s) linked, 2 event(s) waiting to ship\n" in text
     assert "        last ship  2d ago\n        last pull  5m ago\n" in text
     team = report["team"]
     assert (team["state"], team["revision"], team["projects"], team["waiting"]) == (
         "reachable",
-        SCHEMA_HEAD,
+        schema_head(),
         1,
         last - first,
     )
@@ -195,7 +195,7 @@ def test_doctor_reaches_a_migrated_team_database(home: Home, pg_url: str) -> Non
     assert checks["team schema"] == {
         "name": "team schema",
         "status": "ok",
-        "detail": f"at head ({SCHEMA_HEAD})",
+        "detail": f"at head ({schema_head()})",
         "fix": "",
     }
     assert checks["team share"]["status"] == "warn"
@@ -209,7 +209,7 @@ def test_doctor_reaches_a_migrated_team_database(home: Home, pg_url: str) -> Non
     now = time.time()
     error = f"connection to postgresql://alice:{PASSWORD}@db.example/remem failed: refused"
     for name, value, at in (
-        ("contact", SCHEMA_HEAD, now - 2 * DAY - 600),
+        ("contact", schema_head(), now - 2 * DAY - 600),
         ("error", error, now - 10 * 60 - 20),
         ("pull", "3", now - 2 * DAY - 600),
     ):
@@ -232,7 +232,7 @@ def test_doctor_says_an_unmigrated_team_database_is_behind(home: Home, pg_url: s
     _text, checks = _doctor(home)
     assert checks["team"]["status"] == "ok"
     assert checks["team schema"]["status"] == "fail"
-    assert checks["team schema"]["detail"] == f"at none, needs {SCHEMA_HEAD}"
+    assert checks["team schema"]["detail"] == f"at none, needs {schema_head()}"
     assert "remem db upgrade --team" in checks["team schema"]["fix"]
     assert checks["team share"]["status"] == "ok"
     assert checks["team share"]["detail"] == (

@@ -21,6 +21,7 @@ from remem.procedures.promote import archive, mark_stale
 from remem.procedures.tally import Tally
 from remem.queue import store as queue
 from remem.team.ship import ship
+from tests import oracles
 from tests.integration.conftest import DAY, NOW, World, make_repository
 from tests.pg_server import DatabaseCopies
 from workers.handlers import PromoteHandler
@@ -124,7 +125,7 @@ def assert_full_derivation_agrees(world: World) -> None:
             assert dict(kept) == lasts, group
             if group.scope == "branch":
                 params = group.params()
-                history = journal.load_history(connection, params)
+                history = oracles.load_history(connection, params)
                 driver.run(journal.rebuild(connection, params, history, world.now))
                 around = known.Surroundings(world.settings.ignore_commands)
                 driver.run(known.rederive(connection, params, history, world.now, around=around))

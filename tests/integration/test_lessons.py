@@ -11,6 +11,7 @@ from sqlalchemy import text
 from remem.agent.read import read_lessons
 from remem.db.driver import Driver
 from remem.procedures import journal
+from tests import oracles
 from tests.conftest import load_fixture
 from tests.integration.conftest import World
 from tests.integration.test_group_state import assert_full_derivation_agrees
@@ -263,7 +264,7 @@ def _journal_edits(world: World, burst_after_each: bool) -> list[tuple[Any, ...]
                 "directory": directory,
                 "workflow_hash": workflow_hash,
             }
-            oracle = journal.edits_before(Driver(connection), group, session_id, event_id)
+            oracle = oracles.edits_before(Driver(connection), group, session_id, event_id)
             stored = (json.loads(files) if files else [], hashed)
             found.append((stored, oracle))
     return found

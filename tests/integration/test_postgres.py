@@ -29,6 +29,7 @@ from remem.db import migrate
 from remem.db.driver import Driver
 from remem.db.engine import READ_ONLY, executor, make_engine
 from remem.db.schema import metadata
+from remem.db.sqlite import schema_head
 from remem.errors import SchemaBehind
 from remem.queue import store as queue
 from tests.conftest import REMEM
@@ -137,7 +138,7 @@ def test_upgrade_to_head_gives_the_table_definitions(
 ) -> None:
     engine = make_engine(pg_url)
     migrate.upgrade(engine)
-    assert migrate.current_revision(engine) == migrate.head_revision()
+    assert migrate.current_revision(engine) == schema_head()
     _assert_matches_table_definitions(engine, pg_server)
     engine.dispose()
 
@@ -159,7 +160,7 @@ def test_upgrade_to_head_is_idempotent_and_concurrent_upgrades_queue(pg_url: str
     for thread in threads:
         thread.join(timeout=120)
     assert errors == []
-    assert migrate.current_revision(engines[0]) == migrate.head_revision()
+    assert migrate.current_revision(engines[0]) == schema_head()
     for engine in engines:
         engine.dispose()
 
@@ -243,7 +244,7 @@ def test_downgrade_to_0003_and_up_again(pg_url: str, pg_server: PostgresServer) 
             {"key": "k", "command": "make 5", "hash": "h5", "status": "active"},
         )
     migrate.upgrade(engine)
-    assert migrate.current_revision(engine) == migrate.head_revision()
+    assert migrate.current_revision(engine) == schema_head()
     assert _sequences_behind(engine) == []
     _assert_matches_table_definitions(engine, pg_server)
     migrate.downgrade(engine, "base")
@@ -254,7 +255,7 @@ def test_downgrade_to_0003_and_up_again(pg_url: str, pg_server: PostgresServer) 
 
 def _behind_head() -> str:
     script = ScriptDirectory.from_config(migrate.alembic_config("sqlite://"))
-    previous = script.get_revision(migrate.head_revision()).down_revision
+    previous = script.get_revision(schema_head()).down_revision
     assert isinstance(previous, str)
     return previous
 
@@ -288,12 +289,12 @@ def test_a_schema_behind_is_refused_in_one_line_until_db_upgrade(
     refused = _remem(env, "tasks", "--json")
     assert refused.returncode == 1
     assert refused.stderr.splitlines() == [
-        f"remem: Database schema is at {previous}, this remem needs {migrate.head_revision()}: "
+        f"remem: Database schema is at {previous}, this remem needs {schema_head()}: "
         "run `remem db upgrade`."
     ]
     upgraded = _remem(env, "db", "upgrade")
     assert upgraded.returncode == 0, upgraded.stderr
-    assert upgraded.stdout == f"Schema {previous} -> {migrate.head_revision()}\n"
+    assert upgraded.stdout == f"Schema {previous} -> {schema_head()}\n"
     listed = _remem(env, "tasks", "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
 
@@ -312,9 +313,9 @@ def test_db_upgrade_team_migrates_the_team_database(pg_url: str, tmp_path: Path)
     env["REMEM_TEAM_DATABASE_URL"] = pg_url
     first = _remem(env, "db", "upgrade", "--team")
     assert first.returncode == 0, first.stderr
-    assert first.stdout == f"Team schema empty -> {migrate.head_revision()}\n"
+    assert first.stdout == f"Team schema empty -> {schema_head()}\n"
     again = _remem(env, "db", "upgrade", "--team")
-    assert again.stdout == f"Team schema at {migrate.head_revision()}\n"
+    assert again.stdout == f"Team schema at {schema_head()}\n"
     assert not (tmp_path / "home" / "remem.db").exists()  # the local database is not touched
 
 
@@ -568,5 +569,5 @@ def test_a_snapshot_of_an_unmigrated_database_reads_on_after_asking_its_revision
     migrate.upgrade(engine)
     engine.dispose()
     with read_snapshot(settings) as execute:
-        assert revision(execute) == migrate.head_revision()
+        assert revision(execute) == schema_head()
         assert execute("SELECT count(*) FROM captured_events", {})[0][0] == 0

@@ -6,7 +6,6 @@ from remem.queue.policy import (
     after_lease_expiry,
     backoff_s,
     is_exhausted,
-    is_lease_expired,
     lease_expires_at,
     lease_expiry_error,
     next_run_at,
@@ -48,21 +47,6 @@ def test_lease_expires_at_is_now_plus_lease(lease_s: float) -> None:
 )
 def test_is_exhausted(failures: int, max_attempts: int, exhausted: bool) -> None:
     assert is_exhausted(failures, max_attempts) is exhausted
-
-
-@pytest.mark.parametrize(
-    ("expires_at", "expired"),
-    [(None, False), (NOW, True), (NOW - 1, True), (NOW + 1, False), (NOW + 0.001, False)],
-)
-def test_is_lease_expired(expires_at: float | None, expired: bool) -> None:
-    assert is_lease_expired(expires_at, NOW) is expired
-
-
-def test_a_fresh_lease_expires_exactly_after_its_length() -> None:
-    expires = lease_expires_at(NOW, 300.0)
-
-    assert not is_lease_expired(expires, NOW + 299.0)
-    assert is_lease_expired(expires, NOW + 300.0)
 
 
 @pytest.mark.parametrize(
