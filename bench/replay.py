@@ -1,10 +1,12 @@
 """Real sessions replayed through the real hook, as an agent's hooks would have sent them, on
 a remem home of their own: what the agent was shown.
 
-Each transcript (claude/*.jsonl, codex/*.jsonl) is one session. A session's directory becomes a
-git repository under a scratch directory, as it was on the machine it ran on; `X-worktrees/Y`
-is a worktree of repository X, on the session's branch, and sessions of one repository share
-it. A replay runs the SessionStart hook (the digest it printed is kept), then each call: for a
+Each transcript (claude/*.jsonl, codex/*.jsonl; or, in a folder with neither, its own *.jsonl:
+Claude Code sessions, and Codex rollouts by their name) is one session. A session's directory
+becomes a git repository under a scratch directory, as it was on the machine it ran on;
+`X-worktrees/Y`, or `…/worktrees/X/…` when another session ran in a folder named X, is a
+worktree of repository X, on the session's branch, and sessions of one repository share it.
+A replay runs the SessionStart hook (the digest it printed is kept), then each call: for a
 Claude Code command PreToolUse first, then PostToolUse or PostToolUseFailure with its outcome
 (the advice printed is kept).
 """
@@ -12,8 +14,11 @@ Claude Code command PreToolUse first, then PostToolUse or PostToolUseFailure wit
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +58,8 @@ class Told:
 
     digest: str = ""
     advice: list[tuple[int, str]] = field(default_factory=list)
+    # What the hook answered each call's outcome with (PostToolUse, PostToolUseFailure).
+    answers: dict[int, str] = field(default_factory=dict)
 
     def upto(self, index: int) -> list[tuple[str, str]]:
         shown = [("digest", self.digest)] if self.digest else []
@@ -62,35 +69,55 @@ class Told:
 def load_sessions(directory: Path) -> list[Session]:
     """Every transcript's session with at least one call, in the order they started."""
     sessions = []
-    for folder, (host, read) in READERS.items():
-        for path in sorted((directory / folder).glob("*.jsonl")):
-            calls = tuple(read(str(path)))
-            if not calls:
-                continue
-            first = calls[0]
-            cwd = first.session_cwd or str(first.payload.get("cwd"))
-            branch = next((call.branch for call in calls if call.branch), None) or "main"
-            name = str(path.relative_to(directory))
-            sessions.append(Session(name, path, host, calls, cwd, branch))
+    for path, (host, read) in transcripts(directory):
+        calls = tuple(read(str(path)))
+        if not calls:
+            continue
+        first = calls[0]
+        cwd = first.session_cwd or str(first.payload.get("cwd"))
+        branch = next((call.branch for call in calls if call.branch), None) or "main"
+        name = str(path.relative_to(directory))
+        sessions.append(Session(name, path, host, calls, cwd, branch))
     return sorted(sessions, key=lambda s: (s.started_at, s.name))
+
+
+def transcripts(directory: Path) -> list[tuple[Path, tuple[str, Any]]]:
+    """The transcripts of a folder with the host and reader of each: those in its claude/ and
+    codex/ folders, else its own (a Codex rollout is named `rollout-…`)."""
+    found = [
+        (path, reader)
+        for folder, reader in READERS.items()
+        for path in sorted((directory / folder).glob("*.jsonl"))
+    ]
+    if found or any((directory / folder).is_dir() for folder in READERS):
+        return found
+    own = sorted(directory.glob("*.jsonl"))
+    return [(p, READERS["codex" if p.name.startswith("rollout") else "claude"]) for p in own]
 
 
 # --- projects -----------------------------------------------------------------------------------
 
 
-def repository_of(cwd: str) -> str:
-    """The repository a session directory belongs to: X for `X-worktrees/Y`, else itself."""
+def repository_of(cwd: str, others: Iterable[str] = ()) -> str:
+    """The repository a session directory belongs to: X for `X-worktrees/Y`; for a folder
+    under `…/worktrees/NAME/`, the directory named NAME another session ran in (`others`)
+    outside any worktrees folder; else itself."""
     parent = Path(cwd).parent
     if parent.name.endswith(WORKTREES):
         return str(parent.parent / parent.name.removesuffix(WORKTREES))
+    found = re.search(r"/worktrees/([^/]+)/", cwd)
+    if found:
+        named = (o for o in sorted(others) if "/worktrees/" not in o)
+        return next((o for o in named if Path(o).name == found.group(1)), cwd)
     return cwd
 
 
-def prepare(session: Session, space: Path) -> tuple[str, Path, Path]:
+def prepare(session: Session, space: Path, others: Iterable[str] = ()) -> tuple[str, Path, Path]:
     """The session's directories made under `space` as they were on the machine it ran on:
-    (the root its paths are moved from, where they are moved to, the project's repository)."""
-    recorded = repository_of(session.cwd)
-    user_root = str(Path(recorded).parent)
+    (the root its paths are moved from, where they are moved to, the project's repository);
+    `others`: the directories the project's other sessions ran in."""
+    recorded = repository_of(session.cwd, others)
+    user_root = os.path.commonpath([str(Path(recorded).parent), session.cwd])
     workspace = space / user_root.lstrip("/")
     repository = workspace / Path(recorded).name
     here = workspace / Path(session.cwd).relative_to(user_root)
@@ -166,4 +193,5 @@ def replay(
         said = hook(env, session.host, relocated(call.payload, user_root, workspace))
         if said:
             told.advice.append((index, said))
+            told.answers[index] = said
     return told
