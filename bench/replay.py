@@ -8,7 +8,7 @@ becomes a git repository under a scratch directory, as it was on the machine it 
 worktree of repository X, on the session's branch, and sessions of one repository share it.
 A replay runs the SessionStart hook (the digest it printed is kept), then each call: for a
 Claude Code command PreToolUse first, then PostToolUse or PostToolUseFailure with its outcome
-(the advice printed is kept).
+(the advice printed is kept), on the branch the call recorded.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import add_worktree, git, make_repository, relocated, session_start
+from common import git, make_repository, relocated, session_start
 
 from remem.transcripts import read_claude, read_codex
 from remem.transcripts.common import TranscriptCall
@@ -119,22 +119,31 @@ def prepare(session: Session, space: Path, others: Iterable[str] = ()) -> tuple[
     recorded = repository_of(session.cwd, others)
     user_root = os.path.commonpath([str(Path(recorded).parent), session.cwd])
     workspace = space / user_root.lstrip("/")
-    repository = workspace / Path(recorded).name
+    repository = workspace / Path(recorded).relative_to(user_root)
     here = workspace / Path(session.cwd).relative_to(user_root)
     if recorded != session.cwd:
         if not repository.exists():
             make_repository(repository)
         if not here.exists():
-            add_worktree(repository, here, session.branch)
+            git("worktree", "add", "-q", "--detach", str(here), cwd=repository)
     elif not repository.exists():
         make_repository(repository, session.branch)
-    elif (repository / ".git" / "HEAD").read_text().split("/")[-1].strip() != session.branch:
-        git("checkout", "-q", "-B", session.branch, cwd=repository)
+    on_branch(here, session.branch)
     for call in session.calls:
         cwd = str(call.payload.get("cwd") or "")
         if cwd.startswith(session.cwd + "/"):
             (workspace / Path(cwd).relative_to(user_root)).mkdir(parents=True, exist_ok=True)
     return user_root, workspace, repository.resolve()
+
+
+def on_branch(folder: Path, branch: str) -> None:
+    """The repository or worktree at `folder` on `branch`, as the hook will read it there
+    (made from where it stands when it is new or moved)."""
+    head = folder / ".git"
+    if head.is_file():  # a worktree's: `gitdir: …/.git/worktrees/NAME`
+        head = Path(head.read_text().removeprefix("gitdir:").strip())
+    if (head / "HEAD").read_text().strip() != f"ref: refs/heads/{branch}":
+        git("checkout", "-q", "--ignore-other-worktrees", "-B", branch, cwd=folder)
 
 
 # --- the replay -----------------------------------------------------------------------------
@@ -185,7 +194,11 @@ def replay(
     if digest:
         start = session_start(Path(session.cwd), session.session_id, str(session.path))
         told.digest = hook(env, session.host, relocated(start, user_root, workspace))
+    here, branch = Path(session.cwd.replace(user_root, str(workspace), 1)), session.branch
     for index, call in enumerate(session.calls):
+        if call.branch and call.branch != branch:
+            branch = call.branch  # the session switched branches: so does the hook
+            on_branch(here, branch)
         if session.host == "claude-code" and call.payload.get("tool_name") == "Bash":
             said = hook(env, session.host, relocated(before(call.payload), user_root, workspace))
             if said:
