@@ -51,7 +51,11 @@ statuses only; it checks a quote by its first 40 characters with only `\"` unesc
 `\t` is off target there, a tab here); its errors are its own salient-line patterns matched by
 their first 30 characters, remem's error key here; its substitutes are any command of the same
 tool word (`bun run lint` for `bun run test`), here the same purpose only; and its steps are
-split on `&&` only, here by remem's analysis (a `cd` before, a pipe after).
+split on `&&` only, here by remem's analysis (a `cd` before, a pipe after). An error here is
+the same by remem's key, its paths masked: `fatal: pathspec 'b' did not match any files` comes
+back after `fatal: pathspec 'a' …`, and bookkeeping's failures count (a commit hook's
+`[FAILED] markdownlint --fix`); there, a line naming another path is another error, and a line
+none of its patterns knows is none.
 
     .venv/bin/python bench/coverage.py [--transcripts DIR] [--without-digest] [--json]
     .venv/bin/python bench/coverage.py --corpus [DIR] [--json]
@@ -673,7 +677,9 @@ def corpus_markdown(report: dict[str, Any]) -> list[str]:
         f"`bench/coverage.py --corpus` at {report['date']}: each project's sessions replayed "
         f"in the order they started through the real hook, a worker burst after each: "
         f"{described}. Judged from the transcripts; the digest is every page `remem context` "
-        "printed before the session (the first is what the SessionStart hook shows).",
+        "printed before the session (the first is what the SessionStart hook shows). "
+        "`../shared/tools/usefulness.py` measures the same on the same corpus by other means; "
+        "the docstring of `bench/coverage.py` says where they differ.",
         "",
         "| what | target | " + " | ".join(p["project"] for p in projects) + " |",
         "|---|--:|" + "--:|" * len(projects),

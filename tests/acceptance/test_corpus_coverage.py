@@ -6,9 +6,9 @@ project whose figures are known.
   it as the one procedure line of their digest's first page; it does work (no read, no
   bookkeeping), and the fourth session runs it again, the third does not.
 - `gh pr checks 183` fails in the third session on `E2E Tests<TAB>fail<TAB>3m18s<TAB>…`; in the
-  fourth, `gh pr checks 185` fails on the same line with another duration. That error came back,
-  the hook's advice at the failure quotes it, and the quote is the failure's own error: digits
-  aside, the tabs it quotes as `\\t` are the output's tabs.
+  fourth, `gh pr checks 185` fails on the same line with another duration. That error came
+  back, the digest and the advice at the failure quote it, and that quote is the failure's own
+  error: digits aside, the tabs it quotes as `\\t` are the output's tabs.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_the_corpus_replay_counts_what_each_session_was_shown_and_ran() -> None:
     assert (project["procedure_lines"], project["noise_lines"]) == (2, 0)
     # advice: two failures, the second answered, quoting its own error
     assert (project["failures"], project["advised"], project["on_target"]) == (2, 1, 1)
-    # errors met again: the second `gh pr checks` failure, and the advice showed it
+    # errors met again: the second `gh pr checks` failure, which the digest and advice showed
     assert (project["met_again"], project["met_again_shown"]) == (1, 1)
     # substitutions: nothing failed that never passed while another way did
     assert (project["knowable"], project["knowable_shown"]) == (0, 0)
