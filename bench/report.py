@@ -6,7 +6,7 @@ progress goes to
 stderr as it happens), then writes one table (and a section per benchmark with a heading of its
 own): median, min–max, target and verdict per figure. Then coverage.py, whose totals go to a
 "Memory coverage" section of their own, and `coverage.py --corpus` (the development corpus,
-../shared/corpus, about half an hour), whose figures per project follow it (--coverage-only
+../shared/corpus, 7 minutes on 2 CPUs), whose figures per project follow it (--coverage-only
 runs those two alone and rewrites only their sections). A benchmark that fails is reported in
 its rows, and the script exits 1 once the file is written. --quick passes small run counts,
 for a smoke test of the whole chain, and leaves the corpus out.
