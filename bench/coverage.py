@@ -56,8 +56,9 @@ the same by remem's key, its paths masked: `fatal: pathspec 'b' did not match an
 back after `fatal: pathspec 'a' …`, and bookkeeping's failures count (a commit hook's
 `[FAILED] markdownlint --fix`); there, a line naming another path is another error, and a line
 none of its patterns knows is none. Both learn the same procedures by the last session; where
-they count other digest lines, it is in the session a procedure is first shown to (its runs
-timed as they happened there, all within minutes here), not in what is finally shown.
+they count other digest lines, it is in the session a procedure is first shown to, not in what
+is finally shown (not traced further: there runs carry the times they happened at, here all
+fall within minutes).
 
     .venv/bin/python bench/coverage.py [--transcripts DIR] [--without-digest] [--json]
     .venv/bin/python bench/coverage.py --corpus [DIR] [--json]
