@@ -17,7 +17,51 @@ Counted per session, judged from the transcripts and not from what remem learnt:
 - and, once every session ran, whether the digest a next session of each project would start
   with quotes each error its sessions fixed.
 
+With --corpus, the development corpus instead (../shared/corpus, each subfolder one project's
+Claude Code sessions; none there: a one-line note, no figures): each project replayed alone the
+same way, its folders (/Users/…) made relocated inside the temporary directory, a worktree
+under `…/worktrees/NAME/` made a worktree of the folder named NAME. Before each session the
+digest is read as `remem context` prints it for the session's folder, every page (the first is
+what SessionStart shows). Judged from the transcripts, per project, summed over its sessions:
+1. noise: digest procedure lines (a list item opening with a command in backquotes) that do
+   no work by remem's judgement of commands (remem/shell/kinds.py, through wrappers: `rtk git
+   status`, `timeout 60 …`): reads,
+   shell set-up, bookkeeping (git add/commit/push/fetch/branch/checkout of a branch, issue and
+   pull-request listings), inline scripts and file writes; of all procedure lines;
+2. failures (a non-zero status, or a hidden one whose output shows a failure) answered with
+   advice by the hook, and of those the advice that quotes the failure's own error: a line it
+   quotes (`- "…"`, as JSON, less a closing `…` where it was cut) is in the output, digits aside;
+3. failures whose error (remem's error key) an earlier session of the project met, and of those
+   the ones whose error the digest (any page), or advice up to and including the failure's,
+   quoted; each failure counts;
+4. knowable substitutions: a workflow the session failed that failed in earlier sessions and
+   never passed there, while another for the same purpose (remem/shell/purpose.py) passed
+   unmasked at least twice; once per workflow and session; shown when the digest names both,
+   or advice up to the failure names the other;
+5. first-page procedure lines the session then ran (a step's workflow or family, or a step a
+   placeholder line stands for: `bun test <test file>` for `bun test a.test.ts`).
+
+../shared/tools/usefulness.py measures the same five on the same corpus, with differences:
+it feeds each session by `remem import` and posts only its failures to the hook (on a copy of
+the home as it was at the session's start), where this replays every call live, so advice here
+may also draw on the session's own earlier passes; it judges commands by regular expressions of
+its own, so its noise leaves out bookkeeping other than `git add` (commit, push, fetch, checkout,
+`gh pr checks`) and file writes, which count here; its failures are the recorded non-zero
+statuses only; it checks a quote by its first 40 characters with only `\"` unescaped (a quoted
+`\t` is off target there, a tab here); its errors are its own salient-line patterns matched by
+their first 30 characters, remem's error key here; its substitutes are any command of the same
+tool word (`bun run lint` for `bun run test`), here the same purpose only; and its steps are
+split on `&&` only, here by remem's analysis (a `cd` before, a pipe after). An error here is
+the same by remem's key, its paths masked: `fatal: pathspec 'b' did not match any files` comes
+back after `fatal: pathspec 'a' …`, and bookkeeping's failures count (a commit hook's
+`[FAILED] markdownlint --fix`); there, a line naming another path is another error, and a line
+none of its patterns knows is none. Both learn the same procedures by the last session; where
+they count other digest lines, it is in the session a procedure is first shown to, not in what
+is finally shown (not traced further: there runs carry the times they happened at, here all
+fall within minutes).
+
     .venv/bin/python bench/coverage.py [--transcripts DIR] [--without-digest] [--json]
+    .venv/bin/python bench/coverage.py --corpus [DIR] [--json]
 """
 
 from __future__ import annotations
@@ -27,6 +71,8 @@ import json
 import re
 import sys
 import tempfile
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,8 +83,9 @@ from replay import Session, Told, hook, load_sessions, prepare, remem, replay
 
 from remem.agent.advice import QUOTED_CHARS, error_of
 from remem.agent.digest import COMMAND_CHARS
-from remem.shell.analysis import analyse
+from remem.shell.analysis import Step, analyse
 from remem.shell.kinds import BOOKKEEPING
+from remem.shell.purpose import same_purpose
 from remem.shell.recognisers import error_key, judge
 from remem.transcripts.common import TranscriptCall
 
@@ -286,6 +333,240 @@ def totals(results: list[dict[str, Any]], carried: list[dict[str, Any]]) -> dict
     }
 
 
+# --- the development corpus: what a project's sessions were shown, by five figures -----------
+
+CORPUS = REPO.parent / "shared" / "corpus"
+PROCEDURE_LINE = re.compile(r"^- `([^`]+)`", re.M)
+ADVICE_QUOTE = re.compile(r'^- ("(?:[^"\\\n]|\\.)*")', re.M)
+PLACEHOLDER = re.compile(r"<[a-z][a-z ]*>")
+DIGITS = re.compile(r"\d+")
+VERIFIED_TWICE = 2  # passes in earlier sessions that make a sibling a known substitute
+TARGETS = {
+    "noise": ("reads and bookkeeping among the digest's procedure lines", "≤ 2%"),
+    "on_target": ("advice that quotes the failure's own error", "≥ 95%"),
+    "met_again": ("errors an earlier session met that came back, shown", "≥ 80%"),
+    "substitutions": ("substitutions shown, of those knowable", "≥ 80%"),
+    "page_one": ("first-page procedure lines the session then ran", "≥ 30%"),
+}
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A command call's steps as the corpus replay judges them: (workflow, family, masked,
+    procedural) per step, and its Run."""
+
+    run: Run
+    output: str
+    steps: tuple[tuple[str, str, bool, bool], ...]
+
+
+@dataclass
+class History:
+    """What a project's earlier sessions did, from their transcripts: the error keys their
+    failures met, the workflows that failed, and the unmasked passes of each workflow."""
+
+    met: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    passes: dict[str, int] = field(default_factory=dict)
+
+    def learn(self, ran: list[Ran]) -> None:
+        for call in ran:
+            if call.run.failed:
+                self.met.update({call.run.key} if call.run.key else ())
+                self.failed.update(w for w, _f, _m, work in call.steps if work)
+                continue
+            for workflow, _family, masked, work in call.steps:
+                if work and not masked:
+                    self.passes[workflow] = self.passes.get(workflow, 0) + 1
+
+
+def ran_of(session: Session) -> list[Ran]:
+    found = []
+    for run in runs_of(session):
+        payload = session.calls[run.index].payload
+        command = payload["tool_input"]["command"]
+        steps = analyse(command).steps
+        found.append(Ran(run, output_of(payload) or "", tuple(judged(s) for s in steps)))
+    return found
+
+
+def judged(step: Step) -> tuple[str, str, bool, bool]:
+    return step.workflow, step.family, step.masked, step.procedural
+
+
+def does_work(line: str) -> bool:
+    """Whether a digest procedure line runs work, by remem's own judgement of commands
+    (remem/shell/kinds.py): not only reads, shell set-up, bookkeeping, inline scripts or file
+    writes, seen through wrappers. A placeholder (`<test file>`) stands for one word."""
+    command = PLACEHOLDER.sub("FILE", line.removesuffix(CUT))
+    return any(step.procedural for step in analyse(command).steps)
+
+
+def quotes_own_error(answer: str, output: str) -> bool:
+    """Whether the advice quotes an error line that is in the failure's output, digits aside
+    (a line the advice cut short, by what it kept)."""
+    printed = DIGITS.sub("#", output)
+    for quoted in ADVICE_QUOTE.findall(answer):
+        try:
+            line = str(json.loads(quoted)).removesuffix(CUT).strip()
+        except ValueError:
+            continue
+        if line and DIGITS.sub("#", line) in printed:
+            return True
+    return False
+
+
+def covers(line: str, workflow: str) -> bool:
+    """A digest line names a workflow: the same text, or its placeholders each standing for
+    one or more words that are no options (`bun test <test file>`, `bun test a.test.ts`)."""
+    if line == workflow:
+        return True
+    if not PLACEHOLDER.search(line):
+        return False
+    words = r"[^\s-]\S*(?: [^\s-]\S*)*"
+    return re.fullmatch(words.join(map(re.escape, PLACEHOLDER.split(line))), workflow) is not None
+
+
+def shown_before(run: Run, digest: str, told: Told, branch: str) -> bool:
+    """Whether the digest (any page), or advice up to and including the failure's, quoted
+    the run's error."""
+    assert run.key is not None
+    texts = [digest, *(text for kind, text in told.upto(run.index) if kind == "advice")]
+    return any(carries(text, run.key, branch) for text in texts)
+
+
+def context_pages(env: dict[str, str], cwd: str) -> list[str]:
+    """Every page of the digest for a directory, as `remem context` prints them."""
+    pages: list[str] = []
+    while not pages or f"--page {len(pages) + 1}" in pages[-1]:
+        text = remem(env, "context", "--cwd", cwd, "--page", str(len(pages) + 1))
+        if not text.strip():
+            break
+        pages.append(text)
+    return pages
+
+
+def corpus_session(
+    session: Session, ran: list[Ran], told: Told, pages: list[str], history: History
+) -> tuple[Counter[str], list[str]]:
+    """The five figures' counts for one session of the corpus, and what each missed."""
+    counts, misses = Counter[str](), []
+    digest = "\n".join(pages)
+    for line in PROCEDURE_LINE.findall(digest):
+        counts["procedure_lines"] += 1
+        if not does_work(line):
+            counts["noise_lines"] += 1
+            misses.append(f"NOISE {line}")
+    failures = [call for call in ran if call.run.failed]
+    counts["failures"] = len(failures)
+    for call in failures:
+        answer = told.answers.get(call.run.index)
+        if answer:
+            counts["advised"] += 1
+            if quotes_own_error(answer, call.output):
+                counts["on_target"] += 1
+            else:
+                quoted = next(iter(ADVICE_QUOTE.findall(answer)), "")
+                misses.append(f"OFF TARGET {call.run.error} <- {quoted}")
+        if call.run.key in history.met:
+            counts["met_again"] += 1
+            if shown_before(call.run, digest, told, session.branch):
+                counts["met_again_shown"] += 1
+            else:
+                misses.append(f"NOT SHOWN {call.run.error}")
+    for call, workflow, siblings in knowable_substitutions(failures, history):
+        advice = " ".join(text for kind, text in told.upto(call.run.index) if kind == "advice")
+        counts["knowable"] += 1
+        if any(
+            (names(digest, other) and names(digest, workflow)) or names(advice, other)
+            for other in siblings
+        ):
+            counts["knowable_shown"] += 1
+        else:
+            misses.append(f"SUBSTITUTE NOT SHOWN {workflow} -> {siblings[0]}")
+    page_one = PROCEDURE_LINE.findall(pages[0]) if pages else []
+    run_here = {text for call in ran for w, f, _m, _p in call.steps for text in (w, f) if text}
+    counts["page_one_lines"] += len(page_one)
+    for line in page_one:
+        if any(covers(line, workflow) for workflow in run_here):
+            counts["page_one_run"] += 1
+        else:
+            misses.append(f"NOT RUN {line}")
+    return counts, misses
+
+
+def knowable_substitutions(
+    failures: list[Ran], history: History
+) -> list[tuple[Ran, str, list[str]]]:
+    """The session's failed workflows, once each, that failed in earlier sessions and never
+    passed there, while another for the same purpose (remem/shell/purpose.py) passed at least
+    twice: (the first failure, the workflow, those others)."""
+    found: dict[str, tuple[Ran, str, list[str]]] = {}
+    for call in failures:
+        for workflow, _family, _masked, work in call.steps:
+            if not work or workflow in found or workflow not in history.failed:
+                continue
+            if history.passes.get(workflow):
+                continue
+            siblings = [
+                other
+                for other, passes in history.passes.items()
+                if passes >= VERIFIED_TWICE and same_purpose(workflow, other)
+            ]
+            if siblings:
+                found[workflow] = (call, workflow, siblings)
+    return list(found.values())
+
+
+def evaluate_project(folder: Path) -> dict[str, Any]:
+    """One project of the corpus replayed, oldest session first, on a fresh home of its own;
+    the five figures summed over its sessions."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="remem-corpus-") as scratch:
+        space = Path(scratch)
+        env = {**remem_env(space / "home"), "HOME": str(space / "user-home")}
+        (space / "user-home").mkdir()
+        remem(env, "init")
+        sessions = load_sessions(folder)
+        cwds = [session.cwd for session in sessions]
+        history, totals_, misses = History(), Counter[str](), []
+        for session in sessions:
+            print(f"replaying {folder.name}/{session.name}", file=sys.stderr)
+            user_root, workspace, _repository = prepare(session, space / "fs", cwds)
+            here = session.cwd.replace(user_root, str(workspace), 1)
+            pages = context_pages(env, here)
+            told = replay(env, session, user_root, workspace, True)
+            ran = ran_of(session)
+            counts, missed = corpus_session(session, ran, told, pages, history)
+            totals_.update(counts)
+            misses += [f"{session.name}: {miss}" for miss in missed]
+            history.learn(ran)
+            remem(env, "worker", "--burst")
+    return {
+        "project": folder.name,
+        "sessions": len(sessions),
+        "commands": sum(len(runs_of(session)) for session in sessions),
+        **{name: totals_[name] for name in COUNTS},
+        "seconds": round(time.monotonic() - started, 1),
+        "misses": misses,
+    }
+
+
+def evaluate_corpus(directory: Path) -> dict[str, Any]:
+    """Every project of the corpus (each subfolder one), replayed apart."""
+    projects = []
+    if not directory.is_dir():
+        print(f"no corpus at {directory}: skipped", file=sys.stderr)
+    else:
+        for folder in sorted(p for p in directory.iterdir() if p.is_dir()):
+            projects.append(evaluate_project(folder))
+    return {
+        "corpus": str(directory),
+        "projects": projects,
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+    }
+
+
 # --- output -------------------------------------------------------------------------------------
 
 
@@ -370,6 +651,51 @@ def share(shown: int, of: int) -> str:
     return f"{shown} of {of}" + (f" ({shown / of:.0%})" if of else " (—)")
 
 
+COUNTS = (
+    "procedure_lines", "noise_lines", "failures", "advised", "on_target", "met_again",
+    "met_again_shown", "knowable", "knowable_shown", "page_one_lines", "page_one_run",
+)  # fmt: skip
+CORPUS_TITLE = "## Usefulness on the development corpus"
+FIGURES = (  # key: (what, shown, of)
+    ("noise", "noise_lines", "procedure_lines"),
+    ("on_target", "on_target", "advised"),
+    ("met_again", "met_again_shown", "met_again"),
+    ("substitutions", "knowable_shown", "knowable"),
+    ("page_one", "page_one_run", "page_one_lines"),
+)
+
+
+def corpus_markdown(report: dict[str, Any]) -> list[str]:
+    """The BENCHMARKS.md section of the corpus replay (bench/report.py writes it)."""
+    projects = report["projects"]
+    lines = [CORPUS_TITLE, ""]
+    if not projects:
+        return [*lines, f"`bench/coverage.py --corpus`: no corpus at `{report['corpus']}`."]
+    described = ", ".join(
+        f"{p['project']} ({p['sessions']} sessions, {p['commands']:,} commands, "
+        f"{p['seconds']:.0f} s)"
+        for p in projects
+    )
+    lines += [
+        f"`bench/coverage.py --corpus` at {report['date']}: each project's sessions replayed "
+        f"in the order they started through the real hook, a worker burst after each: "
+        f"{described}. Judged from the transcripts; the digest is every page `remem context` "
+        "printed before the session (the first is what the SessionStart hook shows). "
+        "`../shared/tools/usefulness.py` measures the same on the same corpus by other means; "
+        "the docstring of `bench/coverage.py` says where they differ.",
+        "",
+        "| what | target | " + " | ".join(p["project"] for p in projects) + " |",
+        "|---|--:|" + "--:|" * len(projects),
+    ]
+    for key, shown, of in FIGURES:
+        what, target = TARGETS[key]
+        cells = " | ".join(share(p[shown], p[of]) for p in projects)
+        lines.append(f"| {what} | {target} | {cells} |")
+    cells = " | ".join(f"{p['advised']} of {p['failures']}" for p in projects)
+    lines.append(f"| failures answered with advice | — | {cells} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS, help="claude/, codex/")
@@ -378,8 +704,19 @@ def main() -> int:
         action="store_true",
         help="run no SessionStart hook, as a host where it is not installed",
     )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        nargs="?",
+        const=CORPUS,
+        help=f"replay this corpus instead, each subfolder a project (default {CORPUS})",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+    if args.corpus is not None:
+        report = evaluate_corpus(args.corpus)
+        print(json.dumps(report, indent=1) if args.json else "\n".join(corpus_markdown(report)))
+        return 0
     report = evaluate(args.transcripts, digest=not args.without_digest)
     if args.json:
         print(json.dumps(report, indent=1))

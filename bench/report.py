@@ -5,9 +5,11 @@ importer.py, entire.py, team.py, analysis.py and ui.py one after another with --
 progress goes to
 stderr as it happens), then writes one table (and a section per benchmark with a heading of its
 own): median, min–max, target and verdict per figure. Then coverage.py, whose totals go to a
-"Memory coverage" section of their own (--coverage-only runs it alone and rewrites only that
-section). A benchmark that fails is reported in its rows, and the script exits 1 once the file
-is written. --quick passes small run counts, for a smoke test of the whole chain.
+"Memory coverage" section of their own, and `coverage.py --corpus` (the development corpus,
+../shared/corpus, 7 minutes on 2 CPUs), whose figures per project follow it (--coverage-only
+runs those two alone and rewrites only their sections). A benchmark that fails is reported in
+its rows, and the script exits 1 once the file is written. --quick passes small run counts,
+for a smoke test of the whole chain, and leaves the corpus out.
 
     .venv/bin/python bench/report.py [--quick | --coverage-only]
 """
@@ -29,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from coverage import SECTION_TITLE, markdown
+from coverage import CORPUS_TITLE, SECTION_TITLE, corpus_markdown, markdown
 from daemon_idle import CPU_TARGET_S, RSS_TARGET_MB
 
 BENCH = Path(__file__).resolve().parent
@@ -543,16 +545,30 @@ def measure(bench: Bench, quick: bool) -> Outcome:
     return Outcome(rows, f"{bench.script} failed", failure)
 
 
-def memory_coverage() -> Outcome:
-    """The memory coverage section (bench/coverage.py), as its description: a section of
-    markdown of its own, not rows of the speed table."""
+def memory_coverage(quick: bool = False) -> Outcome:
+    """The memory coverage sections (bench/coverage.py on the fixtures, then apart on the
+    development corpus), as its description: sections of markdown of their own, not rows of
+    the speed table."""
+    fixtures = coverage_section(SECTION_TITLE, markdown)
+    if quick:
+        corpus = Outcome([], f"{CORPUS_TITLE}\n\nLeft out by --quick.", None)
+    else:
+        corpus = coverage_section(CORPUS_TITLE, corpus_markdown, "--corpus")
+    failure = "; ".join(o.failure for o in (fixtures, corpus) if o.failure) or None
+    return Outcome([], f"{fixtures.description}\n\n{corpus.description}", failure)
+
+
+def coverage_section(
+    title: str, render: Callable[[dict[str, Any]], list[str]], *args: str
+) -> Outcome:
+    script = " ".join(("coverage.py", *args))
     try:
-        return Outcome([], "\n".join(markdown(run_json("coverage.py"))), None)
+        return Outcome([], "\n".join(render(run_json("coverage.py", *args))), None)
     except RuntimeError as exc:
-        failure = f"coverage.py {exc}"
+        failure = f"{script} {exc}"
     except (KeyError, TypeError, ValueError) as exc:
-        failure = f"coverage.py printed unexpected JSON ({type(exc).__name__}: {exc})"
-    return Outcome([], f"{SECTION_TITLE}\n\nFAILED: {failure}", failure)
+        failure = f"{script} printed unexpected JSON ({type(exc).__name__}: {exc})"
+    return Outcome([], f"{title}\n\nFAILED: {failure}", failure)
 
 
 def with_section(text: str, section: str) -> str:
@@ -687,11 +703,11 @@ def main() -> int:
     parser.add_argument(
         "--coverage-only",
         action="store_true",
-        help="run bench/coverage.py alone and rewrite only the memory coverage section",
+        help="run bench/coverage.py alone (fixtures, then corpus) and rewrite only its sections",
     )
     args = parser.parse_args()
     outcomes = [] if args.coverage_only else [measure(b, args.quick) for b in BENCHES]
-    coverage = memory_coverage()
+    coverage = memory_coverage(args.quick)
     if args.coverage_only:
         text = with_section(OUTPUT.read_text(encoding="utf-8"), coverage.description)
     else:
