@@ -343,7 +343,8 @@ def is_bookkeeping(argv: Sequence[str]) -> bool:
     args = argv[len(row.words) :]
     if any(_matches(word, option, "") for word in args for option in row.unless):
         return False
-    operands = [word for word in args if not word.startswith("-")]
+    # `-` alone is an operand: the branch checked out before (`git checkout -`).
+    operands = [word for word in args if word == "-" or not word.startswith("-")]
     return not row.branch or (len(operands) == 1 and not _FILE_LIKE.search(operands[0]))
 
 

@@ -150,6 +150,8 @@ KINDS = [
     ("git checkout -- src/cart.py", WORK),
     ("git checkout .", WORK),
     ("git switch main", BOOKKEEPING),
+    ("git checkout -", BOOKKEEPING),
+    ("git switch -", BOOKKEEPING),
     ("git switch -c feat/login", WORK),
     ("gh issue list --state open", BOOKKEEPING),
     ("rtk gh pr view 17", BOOKKEEPING),
