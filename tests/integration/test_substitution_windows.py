@@ -44,8 +44,10 @@ def test_one_window_at_a_time_all_at_once_and_rebuilt_alike(world: World) -> Non
     world.burst()
 
     found = substitutions(world)
+    # `python -m pytest` could not run: the pass after the edit is what runs instead.
     assert [row[:4] for row in found] == [
         ("s1", "pytest", NOT_FOUND, VENV),
+        ("s1", "python -m pytest", "python: command not found", VENV),
         ("s2", "go test ./...", "go: mkdir /go/pkg/mod: permission denied",
          "GOFLAGS=-mod=mod go test ./..."),
     ]  # fmt: skip
@@ -76,7 +78,9 @@ def test_a_later_failure_of_the_substitute_s_own_workflow_changes_nothing_before
     world.post("pytest", 127, output=NOT_FOUND)
     world.burst()
     rows = [row[1:4] for row in substitutions(world)]
+    # The second `pytest` takes the red run before it: a test failing is still running.
     assert rows == [
+        ("pytest", NOT_FOUND, VENV),
         ("pytest", NOT_FOUND, VENV),
         ("python3 -m pytest", "No module named pytest", VENV),
     ]
