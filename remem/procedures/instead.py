@@ -233,14 +233,19 @@ def _derive_stretch(
     runs = [session_run(row, False) for row in failed.values()]
     runs += [session_run(row, True) for row in passed.values()]
     wanted = {(p.failed.event_id, p.failed.step): p for p in pair(runs, edits)}
-    # A row whose substitute is none of the stretch's passes was found across sessions or
-    # edits (remem/procedures/siblings.py): the stretch replaces it only with a pair of its own.
+    # A row whose substitute is none of the stretch's passes after its failure was found
+    # across sessions or edits, or before it (remem/procedures/siblings.py): the stretch
+    # replaces it only with a pair of its own.
     own = {event_id for event_id, _step in passed}
     stale = [
         {"id": row.id}
         for key, row in stored.items()
         if (key in wanted and _changed(row, wanted[key]))
-        or (key not in wanted and row.substitute_event_id in own)
+        or (
+            key not in wanted
+            and row.substitute_event_id in own
+            and row.substitute_event_id > row.failed_event_id
+        )
     ]
     kept = {key for key, row in stored.items() if key in wanted and not _changed(row, wanted[key])}
     fresh = [

@@ -36,6 +36,9 @@ def test_one_window_at_a_time_all_at_once_and_rebuilt_alike(world: World) -> Non
     step(lambda: world.post("pytest", 127, output=NOT_FOUND))
     step(lambda: world.post(VENV, output="3 passed in 0.2s"))
     step(lambda: world.post("python -m pytest", 127, output="python: command not found"))
+    # A later window of the same stretch derives it again: the pass before the failure, its
+    # substitute found across windows, stays.
+    step(lambda: world.post("make lint", output="ok"))
     step(lambda: world.edit("pyproject.toml"))
     step(lambda: world.post(VENV, output="3 passed in 0.2s"))
     # Another session, in one window: a failing run, then its variant with an environment.
@@ -44,7 +47,7 @@ def test_one_window_at_a_time_all_at_once_and_rebuilt_alike(world: World) -> Non
     world.burst()
 
     found = substitutions(world)
-    # `python -m pytest` could not run: the pass after the edit is what runs instead.
+    # `python -m pytest` could not run: the pass before it is what runs instead.
     assert [row[:4] for row in found] == [
         ("s1", "pytest", NOT_FOUND, VENV),
         ("s1", "python -m pytest", "python: command not found", VENV),
