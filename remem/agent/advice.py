@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from remem.agent.substitutions import FAILED_SESSIONS
+from remem.agent.substitutions import FAILED_SESSIONS, PASSED_SINCE, RAN_RED, SUBSTITUTE_PASSED
 from remem.capture.fields import key_hash
 from remem.db.vocabulary import ACTIVE, BEFORE, FOLLOW_FILE, KNOWN_ERROR, SUBSTITUTION
 from remem.json_contract import date
@@ -31,7 +31,7 @@ from remem.record.quote import (
     quote_text,
 )
 from remem.record.sha import sha256_hex
-from remem.shell.plain import plain_workflow
+from remem.shell.plain import plain_form, plain_workflow
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
@@ -58,7 +58,9 @@ class Failure(Record):
     event_id: int | None
     branch: str | None
     directory: str
-    workflow_hash: str | None  # a plain command line's only (remem.shell.plain)
+    # Its workflow as its wrappers ran it (remem.shell.plain, plain_form), hashed: a plain
+    # command line's only. What cannot run here may be the wrapper: `rtk bun run test`.
+    form_hash: str | None
     command: str | None
     output: str | None
     error_excerpt: str | None
@@ -108,10 +110,17 @@ def key_of(line: str | None, branch: str | None = None) -> str | None:
 def plain_workflow_hash(command: str | None) -> str | None:
     """The workflow hash the worker gives a plain command line (remem.procedures.steps), with
     the interpreter's own SHA-256: hashlib would load OpenSSL for it."""
-    workflow = plain_workflow(command)
-    if workflow is None:
-        return None
-    return sha256_hex(workflow.encode("utf-8", "surrogatepass"))
+    return _hashed(plain_workflow(command))
+
+
+def plain_form_hash(command: str | None) -> str | None:
+    """The hash the worker gives a plain command line's workflow as its wrappers ran it, as
+    substitutions key what failed (remem.procedures.instead): its workflow hash unwrapped."""
+    return _hashed(plain_form(command))
+
+
+def _hashed(text: str | None) -> str | None:
+    return None if text is None else sha256_hex(text.encode("utf-8", "surrogatepass"))
 
 
 LINES_KEYED = 400  # an output excerpt holds 4,000 characters: far fewer lines than this
@@ -145,8 +154,8 @@ _PROJECT = "SELECT id FROM projects WHERE root = :root"
 _SESSION = "SELECT id FROM sessions WHERE host = :host AND session_key = :key"
 _SUBSTITUTE_COLUMNS = (
     "SELECT id, directory, failed_workflow, failed_workflow_hash, error, substitute_workflow_hash, "
-    "substitute_command, session_id, found_at, error_key, substitute_directory FROM substitutions "
-    "WHERE project_id = :project AND "
+    "substitute_command, session_id, found_at, error_key, substitute_directory, "
+    "substitute_event_id, failed_at FROM substitutions WHERE project_id = :project AND "
 )
 _SUBSTITUTES = _SUBSTITUTE_COLUMNS + "failed_workflow_hash = :value ORDER BY found_at DESC LIMIT 50"
 _SUBSTITUTES_BY_KEY = _SUBSTITUTE_COLUMNS + "error_key IN ({keys}) ORDER BY found_at DESC LIMIT 200"
@@ -181,6 +190,12 @@ _EVER_PASSED = (
     "SELECT 1 FROM verifications WHERE project_id = :project AND directory = :directory "
     "AND workflow_hash = :hash LIMIT 1"
 )
+# A wrapped form passed: among its workflow's passes, one run as it is.
+_EVER_PASSED_AS = (
+    "SELECT 1 FROM verifications WHERE project_id = :project AND directory = :directory "
+    "AND workflow_hash = :hash AND command = :command LIMIT 1"
+)
+
 _GIVE = (
     "INSERT INTO advice_given (session_id, event_id, kind, key, given_at, follow) "
     "VALUES (:session, :event, :kind, :key, :now, :follow) ON CONFLICT DO NOTHING RETURNING id"
@@ -195,7 +210,7 @@ def read_failure(execute: Execute, event: Any) -> Failure | None:
     event_id, session_id, project_id, directory = rows[0]
     return Failure(
         project_id, session_id, event_id, event.branch, directory or ".",
-        plain_workflow_hash(event.command), event.command, event.output_excerpt,
+        plain_form_hash(event.command), event.command, event.output_excerpt,
         event.error_excerpt,
     )  # fmt: skip
 
@@ -305,24 +320,23 @@ def _inputs_said(inputs: str, root: str) -> str:
 def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
     # What passed instead of this very workflow first; else of any that failed with its error.
     rows: list[Any] = []
-    if failure.workflow_hash is not None:
-        params = {"project": failure.project_id, "value": failure.workflow_hash}
+    if failure.form_hash is not None:
+        params = {"project": failure.project_id, "value": failure.form_hash}
         rows = list(execute(_SUBSTITUTES, params))
     if not rows:
         keys = (_SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY)
         rows = _by_key(execute, *keys, failure, 9, failure.branch)
-    best = _best_substitute(
-        execute, failure.project_id, rows, failure.directory, failure.workflow_hash
-    )
+    best = _best_substitute(execute, failure.project_id, rows, failure.directory, failure.form_hash)
     if best is None:
         return []
     row, sessions, verified = best
+    passed = verified is not None or _passed(execute, row)
     where = f" in {inert_path(row[1])}/" if row[1] != "." else ""
     said = _quoted(row[4]) if row[4] else "failed, no output recorded"
     times = "session" if sessions == 1 else "sessions"
     line = (
         f"- {_command(row[2])}{where}: {said} ({sessions} {times}, last {date(row[8])})"
-        f" — {_use(row[6], verified, elsewhere(row[10], row[1]))}"
+        f" — {_use(row[6], verified, elsewhere(row[10], row[1]), passed)}"
     )
     return [Advice(SUBSTITUTION, f"{row[3]}>{row[5]}", line, (row[5],))]
 
@@ -336,8 +350,8 @@ def _best_substitute(
 ) -> tuple[Any, int, tuple[int, str] | None] | None:
     """The substitute to name for a failure of `workflow_hash` in `directory`: verified first,
     then met in the most sessions, then newest; none when the failing workflow is itself
-    verified now (it passes here, whatever failed), and never the command that just failed
-    where it failed (what passed elsewhere instead of it)."""
+    verified now or passed since it last failed (it passes here, whatever failed), and never
+    the command that just failed where it failed (what passed elsewhere instead of it)."""
     groups: dict[tuple[str, str, str, str], list[Any]] = {}
     for row in rows:
         groups.setdefault((row[1], row[3], row[5], row[10]), []).append(row)
@@ -346,6 +360,9 @@ def _best_substitute(
         if (ran_in, substitute_hash) == (directory, workflow_hash):
             continue
         if _verified(execute, project_id, where, failed_hash) is not None:
+            continue
+        since = {"project": project_id, "directory": where, "hash": failed_hash}
+        if execute(PASSED_SINCE, {**since, "at": max(row[12] for row in found)}):
             continue
         verified = _verified(execute, project_id, ran_in, substitute_hash)
         sessions = len({row[7] for row in found})
@@ -373,22 +390,27 @@ def _verified(
 
 
 def advise_before(execute: Execute, root: str, directory: str, command: str | None) -> list[Advice]:
-    """Before a plain command whose workflow failed in FAILED_SESSIONS_BEFORE sessions here
-    and never passed, while what worked instead of it is verified: that substitute."""
-    workflow_hash = plain_workflow_hash(command)
-    projects = execute(_PROJECT, {"root": root}) if workflow_hash else []
-    if not projects or workflow_hash is None:
+    """Before a plain command that failed in FAILED_SESSIONS_BEFORE sessions here, as its
+    wrappers run it, and never passed so, while what worked instead of it is verified: that
+    substitute."""
+    form_hash = plain_form_hash(command)
+    projects = execute(_PROJECT, {"root": root}) if form_hash else []
+    if not projects or form_hash is None:
         return []
     project_id = int(projects[0][0])
-    params = {"project": project_id, "directory": directory, "hash": workflow_hash}
-    (failed_sessions,) = execute(FAILED_SESSIONS, params)[0]
-    if failed_sessions < FAILED_SESSIONS_BEFORE or execute(_EVER_PASSED, params):
-        return []
-    rows = execute(_SUBSTITUTES, {"project": project_id, "value": workflow_hash})
-    best = _best_substitute(execute, project_id, rows, directory, workflow_hash)
+    rows = execute(_SUBSTITUTES, {"project": project_id, "value": form_hash})
+    best = _best_substitute(execute, project_id, rows, directory, form_hash) if rows else None
     if best is None or best[2] is None:
         return []
-    row, _sessions, verified = best
+    row, failed_sessions, verified = best
+    workflow_hash = plain_workflow_hash(command)
+    params = {"project": project_id, "directory": directory, "hash": workflow_hash}
+    if workflow_hash == form_hash:
+        passed = execute(_EVER_PASSED, params)
+    else:  # a wrapped form: its workflow passes here, perhaps not as it is run
+        passed = execute(_EVER_PASSED_AS, {**params, "command": plain_form(command)})
+    if row[1] != directory or failed_sessions < FAILED_SESSIONS_BEFORE or passed:
+        return []
     line = (
         f"- {_command(row[2])} failed in {failed_sessions} sessions here and never passed"
         f" — {_use(row[6], verified, elsewhere(row[10], row[1]))}"
@@ -459,14 +481,19 @@ def render(found: Sequence[Advice], before: bool = False) -> str | None:
     return text if len(text) <= ADVICE_CHARS else text[: ADVICE_CHARS - 1] + "…"
 
 
-def _use(command: str, verified: tuple[int, str] | None, where: str) -> str:
-    """The command that passed instead, with where it ran when elsewhere (`where`), and, when
-    verified, its runs and whether what it runs changed since."""
+def _passed(execute: Execute, row: Any) -> bool:
+    """Whether the substitute of a substitutions row (its event id at 11) passed."""
+    return bool(execute(SUBSTITUTE_PASSED, {"event": row[11]}))
+
+
+def _use(command: str, verified: tuple[int, str] | None, where: str, passed: bool = True) -> str:
+    """The command that passed (or ran, red) instead, with where it ran when elsewhere
+    (`where`), and, when verified, its runs and whether what it runs changed since."""
     shown = _command(command) + where
     if needs_credentials(command):
         shown += f" ({NEEDS_CREDENTIALS})"
     if verified is None:
-        return f"{shown} passed instead"
+        return f"{shown} passed instead" if passed else f"use {shown} ({RAN_RED})"
     runs, changed = verified
     return f"use {shown} (verified, {runs} {'run' if runs == 1 else 'runs'}{changed})"
 

@@ -8,6 +8,7 @@ what remem.agent.context read; recorded text is quoted by remem.record.quote.
 from __future__ import annotations
 
 from remem import json_contract
+from remem.agent.substitutions import RAN_RED
 from remem.config import Settings
 from remem.record.quote import (
     NEEDS_CREDENTIALS,
@@ -117,7 +118,9 @@ def _substitutions_block(substitutions: Sequence[Substitution]) -> str:
         runs = found.instead_verified_runs
         instead = inert_command(_shortened(found.instead))
         instead += elsewhere(found.instead_directory, found.directory)
-        if runs is None:
+        if runs is None and not found.instead_passed:
+            use = f"use {instead} ({RAN_RED})"
+        elif runs is None:
             use = f"{instead} passed instead"
         else:
             changed = changed_said(found.instead_changed_inputs)

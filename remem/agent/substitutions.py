@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 class Substitution(Record):
     """A workflow that failed here and another, for the same purpose, that passed after it in
-    the same session with no edit in between: "instead of `workflow`, `instead` worked"."""
+    the same session with no edit in between: "instead of `workflow`, `instead` worked"; or,
+    when `workflow` could not run here (as its wrappers ran it: `rtk bun run test`), the first
+    sibling that ran after it, in any session, passed or red."""
 
     project: str
     directory: str
@@ -38,6 +40,8 @@ class Substitution(Record):
     # What that procedure runs, changed or gone since it was last verified (`Makefile (test)`).
     instead_changed_inputs: tuple[str, ...] = ()
     id: int = 0  # its newest row
+    # The newest substitute passed; else it ran red (a test failing is still running).
+    instead_passed: bool = True
 
     def recorded_text(self) -> str:
         """What a query's words are looked for in."""
@@ -48,9 +52,19 @@ SUBSTITUTIONS_SHOWN = 5
 _SUBSTITUTIONS = (
     "SELECT pr.root, s.directory, s.failed_workflow_hash, s.substitute_workflow_hash, "
     "s.failed_workflow, s.error, s.error_key, s.session_id, s.found_at, s.substitute_command, "
-    "s.substitute_workflow, s.substitute_directory, s.id, s.project_id FROM substitutions s "
+    "s.substitute_workflow, s.substitute_directory, s.id, s.project_id, s.substitute_event_id, "
+    "s.failed_at FROM substitutions s "
     "JOIN projects pr ON pr.id = s.project_id "
     "WHERE 1 = 1{where} ORDER BY s.found_at DESC, s.id DESC LIMIT 2000"
+)
+# Whether what runs instead passed, or ran red: a test failing is still running.
+SUBSTITUTE_PASSED = "SELECT 1 FROM verifications WHERE event_id = :event LIMIT 1"
+RAN_RED = "it runs here; its run failed on the code, not the command"
+# A failing workflow that passed where it failed since its last failure runs here now: what
+# ran instead of it is no longer news.
+PASSED_SINCE = (
+    "SELECT 1 FROM verifications WHERE project_id = :project AND directory = :directory "
+    "AND workflow_hash = :hash AND verified_at > :at LIMIT 1"
 )
 # The sessions a workflow failed in, in a directory of a project: one count, whichever reader
 # (the digest, advice at a failure, the warning before a command) says it.
@@ -71,8 +85,8 @@ def read_substitutions(
 ) -> list[Substitution]:
     """The substitutions of a project (None: of every project), one per (failing workflow,
     workflow that passed instead), most sessions first, then newest; `workflow_hashes`: only
-    those where either side is one of them. A failing workflow that is itself verified now is
-    no longer shown failing."""
+    those where either side is one of them. A failing workflow that is itself verified now, or
+    passed since it last failed, is no longer shown failing."""
     params: dict[str, Any] = {}
     where = ""
     if root is not None:
@@ -96,16 +110,21 @@ def read_substitutions(
         if (project, directory, failed_hash) in active:
             continue
         newest = rows[0]
+        since = {"project": newest[13], "directory": directory, "hash": failed_hash}
+        if execute(PASSED_SINCE, {**since, "at": max(row[15] for row in rows)}):
+            continue
         procedure_id, runs, inputs = active.get((project, ran_in, substitute_hash), _NONE)
         # Counted where it failed, by the index on its workflow: as the warning before it says.
         params = {"project": newest[13], "directory": directory, "hash": failed_hash}
         failed = int(execute(FAILED_SESSIONS, params)[0][0])
         sessions = max(len({row[7] for row in rows}), failed)
+        passed = procedure_id is not None or bool(execute(SUBSTITUTE_PASSED, {"event": newest[14]}))
         result.append(
             Substitution(
                 project, directory, newest[4], newest[5], newest[6], len(rows), sessions,
                 newest[8], newest[9], newest[10], ran_in, procedure_id, runs,
                 instead_changed_inputs=_changed(inputs, project), id=newest[12],
+                instead_passed=passed,
             )
         )  # fmt: skip
     result.sort(key=lambda s: (-s.sessions, -s.last_seen_at, s.workflow, s.instead_workflow))

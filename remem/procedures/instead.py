@@ -22,7 +22,7 @@ from sqlalchemy import text
 
 from remem.db.driver import Driver
 from remem.procedures.lessons import error_key_of
-from remem.procedures.steps import FAILED, VERIFIED
+from remem.procedures.steps import FAILED, VERIFIED, workflow_hash
 from remem.procedures.substitutions import Pair, SessionRun, pair
 from remem.procedures.tally import GroupRun
 from remem.procedures.window import WindowEvent
@@ -63,7 +63,7 @@ _STORED = text(
     "SELECT id, failed_event_id, failed_step, substitute_event_id, substitute_workflow_hash "
     "FROM substitutions WHERE session_id = :session_id"
 )
-_INSERT = text(
+INSERT = text(
     "INSERT INTO substitutions (project_id, session_id, branch, directory, failed_event_id, "
     "failed_step, failed_workflow, failed_workflow_hash, error, error_key, "
     "substitute_event_id, substitute_workflow, substitute_workflow_hash, substitute_command, "
@@ -152,16 +152,23 @@ class Held:
         return self.edits[index] if index < len(self.edits) else None
 
 
-def derive(connection: Driver, runs: Iterable[GroupRun], held: Held | None = None) -> Counter[str]:
-    """Re-derive the substitutions the window's new runs (failed or verified) can touch;
-    `held`: what the window holds, not read again."""
-    stats: Counter[str] = Counter()
-    spans: dict[int, tuple[int, int]] = {}
+def spans(runs: Iterable[GroupRun]) -> dict[int, tuple[int, int]]:
+    """Session id -> the first and last event of its new failed or verified runs."""
+    found: dict[int, tuple[int, int]] = {}
     for run in runs:
         if run.verdict in (FAILED, VERIFIED):
-            first, last = spans.get(run.session_id, (run.event_id, run.event_id))
-            spans[run.session_id] = (min(first, run.event_id), max(last, run.event_id))
-    for session_id, (first, last) in sorted(spans.items()):
+            first, last = found.get(run.session_id, (run.event_id, run.event_id))
+            found[run.session_id] = (min(first, run.event_id), max(last, run.event_id))
+    return found
+
+
+def derive(
+    connection: Driver, spanned: dict[int, tuple[int, int]], held: Held | None = None
+) -> Counter[str]:
+    """Re-derive the substitutions the window's new runs (failed or verified; `spans`) can
+    touch; `held`: what the window holds, not read again."""
+    stats: Counter[str] = Counter()
+    for session_id, (first, last) in sorted(spanned.items()):
         own = held if held is not None and held.session_id == session_id else None
         stats.update(_derive_stretch(connection, session_id, first, last, own))
     return stats
@@ -223,28 +230,37 @@ def _derive_stretch(
         if before_edit < row.failed_event_id < after_edit
     }
     passed = {(row.event_id, row.step): row for row in passed_rows}
-    runs = [_session_run(row, False) for row in failed.values()]
-    runs += [_session_run(row, True) for row in passed.values()]
+    runs = [session_run(row, False) for row in failed.values()]
+    runs += [session_run(row, True) for row in passed.values()]
     wanted = {(p.failed.event_id, p.failed.step): p for p in pair(runs, edits)}
+    # A row whose substitute is none of the stretch's passes after its failure was found
+    # across sessions or edits, or before it (remem/procedures/siblings.py): the stretch
+    # replaces it only with a pair of its own.
+    own = {event_id for event_id, _step in passed}
     stale = [
         {"id": row.id}
         for key, row in stored.items()
-        if key not in wanted or _changed(row, wanted[key])
+        if (key in wanted and _changed(row, wanted[key]))
+        or (
+            key not in wanted
+            and row.substitute_event_id in own
+            and row.substitute_event_id > row.failed_event_id
+        )
     ]
     kept = {key for key, row in stored.items() if key in wanted and not _changed(row, wanted[key])}
     fresh = [
-        _row(session_id, failed[key], passed[(p.substitute.event_id, p.substitute.step)], p)
+        row_of(session_id, failed[key], passed[(p.substitute.event_id, p.substitute.step)], p)
         for key, p in wanted.items()
         if key not in kept
     ]
     if stale:
         connection.execute(_DELETE, stale)
     if fresh:
-        connection.execute(_INSERT, fresh)
+        connection.execute(INSERT, fresh)
     return Counter(substitutions=len(fresh))
 
 
-def _session_run(row: Any, passed: bool) -> SessionRun:
+def session_run(row: Any, passed: bool) -> SessionRun:
     # A failure that could run (red, or nothing says otherwise): the tool works here.
     ran = not passed and not row.cannot_run
     return SessionRun(
@@ -267,8 +283,11 @@ def _changed(row: Any, found: Pair) -> bool:
     )
 
 
-def _row(session_id: int, failed: Any, passed: Any, found: Pair) -> dict[str, Any]:
+def row_of(session_id: int, failed: Any, passed: Any, found: Pair) -> dict[str, Any]:
     error = failed.error or recognisers.telling_line(failed.error_excerpt)
+    # What failed is the workflow as its wrappers ran it: the same text when none did.
+    form = found.failed.form
+    form_hash = failed.workflow_hash if form == failed.workflow else workflow_hash(form)
     return {
         "project_id": failed.project_id,
         "session_id": session_id,
@@ -276,8 +295,8 @@ def _row(session_id: int, failed: Any, passed: Any, found: Pair) -> dict[str, An
         "directory": failed.directory,
         "failed_event_id": failed.event_id,
         "failed_step": failed.step,
-        "failed_workflow": failed.workflow,
-        "failed_workflow_hash": failed.workflow_hash,
+        "failed_workflow": form,
+        "failed_workflow_hash": form_hash,
         "error": error,
         "error_key": error_key_of(error, failed.branch or None),
         "substitute_event_id": passed.event_id,

@@ -25,7 +25,7 @@ from remem.config import Settings
 from remem.db.driver import Driver, Rounds, Rows, run, side_by_side
 from remem.db.engine import READ_ONLY, is_sqlite
 from remem.errors import NotFound
-from remem.procedures import inputs, instead, journal, known, ledger_rows, policy, tallies
+from remem.procedures import inputs, instead, journal, known, ledger_rows, policy, siblings, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
 from remem.procedures.reads import INSERT_RUN, Reads, after_latest, read_window, streak_span
 from remem.procedures.steps import VERIFIED
@@ -170,7 +170,9 @@ def _apply(connection: Driver, window: Window, settings: Settings, now: float) -
     held = None
     if window.events and not reads.stored_before:
         held = instead.Held.of(window.events, reads.rows)
-    stats.update(instead.derive(connection, branch_runs, held))
+    spanned = instead.spans(branch_runs)
+    stats.update(instead.derive(connection, spanned, held))
+    stats.update(siblings.derive(connection, spanned, held))
     if window.events:
         # After the window's runs are stored: what the session was shown, judged again.
         stats.update(ledger_rows.derive(connection, window.events[0].session_id, now))

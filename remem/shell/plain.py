@@ -10,7 +10,7 @@ wrappers (remem/shell/wrappers.py) joined by one space; for anything else this s
 
 from __future__ import annotations
 
-from remem.shell.wrappers import is_assignment, unwrapped
+from remem.shell.wrappers import is_assignment, unwrapped, wrapped_form
 
 _PLAIN_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t_-./=:,+@%"
@@ -34,3 +34,14 @@ def plain_workflow(command: str | None) -> str | None:
     assigned = next((i for i, word in enumerate(words) if not is_assignment(word)), len(words))
     command_words = words[assigned:]
     return " ".join(words[:assigned] + [command_words[i] for i in unwrapped(command_words)])
+
+
+def plain_form(command: str | None) -> str | None:
+    """The workflow of a plain command line as its wrappers ran it (`rtk bun run test`), as
+    the worker keys what cannot run here; None when the line is not plain."""
+    workflow = plain_workflow(command)
+    if workflow is None or command is None:
+        return None
+    words = command.split()
+    assigned = next((i for i, word in enumerate(words) if not is_assignment(word)), len(words))
+    return wrapped_form(words[assigned:], workflow)

@@ -21,7 +21,7 @@ from functools import lru_cache
 from remem.shell import recognisers
 from remem.shell.arguments import file_identity, file_placeholder, parseable
 from remem.shell.syntax import parse, unit_words
-from remem.shell.wrappers import basename, is_python, past_launchers
+from remem.shell.wrappers import basename, is_python, past_launchers, wrapped_form
 
 
 @lru_cache(maxsize=1_024)
@@ -34,6 +34,25 @@ def reduced(workflow: str) -> tuple[str, ...] | None:
         return None
     program = basename(words[0])
     return ("python" if is_python(program) else program, *words[1:])
+
+
+def form_of(command: str, workflow: str) -> str:
+    """The workflow of a step as its wrappers ran it (`rtk bun run test`), given the step as
+    run (`rtk bun run test 2>&1 | tail -5`): the workflow itself when nothing wraps it."""
+    if command.startswith(workflow):
+        return workflow  # nothing stands before it: the common case, read without the grammar
+    return _wrapped(command, workflow)
+
+
+@lru_cache(maxsize=1_024)
+def _wrapped(command: str, workflow: str) -> str:
+    lists = parse(parseable(command))
+    if not lists or not lists[0].pipelines or not lists[0].pipelines[0].units:
+        return workflow
+    unit = lists[0].pipelines[0].units[0]
+    if unit.node.type != "command":
+        return workflow
+    return wrapped_form(unit_words(unit), workflow)
 
 
 def _simple_words(workflow: str) -> list[str] | None:

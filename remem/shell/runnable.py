@@ -134,6 +134,14 @@ CANNOT_RUN: tuple[CannotRun, ...] = (
         "Command timed out after 2m 0.0s",
         "Command timed out after ",
     ),
+    # A command-line parser (clap) refusing the word after its program: `rtk bun` where rtk
+    # does not proxy bun. The name is the step's program, run through the wrong wrapper.
+    _row(
+        MISCONFIGURED,
+        r"^error: unrecognized subcommand '(?P<name>[^']+)'",
+        "error: unrecognized subcommand 'bun'",
+        "error: unrecognized subcommand '",
+    ),
     _row(
         MISCONFIGURED,
         r"(?i)\b(?:unrecognized arguments?|unknown (?:option|flag|argument)|no such option"

@@ -192,6 +192,16 @@ def unwrapped(words: Sequence[str]) -> list[int]:
     return [*kept, *range(index, len(words))]
 
 
+def wrapped_form(words: Sequence[str], workflow: str) -> str:
+    """The workflow as its wrappers ran it: its variant wrappers' words before it (`rtk bun run
+    test`), or the workflow itself when it has none. What cannot run here may be the wrapper
+    (`error: unrecognized subcommand 'bun'`) while the workflow runs (remem/procedures/
+    substitutions.py); the hook builds the same text from a plain line (remem/shell/plain.py)."""
+    kept = set(unwrapped(words))
+    dropped = [word for index, word in enumerate(words) if index not in kept]
+    return " ".join([*dropped, workflow]) if dropped else workflow
+
+
 def _next_wrapped(words: Sequence[str], index: int, program: int) -> int:
     """Past the one wrapper at `index` (of those up to `program`)."""
     row = wrapper_of(words[index])

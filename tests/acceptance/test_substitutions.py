@@ -6,17 +6,21 @@ another for the same purpose that passes right after it, with no edit between, i
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from remem.agent.substitutions import RAN_RED
 from remem.shell.recognisers import error_key
+from tests.acceptance.test_advice import Claude, context_of
 from tests.acceptance.test_context import context, make_project
 from tests.acceptance.test_truthful_digest import Agent, Codex
 from tests.conftest import Home, load_fixture
 
 NOT_FOUND = "Exit code 127\n/bin/bash: line 1: {program}: command not found"
 NO_MODULE = "Exit code 1\n/usr/bin/python3: No module named pytest"
+RED = "Exit code 1\nFAILED tests/test_cart.py::test_total - assert 2 == 3\n1 failed in 0.20s"
 VENV = ".venv/bin/python -m pytest"
 GO = "go test ./..."
 GO_SANDBOXED = "GOCACHE=$(pwd)/.cache/go-build GOMODCACHE=$(pwd)/.cache/go-mod go test ./..."
@@ -113,18 +117,49 @@ def test_go_module_cache_under_a_sandbox_learns_the_environment_variant(
     )
 
 
-def test_an_edit_between_the_failure_and_the_pass_is_a_fix_not_a_substitution(
-    home: Home, project: Path
+def test_an_edit_between_a_red_run_and_the_pass_is_a_fix_not_a_substitution(
+    home: Home, project: Path, tmp_path: Path
 ) -> None:
+    """A test failing is the code, not the command: whatever passes after the edit, in this
+    session or another, is never what to run instead."""
     agent = Agent(home, project)
-    agent.failed("pytest", "s1", NOT_FOUND.format(program="pytest"))
-    agent.edited("pyproject.toml", "s1", "[tool.pytest.ini_options]")
+    agent.failed("python -m pytest", "s1", RED)
+    agent.edited("src/cart.py", "s1", "return total")
     agent.ran(VENV, "s1")
     agent.ran(VENV, "s1")
+    codex = Codex(home, project, tmp_path / "rollout-red.jsonl", "codex-red")
+    codex.ran("pytest -q", 1, RED.removeprefix("Exit code 1\n"))
+    codex.ran(VENV, 0, "3 passed in 0.2s")
     home.remem("worker", "--burst")
 
     assert substitution_lines(context(home, project).stdout) == []
     assert json.loads(context(home, project, "--json").stdout)["substitutions"] == []
+
+
+def test_a_command_that_cannot_run_learns_what_passes_after_edits(
+    home: Home, project: Path, tmp_path: Path
+) -> None:
+    """`pytest` is not found and `python3 -m pytest` has no pytest; the agent fixes a real
+    bug, then `.venv/bin/python -m pytest` passes: no edit makes a missing program run, so
+    it is what runs instead, in Claude Code and in Codex."""
+    agent = Agent(home, project)
+    agent.failed("pytest", "s1", NOT_FOUND.format(program="pytest"))
+    agent.edited("src/cart.py", "s1", "return total")
+    agent.edited("tests/test_cart.py", "s1", "assert total == 3")
+    agent.ran(VENV, "s1")
+    codex = Codex(home, project, tmp_path / "rollout-edits.jsonl", "codex-edits")
+    codex.ran("python3 -m pytest", 1, NO_MODULE.removeprefix("Exit code 1\n"))
+    codex.ran("apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF", 0, "Done!")
+    codex.ran(VENV, 0, "3 passed in 0.2s")
+    home.remem("worker", "--burst")
+
+    lines = substitution_lines(context(home, project).stdout)
+    assert sorted(lines) == [
+        '- `pytest`: "/bin/bash: line 1: pytest: command not found" (1 session) — use '
+        f"`{VENV}` (verified, 2 runs)",
+        '- `python3 -m pytest`: "/usr/bin/python3: No module named pytest" (1 session) — '
+        f"use `{VENV}` (verified, 2 runs)",
+    ]
 
 
 def test_another_purpose_is_not_a_substitution(home: Home, project: Path) -> None:
@@ -172,3 +207,82 @@ def test_a_script_run_from_the_wrong_directory_learns_where_it_runs(
     )
     text = home.remem("procedures", "show", str(item["instead_procedure_id"])).stdout
     assert '"node build.js 2>&1" in assets/ passed' in text
+
+
+# `rtk` proxies some tools, not bun: its command-line parser refuses the word after it.
+RTK_REFUSES = (
+    "error: unrecognized subcommand 'bun'\n\nUsage: rtk [OPTIONS] <COMMAND>\n\n"
+    "For more information, try '--help'."
+)
+# bun's test runner finding a failing test: the command ran, the code is red.
+BUN_RED = (
+    "src/cart.test.ts:\n(fail) cart > totals [0.31ms]\n\n 11 pass\n 1 fail\n"
+    'Ran 12 tests across 3 files. [120.00ms]\nerror: script "test" exited with code 1'
+)
+RTK_LINE = "error: unrecognized subcommand 'bun'"
+
+
+def test_a_wrapper_that_cannot_run_learns_the_sibling_from_another_session(
+    home: Home, project: Path, tmp_path: Path
+) -> None:
+    """`rtk bun run test` cannot run (session 1, Claude Code); `bun run test` runs in a Codex
+    session and finds a failing test, after an edit. In session 3 the failure of `rtk bun
+    run test` is told to use `bun run test`, and the digest names it."""
+    claude = Claude(home, project)
+    claude.failed("rtk bun run test", "s1", f"Exit code 2\n{RTK_REFUSES}")
+    home.remem("worker", "--burst")
+    codex = Codex(home, project, tmp_path / "rollout-s2.jsonl", "codex-s2")
+    codex.ran("apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF", 0, "Done!")
+    codex.ran("bun run test", 1, BUN_RED)
+    home.remem("worker", "--burst")
+
+    (line,) = substitution_lines(context(home, project).stdout)
+    assert line == (
+        f'- `rtk bun run test`: "{RTK_LINE}" (1 session) — use `bun run test` ({RAN_RED})'
+    )
+    advice = context_of(claude.failed("rtk bun run test", "s3", f"Exit code 2\n{RTK_REFUSES}"))
+    assert advice.splitlines()[1].startswith(f'- `rtk bun run test`: "{RTK_LINE}" (1 session')
+    assert advice.endswith(f"— use `bun run test` ({RAN_RED})"), advice
+    # A red run is never itself a command that cannot run here.
+    errors = home.json("procedures", "errors", "--json")
+    instead = [item for item in errors if item.get("kind") == "substitution"]
+    assert [(item["workflow"], item["instead"]) for item in instead] == [
+        ("rtk bun run test", "bun run test")
+    ]
+
+
+def test_the_warning_before_a_wrapper_that_cannot_run_names_the_verified_sibling(
+    home: Home, project: Path, tmp_path: Path
+) -> None:
+    """`rtk bun run test` failed in two sessions and never ran; `bun run test` passes in a
+    third and a fourth (Codex): before the next `rtk bun run test` the opt-in PreToolUse
+    warning names it, from the same record the digest reads."""
+    claude = Claude(home, project)
+    for session in ("s1", "s2"):
+        claude.failed("rtk bun run test", session, f"Exit code 2\n{RTK_REFUSES}")
+        claude.edited("src/cart.ts", session)
+    for session in ("codex-3", "codex-4"):
+        codex = Codex(home, project, tmp_path / f"rollout-{session}.jsonl", session)
+        codex.ran("bun run test", 0, " 12 pass\n 0 fail\nRan 12 tests across 3 files.")
+    home.remem("worker", "--burst")
+
+    (line,) = substitution_lines(context(home, project).stdout)
+    assert line == (
+        f'- `rtk bun run test`: "{RTK_LINE}" (2 sessions) — use `bun run test` (verified, 2 runs)'
+    )
+    warned = context_of_before(claude.before("rtk bun run test", "s5"))
+    assert warned.splitlines()[1] == (
+        "- `rtk bun run test` failed in 2 sessions here and never passed — use "
+        "`bun run test` (verified, 2 runs)"
+    )
+    # The sibling itself, and another command, are not warned of.
+    for command in ("bun run test", "rtk git status"):
+        quiet = claude.before(command, "s5")
+        assert (quiet.returncode, quiet.stdout) == (0, b"")
+
+
+def context_of_before(result: subprocess.CompletedProcess[bytes]) -> str:
+    output = json.loads(result.stdout)
+    assert output["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+    text: str = output["hookSpecificOutput"]["additionalContext"]
+    return text

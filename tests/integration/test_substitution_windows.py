@@ -36,6 +36,9 @@ def test_one_window_at_a_time_all_at_once_and_rebuilt_alike(world: World) -> Non
     step(lambda: world.post("pytest", 127, output=NOT_FOUND))
     step(lambda: world.post(VENV, output="3 passed in 0.2s"))
     step(lambda: world.post("python -m pytest", 127, output="python: command not found"))
+    # A later window of the same stretch derives it again: the pass before the failure, its
+    # substitute found across windows, stays.
+    step(lambda: world.post("make lint", output="ok"))
     step(lambda: world.edit("pyproject.toml"))
     step(lambda: world.post(VENV, output="3 passed in 0.2s"))
     # Another session, in one window: a failing run, then its variant with an environment.
@@ -44,8 +47,10 @@ def test_one_window_at_a_time_all_at_once_and_rebuilt_alike(world: World) -> Non
     world.burst()
 
     found = substitutions(world)
+    # `python -m pytest` could not run: the pass before it is what runs instead.
     assert [row[:4] for row in found] == [
         ("s1", "pytest", NOT_FOUND, VENV),
+        ("s1", "python -m pytest", "python: command not found", VENV),
         ("s2", "go test ./...", "go: mkdir /go/pkg/mod: permission denied",
          "GOFLAGS=-mod=mod go test ./..."),
     ]  # fmt: skip
@@ -76,7 +81,9 @@ def test_a_later_failure_of_the_substitute_s_own_workflow_changes_nothing_before
     world.post("pytest", 127, output=NOT_FOUND)
     world.burst()
     rows = [row[1:4] for row in substitutions(world)]
+    # The second `pytest` takes the red run before it: a test failing is still running.
     assert rows == [
+        ("pytest", NOT_FOUND, VENV),
         ("pytest", NOT_FOUND, VENV),
         ("python3 -m pytest", "No module named pytest", VENV),
     ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from remem.procedures.steps import workflow_hash
-from remem.procedures.substitutions import SessionRun, pair
+from remem.procedures.substitutions import SessionRun, pair, sibling
 from remem.shell.purpose import reduced, same_elsewhere, same_purpose
 
 GO = "go test ./..."
@@ -152,3 +152,41 @@ def test_a_failure_whose_tool_ran_is_not_replaced_by_other_options() -> None:
     assert pairs([run(1, "pytest -x", False), run(2, "pytest -q", True)]) == [
         ("pytest -x", "pytest -q")
     ]
+
+
+def wrapped(event_id: int, command: str, passed: bool, ran: bool = False) -> SessionRun:
+    """A run of `bun run test` as `command` ran it (`rtk bun run test`)."""
+    workflow = "bun run test"
+    return SessionRun(event_id, 0, ".", workflow, workflow_hash(workflow), command, passed, ran)
+
+
+def test_a_wrapper_that_cannot_run_pairs_with_its_workflow_run_plainly() -> None:
+    failed, plain = wrapped(1, "rtk bun run test", False), wrapped(2, "bun run test", True)
+    assert (failed.form, plain.form) == ("rtk bun run test", "bun run test")
+    assert [(p.failed.command, p.substitute.command) for p in pair([failed, plain], ())] == [
+        ("rtk bun run test", "bun run test")
+    ]
+    # Red through the wrapper, the wrapper ran: no substitution; nor for the same form.
+    assert pair([wrapped(1, "rtk bun run test", False, True), plain], ()) == []
+    assert pair([failed, wrapped(2, "rtk bun run test 2>&1 | tail -5", True)], ()) == []
+
+
+@pytest.mark.parametrize(
+    ("failed", "other", "is_sibling"),
+    [
+        # Could not run, then another form ran: passed, or red (a test failing still ran).
+        (run(1, "pytest", False), run(5, VENV, True), True),
+        (run(1, "pytest", False), SessionRun(5, 0, ".", VENV, "h", VENV, False, True), True),
+        (wrapped(1, "rtk bun run test", False), wrapped(5, "bun run test", False, True), True),
+        # What failed red is never replaced; what could not run replaces nothing.
+        (SessionRun(1, 0, ".", "pytest", "h", "pytest", False, True), run(5, VENV, True), False),
+        (run(1, "pytest", False), run(5, VENV, False), False),
+        # The same form, or another purpose.
+        (wrapped(1, "rtk bun run test", False), wrapped(5, "rtk bun run test", True), False),
+        (run(1, "npm test", False), run(5, "npm run build", True), False),
+    ],
+)
+def test_a_sibling_runs_what_could_not_run(
+    failed: SessionRun, other: SessionRun, is_sibling: bool
+) -> None:
+    assert sibling(failed, other) is is_sibling

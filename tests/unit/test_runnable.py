@@ -30,6 +30,7 @@ COMMANDS = {
     "error: Justfile does not contain recipe `lint`.": "just lint",
     "make: *** [Makefile:4: test] Error 127": "make test",
     "Command timed out after 2m 0.0s": "mix test",
+    "error: unrecognized subcommand 'bun'": "rtk bun run test",
     "pytest: error: unrecognized arguments: --cov": "pytest --cov",
     "ESLint couldn't find a configuration file.": "npx eslint .",
     "ERROR: file or directory not found: tests/unit": "pytest tests/unit",
