@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from remem.procedures import policy
+from remem.shell.wrappers import through_wrapper
 
 VERIFIED, FAILED, UNVERIFIED = "verified", "failed", "unverified"
 Key = tuple[float, int]  # (at, event_id): the order of a group's runs
@@ -33,6 +34,12 @@ class GroupRun(NamedTuple):
     command: str = ""
     masked: bool = False
     cannot_run: bool = False  # a failed run that could not run at all (remem/shell/runnable.py)
+
+    @property
+    def breaks(self) -> bool:
+        """A failure that says the workflow cannot run here: one that could not run, unless
+        through a wrapper (`rtk bun run test` refused by rtk says nothing of `bun run test`)."""
+        return self.cannot_run and not through_wrapper(self.command)
 
 
 class Aging(NamedTuple):
@@ -170,7 +177,7 @@ def advance(
 
 def _policy_run(run: GroupRun) -> policy.Run:
     return policy.Run(
-        run.event_id, run.session_id, run.at, run.verdict == VERIFIED, run.branch, run.cannot_run
+        run.event_id, run.session_id, run.at, run.verdict == VERIFIED, run.branch, run.breaks
     )
 
 
@@ -207,7 +214,7 @@ def _add(
         variants[(run.command, run.masked)] = (verified + int(success), runs + 1)
         if not success:
             failures.append(key)
-            if run.cannot_run:
+            if run.breaks:
                 blocked.append(key)
             continue
         all_runs += 1

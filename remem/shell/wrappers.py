@@ -202,6 +202,16 @@ def wrapped_form(words: Sequence[str], workflow: str) -> str:
     return " ".join([*dropped, workflow]) if dropped else workflow
 
 
+def through_wrapper(command: str) -> bool:
+    """Whether a command's text runs its workflow through a variant wrapper (`rtk bun run
+    test`, `timeout 60 make test`): when such a run cannot run, the wrapper may be what could
+    not, and the workflow's own runs say nothing of it."""
+    words = command.split()
+    start = next((i for i, word in enumerate(words) if not is_assignment(word)), len(words))
+    rest = words[start:]
+    return len(unwrapped(rest)) < len(rest)
+
+
 def _next_wrapped(words: Sequence[str], index: int, program: int) -> int:
     """Past the one wrapper at `index` (of those up to `program`)."""
     row = wrapper_of(words[index])

@@ -286,3 +286,28 @@ def context_of_before(result: subprocess.CompletedProcess[bytes]) -> str:
     assert output["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
     text: str = output["hookSpecificOutput"]["additionalContext"]
     return text
+
+
+def test_a_wrapper_that_cannot_run_never_breaks_the_workflow_it_wraps(
+    home: Home, project: Path
+) -> None:
+    """`bun run test` is verified; `rtk bun run test` then fails twice because rtk refuses
+    `bun`: the procedure `bun run test` stays verified, and the wrapper is told to use it.
+    `bun run test` itself failing so twice would break it."""
+    claude = Claude(home, project)
+    for session in ("s1", "s2"):
+        claude.ran("bun run test", session)
+    for session in ("s3", "s4"):
+        claude.failed("rtk bun run test", session, f"Exit code 2\n{RTK_REFUSES}")
+    home.remem("worker", "--burst")
+
+    (procedure,) = [p for p in home.json("procedures", "list", "--json") if p["command"]]
+    assert (procedure["command"], procedure["status"]) == ("bun run test", "active")
+    (line,) = substitution_lines(context(home, project).stdout)
+    assert line.startswith(f'- `rtk bun run test`: "{RTK_LINE}" (2 sessions) — use `bun run test`')
+
+    for session in ("s5", "s6"):
+        claude.failed("bun run test", session, "Exit code 127\nbun: command not found")
+    home.remem("worker", "--burst")
+    (procedure,) = home.json("procedures", "list", "--json", "--status", "broken")
+    assert procedure["command"] == "bun run test"

@@ -16,6 +16,7 @@ from remem.shell.wrappers import (
     past_launchers,
     past_wrappers,
     program_starts,
+    through_wrapper,
     unwrapped,
 )
 
@@ -111,3 +112,17 @@ STARTS = [
 def test_the_programs_of_a_command_line(command: str, names: list[str]) -> None:
     starts = program_starts(command)
     assert [command[start:].split()[0] for start in starts] == names
+
+
+@pytest.mark.parametrize(
+    ("command", "wrapped"),
+    [
+        ("rtk bun run test", True),
+        ("CI=1 timeout 60 make test", True),
+        ("bun run test", False),
+        ("CI=1 make test", False),
+        ("xargs -n 1 rm", False),  # what xargs runs reads its input: xargs is no variant
+    ],
+)
+def test_a_command_run_through_a_wrapper(command: str, wrapped: bool) -> None:
+    assert through_wrapper(command) is wrapped
