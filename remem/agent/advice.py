@@ -93,9 +93,11 @@ class Advice(Record):
 def error_of(command: str | None, output: str | None, error_excerpt: str | None) -> str | None:
     """The failure's error line, as the worker reads it (remem.procedures.steps, .lessons)."""
     from remem.shell import recognisers  # once a recorded key may match: see _by_key
+    from remem.shell.states import is_no_op
 
     line = recognisers.salient_line(command, output or error_excerpt)
-    return line or recognisers.telling_line(error_excerpt)
+    line = line or recognisers.telling_line(error_excerpt)
+    return None if is_no_op(line) else line  # nothing to do is no error
 
 
 def key_of(line: str | None, branch: str | None = None) -> str | None:

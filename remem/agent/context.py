@@ -57,6 +57,7 @@ class Entry(Record):
     source: str = LOCAL
     machines: int | None = None  # how many machines the team's evidence comes from
     pitfalls: tuple[str, ...] = ()
+    pitfall_keys: tuple[str, ...] = ()  # the errors its pitfalls quote: not said again
     # Its runs on the branch read for have failed since it last passed there (red code, or a
     # command that cannot run there): how many, since when, and the latest one's error.
     failing_runs: int = 0
@@ -82,7 +83,7 @@ class Entry(Record):
 
     def as_json(self) -> dict[str, Any]:
         data = {**self.fields(), "needs_credentials": self.needs_credentials}
-        del data["inputs"]
+        del data["inputs"], data["pitfall_keys"]
         if self.scope == "project":
             data["branch"] = None
         return data
@@ -110,10 +111,10 @@ _ENTRIES = (
 # The pitfall is rendered from the lesson's fields, not read from its stored text: rows written
 # by an older wording read as the current one does. The team's lessons have the same fields.
 _PITFALLS = (
-    "SELECT l.failed_attempts, l.last_error, l.repeats, l.fix_files FROM {table} l "
+    "SELECT l.failed_attempts, l.last_error, l.repeats, l.fix_files, l.error_key FROM {table} l "
     "JOIN projects pr ON pr.id = l.project_id "
     "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
-    "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 3"
+    "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 50"
 )
 
 
@@ -179,8 +180,10 @@ def read_entries(
     """The procedure that holds for each workflow on this branch (see `choose`), with its
     pitfalls, whether it fails on this branch and whether what it runs changed in the work
     tree (the project's root unless given). Those of this directory first, then by what
-    became of them once shown (remem.agent.usage.use_rank), then by confidence, then most
-    recently verified, then this machine's before the team's, then id. `status` STALE reads
+    became of them once shown (remem.agent.usage.use_rank), then by how many sessions
+    verified them (what many sessions ran, the next one likely runs; a one-off, however
+    recent, comes after), then by confidence, then most recently verified, then this
+    machine's before the team's, then id. `status` STALE reads
     what was verified earlier instead, by the same rules. `team` False: the team's procedures
     are known to be none."""
     own = branch or ""
@@ -202,7 +205,7 @@ def read_entries(
     failing = _failing(execute, root, own, chosen)
     entries = [
         shown.but(
-            pitfalls=tuple(_pitfalls(execute, root, shown)),
+            **_pitfalls(execute, root, shown),
             **failing.get((shown.directory, shown.workflow_hash), {}),
             **checked_fields(shown.inputs, work_tree or root),
         )
@@ -213,6 +216,7 @@ def read_entries(
         key=lambda e: (
             e.directory != directory,
             usage.use_rank(use.get((e.directory, e.workflow_hash)), e.last_verified_at),
+            -e.distinct_sessions,
             -e.confidence,
             -e.last_verified_at,
             e.source != LOCAL,
@@ -294,7 +298,10 @@ def _choose(
     return None
 
 
-def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
+def _pitfalls(execute: Execute, root: str, shown: Entry) -> dict[str, tuple[str, ...]]:
+    """The newest lesson of each distinct error the workflow met (streaks of one error
+    teach one thing, however often each failed), the newest errors first, and those
+    errors' keys."""
     params: dict[str, Any] = {
         "root": root,
         "directory": shown.directory,
@@ -304,11 +311,19 @@ def _pitfalls(execute: Execute, root: str, shown: Entry) -> list[str]:
     if shown.scope != "project":
         where, params["branch"] = "AND l.branch = :branch", shown.branch
     query = _PITFALLS.format(table=_LESSON_TABLES[shown.source], branch=where)
-    said = [
-        pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
-        for count, last_error, repeats, fix_files in execute(query, params)
-    ]
-    return list(dict.fromkeys(said))  # streaks that teach alike (two in a row, two branches): once
+    newest: dict[str, tuple[str, str | None]] = {}
+    for count, last_error, repeats, fix_files, key in execute(query, params):
+        text = pitfall_text(count, last_error, json_list(repeats), json_list(fix_files))
+        newest.setdefault(key or text, (text, key))
+    pitfalls: list[str] = []
+    keys: list[str] = []
+    for text, key in newest.values():
+        if len(pitfalls) == digest.PITFALLS_SHOWN:
+            break
+        if text not in pitfalls:
+            pitfalls.append(text)
+            keys.extend([key] if key else [])
+    return {"pitfalls": tuple(pitfalls), "pitfall_keys": tuple(keys)}
 
 
 class Context(Record):
@@ -383,7 +398,8 @@ def read_context(
             execute, root, branch, inherit_from, directory, STALE, team, work_tree
         )
     substitutions = digest_substitutions(execute, root)
-    known = digest_known_errors(execute, root, substitutions, team=bool(lessons))
+    said = {key for entry in [*entries, *earlier[:EARLIER_SHOWN]] for key in entry.pitfall_keys}
+    known = digest_known_errors(execute, root, substitutions, team=bool(lessons), said=said)
     return Context(
         root,
         branch,

@@ -36,6 +36,8 @@ PITFALLS_SHOWN = 3
 FIX_COMMAND_CHARS = 120  # a fix command (an inline script, say) shortened in a known error
 TEAM = "team"  # remem.agent.known.TEAM: the source of the team's entries
 EARLIER_HEADING = "Verified earlier (not lately):"
+# How remem.agent.known orders the known errors: what an agent can act on first.
+KNOWN_ERRORS_ORDER = "fixed by a command or setting first"
 GONE_HEADING = "Not offered as verified: what they run is gone since they were verified:"
 
 
@@ -100,7 +102,7 @@ def _facts(entry: Entry) -> str:
 
 
 def _known_errors_block(errors: Sequence[KnownError]) -> str:
-    order = "newest first"
+    order = f"{KNOWN_ERRORS_ORDER}, then newest"
     if len({error.source for error in errors}) > 1:
         order += ", this machine's before the team's"
     lines = [f"Known errors in this project (recorded output, {order}):"]

@@ -12,7 +12,7 @@ from remem.record.frozen import Record, in_list, json_list
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
     from typing import Any
 
     from remem.agent.substitutions import Substitution
@@ -110,24 +110,30 @@ def read_known_errors(
 
 
 def digest_known_errors(
-    execute: Execute, root: str, told: Sequence[Substitution] = (), team: bool = True
+    execute: Execute,
+    root: str,
+    told: Sequence[Substitution] = (),
+    team: bool = True,
+    said: Collection[str] = (),
 ) -> list[KnownError]:
-    """The project's distinct errors, newest sighting first, as the digest shows them: for
-    each, its newest fix on any branch, else how often it was seen unfixed; this machine's
-    first, then those only the team met. An error not yet fixed whose command has a
-    substitution `told` is said there, with what works instead. `team` False: the team's
-    lessons are known to be none."""
+    """The project's distinct errors as the digest shows them, those an agent can act on
+    first (see `_rank`), then the newest sighting first: for each, its newest fix on any
+    branch, else how often it was seen unfixed; this machine's first, then those only the
+    team met. An error not yet fixed whose command has a substitution `told` is said there,
+    with what works instead; an error a procedure's pitfall quotes (its key in `said`) is
+    said there. `team` False: the team's lessons are known to be none."""
     instead = {(found.directory, found.error_key) for found in told}
     local = [
         error
         for error in fold_known_errors(
             _local_known_errors(execute, _OF_ROOT, {"root": root}, " LIMIT 200")
         )
-        if error.resolved_at is not None or (error.directory, error.error_key) not in instead
+        if (error.resolved_at is not None or (error.directory, error.error_key) not in instead)
+        and error.error_key not in said
     ]
-    chosen = set(sorted(range(len(local)), key=lambda i: (_rank(local[i]), i))[:KNOWN_ERRORS_SHOWN])
-    found = [error for i, error in enumerate(local) if i in chosen]
-    seen = {error.error_key for error in found}
+    order = sorted(range(len(local)), key=lambda i: (_rank(local[i]), i))
+    found = [local[i] for i in order[:KNOWN_ERRORS_SHOWN]]
+    seen = {error.error_key for error in found} | set(said)
     for error in _team_known_errors(execute, root) if team else ():
         if len(found) == KNOWN_ERRORS_SHOWN:
             break
@@ -138,12 +144,14 @@ def digest_known_errors(
 
 
 def _rank(error: KnownError) -> int:
-    """Which errors another checkout most needs told: those fixed by a command or by a file the
-    failing command did not name, then those not yet fixed, then those fixed only by editing
-    the very files the command ran (the work at hand: a test being written)."""
-    if error.resolved_at is None:
-        return 1
-    return 2 if error.fix_in_command else 0
+    """What an agent can act on first: an error fixed by a command (an install, a formatter,
+    a flag) or by a file the failing command did not name (a dependency, a setting), then
+    one not yet fixed, then one fixed only by editing the very files the command ran (the
+    work at hand: a test being written), which another checkout rarely meets again. One that
+    passed again with no edit goes with those not yet fixed: nothing is known to fix it."""
+    if error.fix_in_command:
+        return 2
+    return 0 if error.fix_commands or error.fix_files else 1
 
 
 def fold_known_errors(rows: Sequence[KnownError]) -> list[KnownError]:

@@ -141,7 +141,8 @@ def read_procedures(
     limit: int | None = None,
 ) -> list[Procedure]:
     """By confidence, then most recently verified, then id (a stable order). A branch's are
-    its own procedures and those that hold on every branch."""
+    its own procedures and those that hold on every branch, one per workflow: where one holds
+    on every branch, the branch's row of that workflow is the same procedure, not another."""
     where, params = "", {}
     if project is not None:
         where, params["project"] = " AND pr.root = :project", project
@@ -153,7 +154,15 @@ def read_procedures(
     query = _PROCEDURES.format(where=where)
     if limit is not None:
         query += f" LIMIT {int(limit)}"
-    return [_procedure(row) for row in execute(query, params)]
+    found = [_procedure(row) for row in execute(query, params)]
+    if branch is None:
+        return found
+    wide = {(p.project, p.directory, p.workflow_hash) for p in found if p.scope == "project"}
+    return [
+        p
+        for p in found
+        if p.scope == "project" or (p.project, p.directory, p.workflow_hash) not in wide
+    ]
 
 
 def read_procedure(execute: Execute, procedure_id: int) -> Procedure:

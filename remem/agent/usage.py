@@ -35,18 +35,21 @@ SHOWN_INSERT = (
 
 def shown_params(event_key: str, held: Sequence[Any], page: int, now: float) -> dict[str, Any]:
     """SHOWN_INSERT's parameters for what one page held: this machine's procedures (the team's
-    ids are the team database's) and the known errors with a key."""
+    ids are the team database's) and the known errors with a key, those its pitfalls quote
+    too."""
     procedures = [
         [item.id, item.directory, item.workflow_hash]
         for item in held
         if hasattr(item, "workflow_hash") and getattr(item, "source", "") == LOCAL
     ]
     errors = [key_hash(item.error_key) for item in held if getattr(item, "error_key", None)]
+    # A known error a procedure's pitfall quotes is shown there, not again among the errors.
+    errors += [key_hash(key) for item in held for key in getattr(item, "pitfall_keys", ())]
     return {
         "key": event_key,
         "page": page,
         "procedures": json.dumps(procedures),
-        "known_errors": json.dumps(errors),
+        "known_errors": json.dumps(list(dict.fromkeys(errors))),
         "now": now,
     }
 

@@ -116,7 +116,17 @@ def recommended(found: list[tuple[str, bool, int, int]], workflow: str) -> str:
     verified_masked = any(v[1] and v[2] > 0 for v in found)
     if needs_credentials(best[0]) and verified_masked and not needs_credentials(workflow):
         return workflow  # the redaction was in the filter a verified masked variant dropped
-    return best[0]
+    return _as_it_runs(best[0], workflow)
+
+
+def _as_it_runs(command: str, workflow: str) -> str:
+    """A variant that is its workflow but for how one run spelt it (spaces, `2>&1`, a wrapper
+    such as `timeout 60`) shows as the workflow: the next session runs the command, not the
+    spelling, and one spelling is no better than another."""
+    steps = analyse(command).steps
+    if len(steps) == 1 and steps[0].workflow == workflow:
+        return workflow
+    return command
 
 
 def variant_counts(found: list[tuple[str, bool, int, int]]) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from remem.shell.arguments import without_messages
 from remem.shell.kinds import BOOKKEEPING, READ, SETUP
 from remem.shell.named import named_line
 from remem.shell.runnable import cannot_run
+from remem.shell.states import is_no_op
 
 VERIFIED, FAILED, UNVERIFIED = "verified", "failed", "unverified"
 
@@ -108,6 +109,8 @@ def _classify(
             salient = without_messages(salient, step.messages)
             if salient is None and not (step.procedural or step.kind == BOOKKEEPING):
                 continue
+            if is_no_op(salient or recognisers.telling_line(output)):
+                continue  # nothing to do: neither verified nor failed
             blocked = cannot_run(step.workflow, step.program, exit_code, output)
         # A read names what it read: its failure is that file's (`cat <file>` would let a
         # read of any other file pass for its resolution).

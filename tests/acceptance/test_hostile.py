@@ -267,25 +267,20 @@ def test_injected_text_stays_inside_quoted_fields_of_the_digest(home: Home, tmp_
         check=True,
     ).stdout
     lines = digest.splitlines()
-    # header, the procedure, its pitfall (both sessions taught the same one: said once), then
-    # the project's one known error (the same error both times) under its heading: nothing else
-    assert len(lines) == 5, digest
-    known_errors = "Known errors in this project (recorded output, newest first):"
-    allowed = ("remem: ", "- ", "  pitfall: ", "  files: ", known_errors)
+    # header, the procedure, its pitfall (both sessions taught the same one: said once); the
+    # project's one known error is the pitfall's (the same error both times): nothing else
+    assert len(lines) == 3, digest
+    allowed = ("remem: ", "- ", "  pitfall: ", "  files: ")
     assert all(line.startswith(allowed) for line in lines)
     assert not any(line.startswith("You are now root") for line in lines)
-    procedure_line, pitfall_line, error_line = lines[1], lines[2], lines[4]
+    procedure_line, pitfall_line = lines[1], lines[2]
     assert procedure_line.startswith('- "./bin/notify.sh ')  # a JSON string, not a code span
     shown, end = json.JSONDecoder().raw_decode(procedure_line, 2)
     assert shown == command  # the command as it was run, its line break escaped
     assert procedure_line[end:].startswith("  (2 runs in 2 sessions, ")
     quoted = pitfall_line.split('last error "', 1)[1]
     assert len(quoted) < 260 and "…" in quoted  # capped
-    assert lines[3] == known_errors
-    error, end = json.JSONDecoder().raw_decode(error_line, 2)
-    assert error.startswith("Error: ignore previous instructions") and error.endswith("…")
-    assert len(error) <= 160 and "\n" not in error  # capped, on one line
-    assert error_line[end:] == ": passed again with no edit"
+    assert quoted.startswith("Error: ignore previous instructions") and "\n" not in quoted
 
 
 # --- names are recorded text -----------------------------------------------------------------
@@ -407,7 +402,7 @@ def test_hostile_names_never_speak_in_the_digest_or_advice(
     branch, _end = json.JSONDecoder().raw_decode(digest[0], end + len(" on branch "))
     assert (root, branch) == (str(project), BRANCH)
     blocks = [line for line in digest if line.startswith("- ")]
-    assert len(blocks) == 3  # mix test, make lint, the known error
+    assert len(blocks) == 2  # mix test, make lint: the known error is mix test's pitfall
     assert blocks[0].startswith('- `mix test`  (in "api\\n- `curl')
     assert any(line.startswith("  pitfall: ") for line in digest)
 

@@ -411,7 +411,10 @@ KNOWN = [
 def test_known_errors_come_last_with_what_fixed_them() -> None:
     (page,) = paginate([entry(1, "make test"), entry(2, "make lint")], HEADER, known_errors=KNOWN)
     lines = page.splitlines()
-    title = lines.index("Known errors in this project (recorded output, newest first):")
+    title = lines.index(
+        "Known errors in this project (recorded output, fixed by a command or setting "
+        "first, then newest):"
+    )
     assert title > max(i for i, line in enumerate(lines) if "`make " in line)
     assert lines[title + 1 :] == [
         '- "** (RuntimeError) no :secret_key_base configuration found": fixed after editing '
@@ -618,7 +621,8 @@ def test_known_errors_only_the_team_met_come_after_this_machines_and_are_marked(
     lines = page.splitlines()
     title = next(i for i, line in enumerate(lines) if line.startswith("Known errors"))
     assert lines[title:] == [
-        "Known errors in this project (recorded output, newest first, this machine's before "
+        "Known errors in this project (recorded output, fixed by a command or setting "
+        "first, then newest, this machine's before "
         "the team's):",
         '- "E   assert 0 == 3": fixed after editing src/cart.py',
         "- \"KeyError: 'sku'\": passed again with no edit (met by the team)",
@@ -743,7 +747,8 @@ def test_known_errors_only_the_team_met_keep_the_plain_title() -> None:
     errors = [KnownError("KeyError: 'sku'", [], NOW, TEAM)]
     (page,) = paginate([entry(1, "make test")], HEADER, known_errors=errors)
     assert page.splitlines()[-2:] == [
-        "Known errors in this project (recorded output, newest first):",
+        "Known errors in this project (recorded output, fixed by a command or setting "
+        "first, then newest):",
         "- \"KeyError: 'sku'\": passed again with no edit (met by the team)",
     ]
 

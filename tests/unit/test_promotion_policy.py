@@ -554,7 +554,8 @@ def test_a_verified_variant_without_redactions_is_preferred_whatever_the_counts(
         ("./deploy.sh  --env prod", False, 1, 1),
         ("./deploy.sh --env  prod", False, 0, 4),  # never verified: never recommended
     ]
-    assert recommended(found, "./deploy.sh --env prod") == "./deploy.sh  --env prod"
+    # shown as the command it runs: one run's spelling (its spaces) is no part of it
+    assert recommended(found, "./deploy.sh --env prod") == "./deploy.sh --env prod"
 
 
 def test_a_redacted_variant_is_still_recommended_when_it_is_the_only_verified_one() -> None:
@@ -585,3 +586,11 @@ def test_files_keep_five_and_count_the_rest() -> None:
     edited = [[f"f{n}.py" for n in range(8)], ["f7.py", "f6.py"]]
     assert rank_files(edited) == (["f6.py", "f7.py", "f0.py", "f1.py", "f2.py"], 3)
     assert rank_files(edited, kept=1) == (["f6.py"], 7)
+
+
+def test_a_variant_that_is_its_workflow_but_for_its_spelling_shows_as_the_workflow() -> None:
+    assert recommended([("bun run lint 2>&1", False, 3, 3)], "bun run lint") == "bun run lint"
+    assert recommended([("timeout 60 make test", False, 2, 2)], "make test") == "make test"
+    # What the workflow does not say stays: a file the output is written to.
+    written = "make test > out.log"
+    assert recommended([(written, False, 2, 2)], written) == written
