@@ -129,17 +129,24 @@ class Bookkeeping:
     """A program that keeps the repository's or the tracker's books: it changes no code and
     checks nothing, so it is never a procedure nor a fix (its failures are still errors that
     an agent meets: a hook that refused a commit, an upstream to set). `unless`: options that
-    make it other work (`git checkout -b`); `branch`: only with one operand that names a branch
-    rather than files (`git checkout feat/login`, not `git checkout src/app.py`)."""
+    make it other work (`git checkout -p`); `branch`: only with one operand that names a branch
+    rather than files (`git checkout feat/login`, not `git checkout src/app.py`), or with an
+    option that `creates` one (`git checkout -b feat/login origin/main`). Publishing is
+    bookkeeping too (`git push`, `gh pr create`): it changes no code here."""
 
     words: tuple[str, ...]
     example: str
     unless: frozenset[str] = frozenset()
     branch: bool = False
+    creates: frozenset[str] = frozenset()  # options that make a branch: books, whatever follows
 
 
-def _b(words: str, example: str, unless: str = "", branch: bool = False) -> Bookkeeping:
-    return Bookkeeping(tuple(words.split()), example, frozenset(unless.split()), branch)
+def _b(
+    words: str, example: str, unless: str = "", branch: bool = False, creates: str = ""
+) -> Bookkeeping:
+    return Bookkeeping(
+        tuple(words.split()), example, frozenset(unless.split()), branch, frozenset(creates.split())
+    )
 
 
 BOOKKEEPERS = (
@@ -148,8 +155,8 @@ BOOKKEEPERS = (
     _b("git branch", "git branch --show-current"),
     _b("git commit", "git commit -m 'Fix the cart total'"),
     _b("git push", "git push -u origin feat/login"),
-    _b("git checkout", "git checkout feat/login", "-b -B --orphan -p --patch --", branch=True),
-    _b("git switch", "git switch main", "-c -C --create --force-create --orphan", branch=True),
+    _b("git checkout", "git checkout feat/login", "-p --patch --", True, "-b -B --orphan"),
+    _b("git switch", "git switch main", "", True, "-c -C --create --force-create --orphan"),
     _b("gh issue list", "gh issue list --state open"),
     _b("gh issue view", "gh issue view 42 --comments"),
     _b("gh issue status", "gh issue status"),
@@ -164,6 +171,13 @@ BOOKKEEPERS = (
     _b("glab issue view", "glab issue view 12"),
     _b("glab mr list", "glab mr list"),
     _b("glab mr view", "glab mr view 7"),
+    _b("gh pr create", "gh pr create --title 'Add cart' --body 'Closes #3'"),
+    _b("gh pr edit", "gh pr edit 17 --add-label bug"),
+    _b("gh pr comment", "gh pr comment 17 --body 'Rebased'"),
+    _b("gh issue create", "gh issue create -t 'Crash' --body-file notes.md"),
+    _b("gh issue comment", "gh issue comment 42 --body 'Fixed in #43'"),
+    _b("gh issue close", "gh issue close 42"),
+    _b("glab mr create", "glab mr create --fill"),
 )
 _BOOKKEEPERS = {row.words: row for row in BOOKKEEPERS}
 # A word that names a file rather than a branch: `.`, or a name with an extension.
@@ -343,6 +357,8 @@ def is_bookkeeping(argv: Sequence[str]) -> bool:
     args = argv[len(row.words) :]
     if any(_matches(word, option, "") for word in args for option in row.unless):
         return False
+    if any(_matches(word, option, "") for word in args for option in row.creates):
+        return True
     # `-` alone is an operand: the branch checked out before (`git checkout -`).
     operands = [word for word in args if word == "-" or not word.startswith("-")]
     return not row.branch or (len(operands) == 1 and not _FILE_LIKE.search(operands[0]))

@@ -449,7 +449,7 @@ def test_characters_that_crash_the_grammar_s_scanner_are_read_safely(char: str) 
         ("kubectl get pods -n web", True),
         ("git ls-files priv/static/assets/", True),
         ("bd close spotter-fum.1 --reason=done", False),
-        ("gh pr create --fill", False),
+        ("gh pr create --fill", True),
         ("kubectl apply -f deploy.yaml", False),
     ],
 )
