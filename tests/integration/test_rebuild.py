@@ -760,3 +760,21 @@ def test_migration_0019_judges_stored_commands_past_their_wrappers(world: World)
     assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
     assert world.burst()["rebuilds"] == 1
     assert world.procedures("workflow", "verified_runs") == [("bun run test", 3)]
+
+
+def test_migration_0020_shows_the_command_a_procedure_runs(world: World) -> None:
+    """Before schema 0020, a procedure showed the spelling verified most often (`bun run
+    test 2>&1`) and `gh pr create` was a procedure. The rebuild 0020 asks for shows the
+    command it runs, and no pull request's creation."""
+    for _ in range(2):
+        world.post("bun run test 2>&1")
+        world.post("gh pr create --fill")
+    world.post("bun run test")
+    world.burst()
+    migrate.downgrade(world.engine, "0019")
+    with world.engine.begin() as connection:  # as the derivation before 0020 left it
+        connection.execute(text("UPDATE procedures SET command = 'bun run test 2>&1'"))
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert world.procedures("command", "verified_runs") == [("bun run test", 3)]
