@@ -90,10 +90,12 @@ def _escaped(char: str) -> str:
     return f"\\u{code:04x}"
 
 
-def escape_unsafe(text: str) -> str:
+def escape_unsafe(text: str, tabs: bool = False) -> str:
     """The text with each unsafe character (has_unsafe) as a \\uXXXX escape: for text JSON
     already quoted (it leaves C1 controls, U+2028 and bidi controls as they are), and for
-    recorded text shown inside remem's own wording."""
+    recorded text shown inside remem's own wording. `tabs`: a tab is kept (quote_line)."""
+    if tabs and "\t" in text:
+        return "\t".join(escape_unsafe(part) for part in text.split("\t"))
     if not has_unsafe(text):
         return text
     return "".join(map(_escaped, text))
@@ -102,6 +104,15 @@ def escape_unsafe(text: str) -> str:
 def quote_text(text: str) -> str:
     """Recorded text as a JSON string that stays on its line and sends a terminal nothing."""
     return escape_unsafe(json.dumps(text, ensure_ascii=False))
+
+
+def quote_line(line: str) -> str:
+    """A line of recorded output quoted as quote_text quotes it, its tabs kept as they were
+    printed (`gh pr checks` separates its columns with them): a tab neither ends a line nor
+    speaks to a terminal, and the quote reads as the line the agent has in front of it."""
+    if "\t" not in line:
+        return quote_text(line)
+    return '"' + "\t".join(quote_text(part)[1:-1] for part in line.split("\t")) + '"'
 
 
 def json_text(data: object) -> str:
