@@ -336,7 +336,7 @@ def render_hit(hit: Hit, show_project: bool = False) -> str:
     if hit.kind == "known_error":
         resolved_at = hit.at if hit.status == "fixed" else None
         error = KnownError(
-            hit.match or "", tuple(hit.fix_files), resolved_at,
+            hit.match or "", tuple(hit.fix_files), resolved_at, workflow=hit.command or None,
             fix_commands=tuple(hit.fix_commands), times_seen=hit.evidence,
         )  # fmt: skip
         lines.append(f"  {fix_text(error)}")
