@@ -338,10 +338,10 @@ def _substitution(
     rows: list[Any] = []
     if failure.workflow_hash is not None:
         params = {"project": failure.project_id, "value": failure.workflow_hash}
-        rows = [row for row in execute(_SUBSTITUTES, params) if _shows(row[9], lines)]
+        rows = [row for row in execute(_SUBSTITUTES, params) if _own(row, failure, lines) != ""]
     if not rows:
         found = _by_key(execute, _SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY, failure, lines)
-        rows = [row for row in found if _shows(row[9], lines)]
+        rows = [row for row in found if _own(row, failure, lines) != ""]
     best = _best_substitute(
         execute, failure.project_id, rows, failure.directory, failure.workflow_hash
     )
@@ -349,7 +349,7 @@ def _substitution(
         return []
     row, sessions, verified = best
     where = f" in {inert_path(row[1])}/" if row[1] != "." else ""
-    own = _own_line(lines()[row[9]]) if row[9] is not None else None
+    own = _own(row, failure, lines)
     said = _quoted(own) if own else "failed, no output recorded"
     times = "session" if sessions == 1 else "sessions"
     line = (
@@ -359,12 +359,19 @@ def _substitution(
     return [Advice(SUBSTITUTION, f"{row[3]}>{row[5]}", line, (row[5],))]
 
 
-def _shows(key: str | None, lines: Callable[[], dict[str, Shown]]) -> bool:
-    """Whether the failure shows the error of this key; for no key (no output recorded),
-    whether it printed nothing but a runner's exit notice."""
-    if key is not None:
-        return key in lines() and _own_line(lines()[key]) is not None
-    return all(_own_line(shown) is None for shown in lines().values())
+def _own(row: Any, failure: Failure, lines: Callable[[], dict[str, Shown]]) -> str | None:
+    """The failure's own line of a substitution's error; "" when it does not show it. A
+    substitution recorded with no output (None) is told only of a failure that printed
+    nothing but a runner's exit notice. The recorded line printed again word for word is
+    found without a pattern: a command that cannot run here fails alike every time."""
+    key, recorded = row[9], row[4]
+    if key is None:
+        return None if all(_own_line(s) is None for s in lines().values()) else ""
+    for text in (failure.output, failure.error_excerpt) if recorded else ():
+        if text and recorded in text:
+            return next(line.strip() for line in reversed(text.split("\n")) if recorded in line)
+    shown = lines().get(key)
+    return (_own_line(shown) if shown is not None else None) or ""
 
 
 def _best_substitute(

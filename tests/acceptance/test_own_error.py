@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.test_advice import LAZY, SECRET, Claude, context_of
+from tests.acceptance.test_advice import (
+    LAZY,
+    NOT_FOUND,
+    SECRET,
+    Claude,
+    context_of,
+    learn_pytest_substitute,
+)
 from tests.acceptance.test_context import make_project
 from tests.acceptance.test_truthful_digest import Codex
 from tests.acceptance.test_wrappers import BIOME, BIOME_LINE, NO_PYTEST
@@ -177,3 +184,16 @@ def test_the_file_the_error_names_comes_first(home: Home, project: Path) -> None
 
     digest = home.remem("context", "--cwd", str(project)).stdout
     assert known_fix(digest, "TS2322") == "fixed after editing src/cart.ts and 3 other files"
+
+
+def test_what_works_instead_is_told_only_of_a_failure_showing_its_error(
+    home: Home, project: Path
+) -> None:
+    """`pytest` is not found here and `.venv/bin/python -m pytest` works instead; a `pytest`
+    that ran and went red shows another error, and is told nothing of it."""
+    agent = Claude(home, project)
+    learn_pytest_substitute(agent)
+    red = "Exit code 1\nE       AssertionError: assert 9 == 10\n1 failed in 0.02s"
+    assert agent.failed("pytest", "red", red) == b""
+    text = context_of(agent.failed("pytest", "again", NOT_FOUND))
+    assert '"/bin/bash: line 1: pytest: command not found"' in text
