@@ -11,6 +11,7 @@ from remem import json_contract
 from remem.config import Settings
 from remem.record.quote import (
     NEEDS_CREDENTIALS,
+    edits_said,
     elsewhere,
     inert_command,
     inert_path,
@@ -33,9 +34,6 @@ if TYPE_CHECKING:
 COMMAND_CHARS = 600
 PITFALLS_SHOWN = 3
 FIX_COMMAND_CHARS = 120  # a fix command (an inline script, say) shortened in a known error
-# Edits of files a known error does not name, named up to this many; past it, counted: a
-# fix's files are what the session edited before the pass, a feature's work as often as not.
-OTHER_FILES_NAMED = 2
 TEAM = "team"  # remem.agent.known.TEAM: the source of the team's entries
 EARLIER_HEADING = "Verified earlier (not lately):"
 GONE_HEADING = "Not offered as verified: what they run is gone since they were verified:"
@@ -146,7 +144,7 @@ def known_error_line(error: KnownError) -> str:
 def fix_text(error: KnownError) -> str:
     """What fixed it, smallest first: the failing check's own fix alone when it ran
     (remem/shell/fixers.py); else the commands that changed something, then the files edited
-    (_edits)."""
+    (remem.record.quote.edits_said)."""
     if error.resolved_at is None:
         times = "time" if error.times_seen == 1 else "times"
         return f"seen {error.times_seen} {times}, not yet fixed"
@@ -160,32 +158,8 @@ def fix_text(error: KnownError) -> str:
     if commands:
         done.append("running " + ", ".join(_fix_command(c) for c in commands))
     if files:
-        done.append("editing " + _edits(error.error, files))
+        done.append("editing " + edits_said(error.error, files))
     return "fixed after " + " and ".join(done) if done else "passed again with no edit"
-
-
-def _edits(error: str, files: Sequence[str]) -> str:
-    """The files edited: those the error names first, then the others, named while they are
-    few and counted once they would crowd the line."""
-    named = [name for name in files if names_file(error, name)]
-    others = [name for name in files if name not in named]
-    if len(others) <= OTHER_FILES_NAMED:
-        return name_files(named + others)
-    counted = f"{len(others)} {'other ' if named else ''}files"
-    return f"{name_files(named)} and {counted}" if named else counted
-
-
-def names_file(line: str, name: str) -> bool:
-    """Whether an error line names a project file: its path, or its path's end, as a word
-    (`src/cart.py:12:5`, `./main.go:7:2:`, `app.ts(3,5):`, `'lib/cart.ex'`)."""
-    base = name.rsplit("/", 1)[-1]
-    if base not in line:
-        return False
-    for word in line.replace("(", " ").replace("'", " ").replace('"', " ").split():
-        word = word.split(":", 1)[0].strip("`,;").removeprefix("./")
-        if word and (word == name or word.endswith("/" + name) or name.endswith("/" + word)):
-            return True
-    return False
 
 
 def _fix_command(command: str) -> str:

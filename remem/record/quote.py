@@ -152,8 +152,39 @@ def pitfall_text(
     repeated = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
     if repeated:
         parts.append(repeated)
-    parts.append(f"fixed after editing {name_files(fix_files)}" if fix_files else NO_EDIT)
+    parts.append(
+        f"fixed after editing {edits_said(last_error, fix_files)}" if fix_files else NO_EDIT
+    )
     return "; ".join(parts)
+
+
+# Edits of files an error does not name, named up to this many; past it, counted: a fix's
+# files are what the session edited before the pass, a feature's work as often as not.
+OTHER_FILES_NAMED = 2
+
+
+def edits_said(error: str | None, files: Sequence[str]) -> str:
+    """The files edited before a pass: those the error line names first, then the others,
+    named while they are few and counted once they would crowd the line."""
+    named = [name for name in files if error and names_file(error, name)]
+    others = [name for name in files if name not in named]
+    if len(others) <= OTHER_FILES_NAMED:
+        return name_files(named + others)
+    counted = f"{len(others)} {'other ' if named else ''}files"
+    return f"{name_files(named)} and {counted}" if named else counted
+
+
+def names_file(line: str, name: str) -> bool:
+    """Whether an error line names a project file: its path, or its path's end, as a word
+    (`src/cart.py:12:5`, `./main.go:7:2:`, `app.ts(3,5):`, `'lib/cart.ex'`)."""
+    base = name.rsplit("/", 1)[-1]
+    if base not in line:
+        return False
+    for word in line.replace("(", " ").replace("'", " ").replace('"', " ").split():
+        word = word.split(":", 1)[0].strip("`,;").removeprefix("./")
+        if word and (word == name or word.endswith("/" + name) or name.endswith("/" + word)):
+            return True
+    return False
 
 
 _PATH_CHARS = frozenset("._/-+@=,~:")

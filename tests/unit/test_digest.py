@@ -533,13 +533,17 @@ def test_pitfall_wording_is_true_for_each_combination_of_output_and_edit(
     assert '""' not in text and "passed with no edit" not in text
 
 
-def test_pitfall_names_repeats_and_at_most_five_files() -> None:
+def test_pitfall_names_repeats_and_counts_the_files_no_error_names() -> None:
     files = [f"m{n}.py" for n in range(7)]
     assert pitfall_text(3, None, [[3, 1]], files) == (
         "failed 3 times before passing (the last with no output recorded); "
         "attempt 3 repeated attempt 1's change; "
-        "fixed after editing m0.py, m1.py, m2.py, m3.py, m4.py +2 more"
+        "fixed after editing 7 files"
     )
+    assert pitfall_text(1, "m5.py:3: E999", [], files[:3] + files[5:6]).endswith(
+        "fixed after editing m5.py and 3 other files"
+    )
+    assert pitfall_text(1, "E999", [], files[:2]).endswith("fixed after editing m0.py, m1.py")
 
 
 # --- the team's procedures (DESIGN.md §9): merged per workflow, marked as the team's ---------
