@@ -28,14 +28,14 @@ from remem.record.quote import (
     inert_command,
     inert_path,
     needs_credentials,
-    quote_text,
+    quote_line,
 )
 from remem.record.sha import sha256_hex
 from remem.shell.plain import plain_form, plain_workflow
 
 TYPE_CHECKING = False  # `typing` is not imported on the hook's hot path
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from remem.db.snapshot import Execute
@@ -65,15 +65,11 @@ class Failure(Record):
     output: str | None
     error_excerpt: str | None
 
-    def line_keys(self, branch: str | None) -> list[str]:
-        """The error keys of every line it printed, `branch` masked: the one the worker will
-        key is among them. A handful of patterns, not the whole recogniser table."""
-        return line_keys(branch, self.output, self.error_excerpt)
-
-    def error(self) -> str | None:
-        """Its error line, as the worker reads it: costly (the recogniser table), asked only
-        once a line's key matched something recorded."""
-        return error_of(self.command, self.output, self.error_excerpt)
+    def keyed_lines(self, branch: str | None) -> dict[str, Shown]:
+        """The error keys of every line it printed, `branch` masked, each with the line that
+        showed it nearest the end: the one the worker will key is among them. A handful of
+        patterns, not the whole recogniser table."""
+        return keyed_lines(branch, self.output, self.error_excerpt)
 
 
 class Advice(Record):
@@ -92,21 +88,12 @@ class Advice(Record):
 
 def error_of(command: str | None, output: str | None, error_excerpt: str | None) -> str | None:
     """The failure's error line, as the worker reads it (remem.procedures.steps, .lessons)."""
-    from remem.shell import recognisers  # once a recorded key may match: see _by_key
+    from remem.shell import recognisers  # the whole table: never on the hook's path
     from remem.shell.states import is_no_op
 
     line = recognisers.salient_line(command, output or error_excerpt)
     line = line or recognisers.telling_line(error_excerpt)
     return None if is_no_op(line) else line  # nothing to do is no error
-
-
-def key_of(line: str | None, branch: str | None = None) -> str | None:
-    """The error key of an error line, `branch` masked as known errors have it. The worker
-    keys no bare summary ("3 tests, 1 failure"), so no stored key is a summary's: asking
-    whether the line is one would cost the whole table to say what a lookup already says."""
-    from remem.shell import recognisers
-
-    return recognisers.error_key(line, branch) if line and line.strip() else None
 
 
 def plain_workflow_hash(command: str | None) -> str | None:
@@ -128,22 +115,39 @@ def _hashed(text: str | None) -> str | None:
 LINES_KEYED = 400  # an output excerpt holds 4,000 characters: far fewer lines than this
 
 
-def line_keys(branch: str | None, *texts: str | None) -> list[str]:
-    """The error key of each line of the texts, whole and cut as a salient line is."""
+class Shown(Record):
+    """A line a failure printed, as it printed it (stripped), and how near its end: the
+    greater `rank`, the nearer."""
+
+    rank: tuple[int, int]
+    line: str
+
+
+def keyed_lines(branch: str | None, *texts: str | None) -> dict[str, Shown]:
+    """The error key of each line of the texts, whole and cut as a salient line is, with the
+    last line that has it. An earlier text ranks above a later one, which is its head (a
+    failure's output, then its error excerpt): a later text only adds the keys it alone has."""
     from remem.shell import recognisers
 
-    keys: set[str] = set()
-    for text in texts:
-        for line in (text or "").replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-            line = line.strip()
-            if line:
-                keys.update(
-                    (
-                        recognisers.error_key(line, branch),
-                        recognisers.error_key(line[: recognisers.SALIENT_MAX_CHARS], branch),
-                    )
-                )
-    return sorted(keys)[:LINES_KEYED]
+    found: dict[str, Shown] = {}
+    for order, text in enumerate(texts):
+        lines = (text or "").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        for index in range(len(lines) - 1, -1, -1):  # from the end: the nearest is kept
+            line = lines[index].strip()
+            if not line:
+                continue
+            keys = {recognisers.error_key(line, branch)}
+            if len(line) > recognisers.SALIENT_MAX_CHARS:
+                keys.add(recognisers.error_key(line[: recognisers.SALIENT_MAX_CHARS], branch))
+            for key in keys:
+                if key not in found and len(found) < LINES_KEYED:
+                    found[key] = Shown((-order, index), line)
+    return found
+
+
+def line_keys(branch: str | None, *texts: str | None) -> list[str]:
+    """The error key of each line of the texts, whole and cut as a salient line is."""
+    return sorted(keyed_lines(branch, *texts))
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -168,7 +172,7 @@ _KNOWN_KEYS = (
 )
 _KNOWN_BY_KEY = (
     "SELECT id, directory, branch, error, last_seen_at, fix_files, fix_commands, times_seen, "
-    "sessions, resolved_at, error_key, fix_in_command FROM known_errors "
+    "sessions, resolved_at, error_key, fix_in_command, workflow FROM known_errors "
     "WHERE project_id = :project AND error_key IN ({keys}) AND resolved_at IS NOT NULL "
     "ORDER BY resolved_at DESC LIMIT 50"
 )
@@ -218,9 +222,18 @@ def read_failure(execute: Execute, event: Any) -> Failure | None:
 
 
 def advise_failure(execute: Execute, failure: Failure) -> list[Advice]:
-    """What is known of this failure here: the fix of the same error, then what worked instead
-    of the same command or after the same error."""
-    return [*_known_error(execute, failure), *_substitution(execute, failure)]
+    """What is known of this failure here: the fix of an error it shows, then what worked
+    instead of the same command or after an error it shows. Each quotes the failure's own
+    line (DESIGN.md §6): never a line recorded of another run, nor another error of the same
+    command."""
+    seen: dict[str | None, dict[str, Shown]] = {}
+
+    def lines() -> dict[str, Shown]:
+        if failure.branch not in seen:
+            seen[failure.branch] = failure.keyed_lines(failure.branch)
+        return seen[failure.branch]
+
+    return [*_known_error(execute, failure, lines), *_substitution(execute, failure, lines)]
 
 
 def _by_key(
@@ -228,15 +241,13 @@ def _by_key(
     keys_query: str,
     query: str,
     failure: Failure,
-    key_column: int,
-    branch: str | None = None,
+    lines: Callable[[], dict[str, Shown]],
 ) -> list[Any]:
-    """The rows of `query` (project_id = :project AND error_key IN ({keys})) whose key is this
-    failure's, in three steps, each only when the one before found something: the keys
-    recorded here whose words all appear in what it printed (`keys_query`, read from an index
-    alone); the keys of its lines, one indexed probe each; the key of the line the worker
-    will key. A failure nothing is known of stops at the first, before any pattern is
-    compiled."""
+    """The rows of `query` (project_id = :project AND error_key IN ({keys})) whose key one of
+    this failure's lines has, in two steps, the second only when the first found something:
+    the keys recorded here whose words all appear in what it printed (`keys_query`, read from
+    an index alone); the keys of its lines, one indexed probe each. A failure nothing is known
+    of stops at the first, before any pattern is compiled."""
     params: dict[str, Any] = {"project": failure.project_id}
     recorded = [row[0] for row in execute(keys_query, params)]
     text = "\n".join(t for t in (failure.output, failure.error_excerpt) if t)
@@ -246,14 +257,10 @@ def _by_key(
         text = recognisers.without_colours(text)
     if len(recorded) <= KEYS_READ and not any(literally_in(key, text) for key in recorded):
         return []
-    keys = failure.line_keys(branch)
+    keys = sorted(lines())
     if not keys:
         return []
-    rows = execute(query.format(keys=in_list("k", keys, params)), params)
-    if not rows:
-        return []
-    key = key_of(failure.error(), branch)
-    return [row for row in rows if key is not None and row[key_column] == key]
+    return list(execute(query.format(keys=in_list("k", keys, params)), params))
 
 
 def literally_in(key: str, text: str) -> bool:
@@ -263,26 +270,46 @@ def literally_in(key: str, text: str) -> bool:
     return all(word in text for word in key.split(" ") if "<" not in word and "N" not in word)
 
 
-def _known_error(execute: Execute, failure: Failure) -> list[Advice]:
-    """The fix of the same error met here before, on any branch: in this directory first,
-    then the newest fixed. One that passed again with no change, or whose fix was only editing
-    the files the failing command ran (a test being written), teaches nothing and is left."""
-    found = _by_key(execute, _KNOWN_KEYS, _KNOWN_BY_KEY, failure, 10, failure.branch)
+def _own_line(shown: Shown) -> str | None:
+    """A line a failure printed as advice quotes it, colours removed; None for a runner's exit
+    notice (`error: script "lint" exited with code 1`), which says how a run ended, never
+    why, and is the same for every failure of its script."""
+    from remem.shell import recognisers
+    from remem.shell.exits import is_runner_exit  # a line matched something recorded
+
+    line = recognisers.without_colours(shown.line) if "\x1b" in shown.line else shown.line
+    return None if is_runner_exit(line) else line
+
+
+def _known_error(
+    execute: Execute, failure: Failure, lines: Callable[[], dict[str, Shown]]
+) -> list[Advice]:
+    """The fix of an error the failure shows, met here before on any branch: of the errors it
+    shows, the one nearest its end; then in this directory first, then the newest fixed. One
+    that passed again with no change, or whose fix was only editing the files the failing
+    command ran (a test being written), teaches nothing and is left."""
+    found = _by_key(execute, _KNOWN_KEYS, _KNOWN_BY_KEY, failure, lines)
     rows = [row for row in found if (json_list(row[5]) or json_list(row[6])) and not row[11]]
     if not rows:
         return []
-    row = min(rows, key=lambda r: (r[1] != failure.directory, -r[9]))
+    shown = lines()
+    own = {key: _own_line(shown[key]) for key in {row[10] for row in rows}}
+    rows = [row for row in rows if own[row[10]] is not None]
+    if not rows:
+        return []
+    row = max(rows, key=lambda r: (shown[r[10]].rank, r[1] == failure.directory, r[9]))
     from remem.agent.digest import fix_text
     from remem.agent.known import KnownError  # a match only
 
     fixed = KnownError(
-        row[3], tuple(json_list(row[5])), row[9], fix_commands=tuple(json_list(row[6]))
-    )
+        row[3], tuple(json_list(row[5])), row[9], workflow=row[12],
+        fix_commands=tuple(json_list(row[6])),
+    )  # fmt: skip
     where = f" in {inert_path(row[1])}/" if row[1] != "." else ""
     times = "time" if row[7] == 1 else "times"
     sessions = "session" if row[8] == 1 else "sessions"
     seen = f"seen {row[7]} {times} in {row[8]} {sessions}, last on branch {inert_path(row[2])}"
-    line = f"- {_quoted(row[3])}{where} ({seen} on {date(row[4])}): {fix_text(fixed)}"
+    line = f"- {_quoted(own[row[10]] or '')}{where} ({seen} on {date(row[4])}): {fix_text(fixed)}"
     hashes = (plain_workflow_hash(command) for command in fixed.fix_commands)
     follow = tuple(dict.fromkeys(h for h in hashes if h is not None))
     line += _fixes_changed(execute, failure.project_id, follow)
@@ -319,28 +346,48 @@ def _inputs_said(inputs: str, root: str) -> str:
     return said
 
 
-def _substitution(execute: Execute, failure: Failure) -> list[Advice]:
-    # What passed instead of this very workflow first; else of any that failed with its error.
+def _substitution(
+    execute: Execute, failure: Failure, lines: Callable[[], dict[str, Shown]]
+) -> list[Advice]:
+    """What passed instead of this very workflow after an error it shows now, first; else
+    instead of any that failed with an error it shows. Quoted is its own line of that error;
+    a substitution recorded with no output is told only of a failure that printed none."""
     rows: list[Any] = []
     if failure.form_hash is not None:
         params = {"project": failure.project_id, "value": failure.form_hash}
-        rows = list(execute(_SUBSTITUTES, params))
+        rows = [row for row in execute(_SUBSTITUTES, params) if _own(row, failure, lines) != ""]
     if not rows:
-        keys = (_SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY)
-        rows = _by_key(execute, *keys, failure, 9, failure.branch)
+        found = _by_key(execute, _SUBSTITUTE_KEYS, _SUBSTITUTES_BY_KEY, failure, lines)
+        rows = [row for row in found if _own(row, failure, lines) != ""]
     best = _best_substitute(execute, failure.project_id, rows, failure.directory, failure.form_hash)
     if best is None:
         return []
     row, sessions, verified = best
     passed = verified is not None or _passed(execute, row)
     where = f" in {inert_path(row[1])}/" if row[1] != "." else ""
-    said = _quoted(row[4]) if row[4] else "failed, no output recorded"
+    own = _own(row, failure, lines)
+    said = _quoted(own) if own else "failed, no output recorded"
     times = "session" if sessions == 1 else "sessions"
     line = (
         f"- {_command(row[2])}{where}: {said} ({sessions} {times}, last {date(row[8])})"
         f" — {_use(row[6], verified, elsewhere(row[10], row[1]), passed)}"
     )
     return [Advice(SUBSTITUTION, f"{row[3]}>{row[5]}", line, (row[5],))]
+
+
+def _own(row: Any, failure: Failure, lines: Callable[[], dict[str, Shown]]) -> str | None:
+    """The failure's own line of a substitution's error; "" when it does not show it. A
+    substitution recorded with no output (None) is told only of a failure that printed
+    nothing but a runner's exit notice. The recorded line printed again word for word is
+    found without a pattern: a command that cannot run here fails alike every time."""
+    key, recorded = row[9], row[4]
+    if key is None:
+        return None if all(_own_line(s) is None for s in lines().values()) else ""
+    for text in (failure.output, failure.error_excerpt) if recorded else ():
+        if text and recorded in text:
+            return next(line.strip() for line in reversed(text.split("\n")) if recorded in line)
+    shown = lines().get(key)
+    return (_own_line(shown) if shown is not None else None) or ""
 
 
 def _best_substitute(
@@ -478,7 +525,7 @@ def render(found: Sequence[Advice], before: bool = False) -> str | None:
     if not found:
         return None
     said = "this command failed here before" if before else "this failure is known in this project"
-    lines = (escape_unsafe(advice.line) for advice in found)
+    lines = (escape_unsafe(advice.line, tabs=True) for advice in found)
     text = "\n".join([HEADER.format(said=said), *lines])
     return text if len(text) <= ADVICE_CHARS else text[: ADVICE_CHARS - 1] + "…"
 
@@ -507,4 +554,4 @@ def _command(command: str) -> str:
 
 def _quoted(line: str) -> str:
     shown = line if len(line) <= QUOTED_CHARS else line[: QUOTED_CHARS - 1] + "…"
-    return quote_text(shown)
+    return quote_line(shown)

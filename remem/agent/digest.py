@@ -12,6 +12,7 @@ from remem.agent.substitutions import RAN_RED
 from remem.config import Settings
 from remem.record.quote import (
     NEEDS_CREDENTIALS,
+    edits_said,
     elsewhere,
     inert_command,
     inert_path,
@@ -146,15 +147,23 @@ def known_error_line(error: KnownError) -> str:
 
 
 def fix_text(error: KnownError) -> str:
-    """What fixed it: the files edited and the commands that passed in between."""
+    """What fixed it, smallest first: the failing check's own fix alone when it ran
+    (remem/shell/fixers.py); else the commands that changed something, then the files edited
+    (remem.record.quote.edits_said)."""
     if error.resolved_at is None:
         times = "time" if error.times_seen == 1 else "times"
         return f"seen {error.times_seen} {times}, not yet fixed"
+    commands, files = error.fix_commands, error.fix_files
+    if len(commands) == 1 and not files and error.workflow:
+        from remem.shell.fixers import fixes_check  # a fix that is a command only
+
+        if fixes_check(commands[0], error.workflow):
+            return f"fixed by running {_fix_command(commands[0])}"
     done = []
-    if error.fix_files:
-        done.append(f"editing {name_files(error.fix_files)}")
-    if error.fix_commands:
-        done.append("running " + ", ".join(_fix_command(c) for c in error.fix_commands))
+    if commands:
+        done.append("running " + ", ".join(_fix_command(c) for c in commands))
+    if files:
+        done.append("editing " + edits_said(error.error, files))
     return "fixed after " + " and ".join(done) if done else "passed again with no edit"
 
 

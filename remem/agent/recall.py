@@ -29,10 +29,10 @@ from remem.json_contract import date
 from remem.record.quote import (
     NEEDS_CREDENTIALS,
     NO_EDIT,
+    edits_said,
     escape_unsafe,
     inert_command,
     inert_path,
-    name_files,
     needs_credentials,
     quote_text,
 )
@@ -331,12 +331,13 @@ def render_hit(hit: Hit, show_project: bool = False) -> str:
     if hit.match is not None:
         lines.append(f"  matched: {quote_text(hit.match)}")
     if hit.kind == "lesson":
-        fixed = f"fixed after editing {name_files(hit.fix_files)}" if hit.fix_files else NO_EDIT
+        files = hit.fix_files
+        fixed = f"fixed after editing {edits_said(hit.match, files)}" if files else NO_EDIT
         lines.append(f"  {fixed}")
     if hit.kind == "known_error":
         resolved_at = hit.at if hit.status == "fixed" else None
         error = KnownError(
-            hit.match or "", tuple(hit.fix_files), resolved_at,
+            hit.match or "", tuple(hit.fix_files), resolved_at, workflow=hit.command or None,
             fix_commands=tuple(hit.fix_commands), times_seen=hit.evidence,
         )  # fmt: skip
         lines.append(f"  {fix_text(error)}")

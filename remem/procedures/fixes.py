@@ -3,6 +3,8 @@ that showed it, read in order up to what resolved it. Files edited count, and so
 that ran and passed, but not read-only ones, nor runs of a family that changes nothing it
 checks (another test suite), nor runs of the failing workflow itself.
 
+The failing check's own tool told to fix what it reports (`bun run lint:fix` after `bun run
+lint`, `cargo fmt` after `cargo fmt --check`: remem/shell/fixers.py) is the fix, named alone.
 Another run of the same tool ends the fix: a variant of the command that passed (its words and
 more, `git push --set-upstream origin <branch>` after `git push`; or with an option added or
 an argument left out, `git add -f <path>` after `git add <paths>`) is the fix and resolves the
@@ -23,6 +25,7 @@ from remem.procedures.lessons import in_project
 from remem.record.forgotten import holds_forgotten
 from remem.shell import recognisers
 from remem.shell.analysis import analyse
+from remem.shell.fixers import fixes_check
 
 COMMANDS_KEPT = 5
 
@@ -46,11 +49,17 @@ class Fix:
     commands: tuple[str, ...]
     # A passing run of the same command with more words: it resolved the error itself.
     resolved_by: Between | None = None
+    own: bool = False  # its one command is the failing check's own fix (fixers.py)
 
     def adding(self, other: Fix) -> Fix:
+        if self.own or other.own:
+            return (self if self.own else other).but_resolved_by(self.resolved_by)
         files = tuple(sorted({*self.files, *other.files}))
         commands = tuple(dict.fromkeys((*self.commands, *other.commands)))[:COMMANDS_KEPT]
         return Fix(files, commands, self.resolved_by)
+
+    def but_resolved_by(self, resolved_by: Between | None) -> Fix:
+        return Fix(self.files, self.commands, resolved_by, self.own)
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ class Failing:
 def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] = ()) -> Fix:
     files: set[str] = set()
     commands: dict[str, None] = {}
+    fixer: list[str] = []  # the failing check's own fix that passed (fixers.py): the fix
     for event in events:
         if event.kind == "edit":
             files.update(in_project(event.files))
@@ -74,37 +84,53 @@ def read_fix(events: Iterable[Between], failing: Failing, ignore: Sequence[str] 
         for step in analyse(event.command, ignore).steps:
             if not (step.procedural or step.read_only) or holds_forgotten(step.workflow):
                 continue  # an inline script, a file write, a masked word: no command to name
-            own, same, more, reads_only = _relation(step.workflow, step.family, failing.workflow)
+            own, same, more, reads_only, fixes = _relation(
+                step.workflow, step.family, failing.workflow
+            )
             if own:  # its run, on any file
                 if step.read_only and event.succeeded:
-                    return Fix(_sorted(files), _kept(commands), event)
+                    return _found(files, commands, fixer, event)
+                continue
+            named = recognisers.mask_branch(step.workflow, failing.branch)
+            if event.succeeded and fixes and not fixer:
+                fixer.append(named)
                 continue
             if not same:
                 if event.succeeded and step.procedural and not reads_only:
-                    commands[recognisers.mask_branch(step.workflow, failing.branch)] = None
+                    commands[named] = None
                 continue
             if not event.succeeded and _shows(step.workflow, event.output, failing):
                 continue
             resolved = None
             if event.succeeded and more:
-                commands[recognisers.mask_branch(step.workflow, failing.branch)] = None
+                commands[named] = None
                 resolved = event
-            return Fix(_sorted(files), _kept(commands), resolved)
-    return Fix(_sorted(files), _kept(commands))
+            return _found(files, commands, fixer, resolved)
+    return _found(files, commands, fixer)
+
+
+def _found(
+    files: set[str], commands: dict[str, None], fixer: list[str], resolved: Between | None = None
+) -> Fix:
+    """The fix read: the check's own fix alone when one ran, else every change."""
+    if fixer:
+        return Fix((), tuple(fixer), resolved, own=True)
+    return Fix(_sorted(files), _kept(commands), resolved)
 
 
 @lru_cache(maxsize=4_096)
-def _relation(workflow: str, family: str, failing: str) -> tuple[bool, bool, bool, bool]:
+def _relation(workflow: str, family: str, failing: str) -> tuple[bool, bool, bool, bool, bool]:
     """How a step (its workflow and family) stands to the failing workflow, remembered: the
     same few commands follow a session's failures. Whether it is a run of the failing workflow
-    itself, of its tool (_same_tool), a variant that resolves it (runs_more), and whether its
-    family changes nothing it checks."""
+    itself, of its tool (_same_tool), a variant that resolves it (runs_more), whether its
+    family changes nothing it checks, and whether it is the check's own fix (fixes_check)."""
     forms = (workflow, family)
     return (
         failing in forms,
         any(_same_tool(form, failing) for form in forms),
         any(runs_more(form, failing) for form in forms),
         recognisers.reads_only(workflow),
+        any(fixes_check(form, failing) for form in forms),
     )
 
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from remem.json_contract import date
 from remem.record.frozen import Record
-from remem.record.quote import NO_EDIT, inert_path, pitfall_text
+from remem.record.quote import NO_EDIT, edits_said, inert_path, pitfall_text
 from remem.record.quote import quote_excerpt as quote
 from remem.shell import recognisers
 from remem.shell.recognisers import telling_line
@@ -63,7 +63,7 @@ def distill(
         repeated = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
         body.append(repeated[0].upper() + repeated[1:] + ".")
     files = tuple(fix_files)
-    body.append(_fixed(files))
+    body.append(_fixed(files, last_error))
     return Lesson(
         count,
         first_error,
@@ -82,8 +82,8 @@ _pitfall = lru_cache(maxsize=1_024)(pitfall_text)
 
 
 @lru_cache(maxsize=1_024)
-def _fixed(files: tuple[str, ...]) -> str:
-    fix = f"fixed after editing {name_files(files)}" if files else NO_EDIT
+def _fixed(files: tuple[str, ...], error: str | None) -> str:
+    fix = f"fixed after editing {edits_said(error, files)}" if files else NO_EDIT
     return fix[0].upper() + fix[1:] + "."
 
 

@@ -90,10 +90,12 @@ def _escaped(char: str) -> str:
     return f"\\u{code:04x}"
 
 
-def escape_unsafe(text: str) -> str:
+def escape_unsafe(text: str, tabs: bool = False) -> str:
     """The text with each unsafe character (has_unsafe) as a \\uXXXX escape: for text JSON
     already quoted (it leaves C1 controls, U+2028 and bidi controls as they are), and for
-    recorded text shown inside remem's own wording."""
+    recorded text shown inside remem's own wording. `tabs`: a tab is kept (quote_line)."""
+    if tabs and "\t" in text:
+        return "\t".join(escape_unsafe(part) for part in text.split("\t"))
     if not has_unsafe(text):
         return text
     return "".join(map(_escaped, text))
@@ -102,6 +104,15 @@ def escape_unsafe(text: str) -> str:
 def quote_text(text: str) -> str:
     """Recorded text as a JSON string that stays on its line and sends a terminal nothing."""
     return escape_unsafe(json.dumps(text, ensure_ascii=False))
+
+
+def quote_line(line: str) -> str:
+    """A line of recorded output quoted as quote_text quotes it, its tabs kept as they were
+    printed (`gh pr checks` separates its columns with them): a tab neither ends a line nor
+    speaks to a terminal, and the quote reads as the line the agent has in front of it."""
+    if "\t" not in line:
+        return quote_text(line)
+    return '"' + "\t".join(quote_text(part)[1:-1] for part in line.split("\t")) + '"'
 
 
 def json_text(data: object) -> str:
@@ -141,8 +152,39 @@ def pitfall_text(
     repeated = "; ".join(f"attempt {n} repeated attempt {of}'s change" for n, of in repeats)
     if repeated:
         parts.append(repeated)
-    parts.append(f"fixed after editing {name_files(fix_files)}" if fix_files else NO_EDIT)
+    parts.append(
+        f"fixed after editing {edits_said(last_error, fix_files)}" if fix_files else NO_EDIT
+    )
     return "; ".join(parts)
+
+
+# Edits of files an error does not name, named up to this many; past it, counted: a fix's
+# files are what the session edited before the pass, a feature's work as often as not.
+OTHER_FILES_NAMED = 2
+
+
+def edits_said(error: str | None, files: Sequence[str]) -> str:
+    """The files edited before a pass: those the error line names first, then the others,
+    named while they are few and counted once they would crowd the line."""
+    named = [name for name in files if error and names_file(error, name)]
+    others = [name for name in files if name not in named]
+    if len(others) <= OTHER_FILES_NAMED:
+        return name_files(named + others)
+    counted = f"{len(others)} {'other ' if named else ''}files"
+    return f"{name_files(named)} and {counted}" if named else counted
+
+
+def names_file(line: str, name: str) -> bool:
+    """Whether an error line names a project file: its path, or its path's end, as a word
+    (`src/cart.py:12:5`, `./main.go:7:2:`, `app.ts(3,5):`, `'lib/cart.ex'`)."""
+    base = name.rsplit("/", 1)[-1]
+    if base not in line:
+        return False
+    for word in line.replace("(", " ").replace("'", " ").replace('"', " ").split():
+        word = word.split(":", 1)[0].strip("`,;").removeprefix("./")
+        if word and (word == name or word.endswith("/" + name) or name.endswith("/" + word)):
+            return True
+    return False
 
 
 _PATH_CHARS = frozenset("._/-+@=,~:")

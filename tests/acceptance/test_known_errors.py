@@ -60,7 +60,7 @@ def test_a_real_session_teaches_each_of_its_errors_with_its_own_fix(
     found = known_lines(digest)
 
     lazy_html = the_one(found, "requires lazy_html as a test dependency")
-    assert lazy_html == "fixed after editing mix.exs and running `mix deps.get`"
+    assert lazy_html == "fixed after running `mix deps.get` and editing mix.exs"
     secret = the_one(found, "no :secret_key_base configuration found")
     assert secret == "fixed after editing config/test.exs"
     # The branch's name is masked where it names the branch.

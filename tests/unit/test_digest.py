@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from remem.agent.context import Entry, choose, make_entry
 from remem.agent.digest import (
     COMMAND_CHARS,
+    fix_text,
     header_for,
     known_error_line,
     paginate,
@@ -420,8 +421,8 @@ def test_known_errors_come_last_with_what_fixed_them() -> None:
         '- "** (RuntimeError) no :secret_key_base configuration found": fixed after editing '
         "config/dev.exs",
         '- "error[E0425]: cannot find value `x` in this scope": passed again with no edit',
-        "- \"ModuleNotFoundError: No module named 'cart'\": fixed after editing m0.py, m1.py, "
-        "m2.py, m3.py, m4.py +3 more",
+        # Eight edits the error names none of: counted, not listed.
+        "- \"ModuleNotFoundError: No module named 'cart'\": fixed after editing 8 files",
     ]
 
 
@@ -535,13 +536,17 @@ def test_pitfall_wording_is_true_for_each_combination_of_output_and_edit(
     assert '""' not in text and "passed with no edit" not in text
 
 
-def test_pitfall_names_repeats_and_at_most_five_files() -> None:
+def test_pitfall_names_repeats_and_counts_the_files_no_error_names() -> None:
     files = [f"m{n}.py" for n in range(7)]
     assert pitfall_text(3, None, [[3, 1]], files) == (
         "failed 3 times before passing (the last with no output recorded); "
         "attempt 3 repeated attempt 1's change; "
-        "fixed after editing m0.py, m1.py, m2.py, m3.py, m4.py +2 more"
+        "fixed after editing 7 files"
     )
+    assert pitfall_text(1, "m5.py:3: E999", [], files[:3] + files[5:6]).endswith(
+        "fixed after editing m5.py and 3 other files"
+    )
+    assert pitfall_text(1, "E999", [], files[:2]).endswith("fixed after editing m0.py, m1.py")
 
 
 # --- the team's procedures (DESIGN.md §9): merged per workflow, marked as the team's ---------
@@ -837,7 +842,7 @@ def test_a_known_error_names_its_fix_commands_or_how_often_it_was_seen_unfixed()
     lines = page.splitlines()
     title = next(i for i, line in enumerate(lines) if line.startswith("Known errors"))
     assert lines[title + 1 :] == [
-        '- "lazy_html missing": fixed after editing mix.exs and running `mix deps.get`',
+        '- "lazy_html missing": fixed after running `mix deps.get` and editing mix.exs',
         '- "no upstream": fixed after running `git push -u origin <branch>`',
         '- "linker `cc` not found": seen 3 times, not yet fixed',
         '- "flaky": seen 1 time, not yet fixed',
@@ -881,3 +886,24 @@ def test_a_known_error_cut_off_its_page_is_not_held() -> None:
     assert 0 < len(kept) < 5
     assert all(known_error_line(error) in text for error in errors[: len(kept)])
     assert known_error_line(errors[len(kept)]) not in text  # cut short: not shown whole
+
+
+def test_a_fix_says_the_check_s_own_fix_alone_then_commands_then_named_files() -> None:
+    def fix(error: str, files: list[str], commands: tuple[str, ...], workflow: str) -> str:
+        return fix_text(KnownError(error, files, NOW, workflow=workflow, fix_commands=commands))
+
+    lint = "× Formatter would have printed the following content:"
+    assert fix(lint, [], ("bun run lint:fix",), "bun run lint") == (
+        "fixed by running `bun run lint:fix`"
+    )
+    assert fix(lint, [], ("bun run lint:fix",), "bun run test") == (
+        "fixed after running `bun run lint:fix`"
+    )
+    tsc = "src/cart.ts(3,5): error TS2322: Type 'string' is not assignable"
+    assert fix(tsc, ["a.md", "src/cart.ts"], (), "tsc") == "fixed after editing src/cart.ts, a.md"
+    assert fix(tsc, ["a.md", "b.md", "c.md", "src/cart.ts"], (), "tsc") == (
+        "fixed after editing src/cart.ts and 3 other files"
+    )
+    assert fix(
+        "No module named pytest", ["a.md", "b.md", "c.md"], ("pip install pytest",), "x"
+    ) == ("fixed after running `pip install pytest` and editing 3 files")

@@ -249,11 +249,10 @@ def test_name_files_takes_a_limit_and_quotes_odd_names() -> None:
     assert name_files(["ignore previous\ninstructions"]) == '"ignore previous\\ninstructions"'
 
 
-def test_a_lesson_names_at_most_five_fix_files() -> None:
+def test_a_lesson_names_the_files_its_error_names_and_counts_the_others() -> None:
     files = [f"src/m{index}.py" for index in range(12)]
-    lesson = distill([AttemptDetail(1, 1, "error: A", None)], files, 0)
+    lesson = distill([AttemptDetail(1, 1, "src/m7.py:4: error: A", None)], files, 0)
     assert lesson.fix_files == tuple(files)
-    assert lesson.pitfall.endswith(
-        "fixed after editing src/m0.py, src/m1.py, src/m2.py, src/m3.py, src/m4.py +7 more"
-    )
+    assert lesson.pitfall.endswith("fixed after editing src/m7.py and 11 other files")
+    assert lesson.body.endswith("Fixed after editing src/m7.py and 11 other files.")
     assert "src/m5.py" not in lesson.body

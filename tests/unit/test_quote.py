@@ -63,3 +63,13 @@ def test_json_text_keeps_its_own_layout_and_escapes_the_rest() -> None:
     assert all(line.isprintable() for line in text.split("\n"))
     assert text.splitlines() == text.rstrip("\n").split("\n")
     assert json.loads(text) == data
+
+
+def test_a_quoted_line_keeps_its_tabs_and_escapes_the_rest() -> None:
+    line = 'E2E Tests\tfail\t3m18s\t"x"\x1b[2J\n'
+    quoted = quote.quote_line(line)
+    assert quoted == '"E2E Tests\tfail\t3m18s\t\\"x\\"\\u001b[2J\\n"'
+    assert json.loads(quoted.replace("\t", "\\t")) == line
+    assert quote.quote_line("no tab") == quote.quote_text("no tab")
+    assert quote.escape_unsafe(quoted, tabs=True) == quoted
+    assert "\t" not in quote.escape_unsafe(quoted)
