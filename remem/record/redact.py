@@ -516,15 +516,34 @@ _OPTION_KEYWORDS: Keywords = (
 _SHORT = 100
 _SHORT_KEPT = 4096
 _short_redactions: dict[str, str] = {}
+# A longer one is met again within its event: an output is redacted in the stored payload, then
+# for its excerpt, a failure's for its error excerpt too. The last few are kept, up to a size.
+_LONG_KEPT = 4
+_LONG_CHARS = 64 * 1024
+_long_redactions: dict[str, str] = {}
 
 
 def redact_text(text: str) -> str:
-    short = len(text) < _SHORT
-    if short:
-        kept = _short_redactions.get(text)
-        if kept is not None:
-            return kept
-    original, lowered = text, text.lower()
+    size = len(text)
+    if size < _SHORT:
+        redacted = _short_redactions.get(text)
+        if redacted is None:
+            if len(_short_redactions) >= _SHORT_KEPT:
+                _short_redactions.clear()
+            redacted = _short_redactions[text] = _redacted(text)
+    elif size <= _LONG_CHARS:
+        redacted = _long_redactions.get(text)
+        if redacted is None:
+            if len(_long_redactions) >= _LONG_KEPT:
+                del _long_redactions[next(iter(_long_redactions))]
+            redacted = _long_redactions[text] = _redacted(text)
+    else:
+        redacted = _redacted(text)
+    return redacted
+
+
+def _redacted(text: str) -> str:
+    lowered = text.lower()
     found = find_keywords(lowered, _KEYWORDS)
     due = [position for keyword in found for position in _TRIGGERS.get(keyword, ())]
     if " -" in lowered or "\t-" in lowered:
@@ -532,10 +551,6 @@ def redact_text(text: str) -> str:
         due += [position for keyword in found for position in _OPTION_TRIGGERS.get(keyword, ())]
     for position in sorted({*due, *_ALWAYS}) if due else _ALWAYS:
         text = _RULES[position][1](text, lowered, found)
-    if short:
-        if len(_short_redactions) >= _SHORT_KEPT:
-            _short_redactions.clear()
-        _short_redactions[original] = text
     return text
 
 
