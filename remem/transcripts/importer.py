@@ -329,7 +329,7 @@ def build_call_event(
     """The hook's event for one call, at the record's time; a Codex command carries its exit
     code already, as the worker would have resolved it from the rollout."""
     event = build_event(call.payload, call.host, now, locate)
-    fields = event.as_dict()
+    fields: dict[str, Any] = {}
     fields["event_at"], fields["event_at_reported"] = event_time(call.at, fallback_at, now)
     if call.host == "codex" and event.kind == "command" and call.exit_code is not None:
         failed = call.exit_code != 0
@@ -338,7 +338,8 @@ def build_call_event(
         # The excerpt is the redacted output's head, as the worker's resolution keeps it.
         if failed and event.output_excerpt:
             fields["error_excerpt"] = event.output_excerpt[:ERROR_EXCERPT_CHARS]
-    return CapturedEvent(**fields)
+    changed: CapturedEvent = event.but(**fields)
+    return changed
 
 
 class _ProjectFilter:
