@@ -383,7 +383,7 @@ class Writer:
                 known = sum(1 for event in self.pending if stored_already(execute, event))
         else:
             with self.engine.begin() as connection:
-                batch = Batch(_statements(connection), _inserter(connection))
+                batch = Batch(_statements(connection), _inserter(connection), self.pending)
                 known = sum(1 for event in self.pending if batch.store(event) is None)
                 batch.finish()
         self.summary.events_known += known
