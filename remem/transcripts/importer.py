@@ -253,6 +253,8 @@ class _Identity:
     def __init__(self) -> None:
         self._located: dict[str, Where | None] = {}
         self._claude_roots: dict[tuple[str, str], str] = {}
+        # Each (cwd, branch, session root) once: a session's calls share a few.
+        self._where: dict[tuple[str, str | None, str | None], Where] = {}
 
     def locator(self, call: TranscriptCall) -> Locate:
         """Where the call's cwd lies: its project, branch, work tree and directory."""
@@ -260,6 +262,13 @@ class _Identity:
         return lambda cwd: self.where(cwd, call.branch, session_root)
 
     def where(self, cwd: str, branch: str | None, session_root: str | None) -> Where:
+        key = (cwd, branch, session_root)
+        where = self._where.get(key)
+        if where is None:
+            where = self._where[key] = self._where_now(cwd, branch, session_root)
+        return where
+
+    def _where_now(self, cwd: str, branch: str | None, session_root: str | None) -> Where:
         found = self._locate(cwd)
         if found is not None:
             root, head, tree, directory = found
