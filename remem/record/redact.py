@@ -134,7 +134,15 @@ def _followed(lowered: str, found: Found, stem: str, ends: tuple[str, ...]) -> b
     after = found[stem]
     if after is None:
         after = found[stem] = frozenset([piece[:1] for piece in lowered.split(stem)[1:]])
+    firsts = _FIRSTS.get(ends)
+    if firsts is None:
+        firsts = _FIRSTS[ends] = frozenset(end[:1] for end in ends)
+    if after.isdisjoint(firsts):  # no end can follow: each is ruled out at once
+        return False
     return any(end[:1] in after and stem + end in lowered for end in ends)
+
+
+_FIRSTS: dict[tuple[str, ...], frozenset[str]] = {}  # the first characters of a gate's ends
 
 
 _secret_keys: dict[tuple[str, bool], bool] = {}  # names repeat in every payload
@@ -554,14 +562,18 @@ def _redacted(text: str) -> str:
     return text
 
 
+# (trigger, the command it calls for) of every secret printer, in one list: one pass over it.
+_PRINTER_TRIGGERS = tuple(
+    (trigger, found) for _name, triggers, found, _example in SECRET_PRINTERS for trigger in triggers
+)
+
+
 def prints_secrets(command: str) -> bool:
     """Whether a command runs one that prints a secret with nothing beside it to say so
     (SECRET_PRINTERS): its whole output is masked."""
     lowered = command.lower()
-    return any(
-        any(trigger in lowered for trigger in triggers) and _pattern(found).search(command)
-        for _family, triggers, found, _example in SECRET_PRINTERS
-    )
+    due = [found for trigger, found in _PRINTER_TRIGGERS if trigger in lowered]
+    return any(_pattern(found).search(command) for found in due)
 
 
 def redact_json(value: Any, string: Callable[[str], str] = redact_text) -> Any:
