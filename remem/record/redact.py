@@ -525,7 +525,7 @@ _SHORT = 100
 _SHORT_KEPT = 4096
 _short_redactions: dict[str, str] = {}
 # A longer one is met again within its event: an output is redacted in the stored payload, then
-# for its excerpt, a failure's for its error excerpt too. The last few are kept, up to a size.
+# for its excerpt, a failure's for its error excerpt too. A few are kept, up to a size.
 _LONG_KEPT = 4
 _LONG_CHARS = 64 * 1024
 _long_redactions: dict[str, str] = {}
@@ -543,7 +543,7 @@ def redact_text(text: str) -> str:
         redacted = _long_redactions.get(text)
         if redacted is None:
             if len(_long_redactions) >= _LONG_KEPT:
-                del _long_redactions[next(iter(_long_redactions))]
+                _long_redactions.clear()
             redacted = _long_redactions[text] = _redacted(text)
     else:
         redacted = _redacted(text)
