@@ -122,10 +122,15 @@ def change_hash(files: list[str], parts: list[str]) -> str:
     return sha256_hex("\0".join([*files, "\0", *parts]).encode("utf-8", "surrogatepass"))[:32]
 
 
+# json.dumps(payload, ensure_ascii=False, sort_keys=True), without building its encoder again
+# for each payload.
+_PAYLOAD_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+
+
 def stored_payload(payload: dict[str, Any]) -> str:
     """The redacted payload as stored: its strings already cut (STORED_STRING_CHARS, by
     remem.record.bounded.redacted_cut), so that one output cannot bloat the row."""
-    return json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    return _PAYLOAD_ENCODER.encode(payload)
 
 
 def payload_hash(payload: dict[str, Any]) -> str:

@@ -21,12 +21,21 @@ class Record:
     annotations, in order; a class attribute is a field's default."""
 
     _fields: tuple[str, ...] = ()
+    _field_set: frozenset[str] = frozenset()
 
     def __init_subclass__(cls) -> None:
         # Not inspect.get_annotations: importing inspect costs the hook what dataclasses would.
         cls._fields = tuple(cls.__dict__.get("__annotations__", {}))  # noqa: RUF063
+        cls._field_set = frozenset(cls._fields)
 
     def __init__(self, *values: Any, **named: Any) -> None:
+        if not values and named.keys() == self._field_set:  # every field named: checked at once
+            data = named
+        else:
+            data = self._data(values, named)
+        self.__dict__.update(data)  # past __setattr__, which refuses every change
+
+    def _data(self, values: tuple[Any, ...], named: dict[str, Any]) -> dict[str, Any]:
         if len(values) > len(self._fields):
             raise TypeError(f"{type(self).__name__} takes {len(self._fields)} fields")
         data = dict(zip(self._fields, values, strict=False))
@@ -39,17 +48,18 @@ class Record:
                 raise TypeError(f"{type(self).__name__} needs {name}")
         if named:
             raise TypeError(f"{type(self).__name__} has no field {', '.join(named)}")
-        self.__dict__.update(data)  # past __setattr__, which refuses every change
+        return data
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is frozen")
 
     def fields(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._fields}
+        values = self.__dict__  # every field is there (no subclass shadows one)
+        return {name: values[name] for name in self._fields}
 
     def but(self, **changes: Any) -> Any:
         """A copy with some fields changed."""
-        unknown = set(changes) - set(self._fields)
+        unknown = changes.keys() - self._field_set
         if unknown:
             raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(unknown))}")
         copy = object.__new__(type(self))

@@ -25,7 +25,7 @@ _compiled: dict[str, re.Pattern[str]] = {}
 def find_keywords(lowered: str, keywords: Keywords, found: Found | None = None) -> Found:
     # The keywords the text holds, added to `found` (a new one when None).
     roots, children = keywords
-    hits = [keyword for keyword in roots if keyword in lowered]
+    hits = _held(lowered, roots)
     if found is None:
         found = dict.fromkeys(hits)
     elif hits:
@@ -33,8 +33,47 @@ def find_keywords(lowered: str, keywords: Keywords, found: Found | None = None) 
     if found and not found.keys().isdisjoint(children):
         for parent, inside in children.items():
             if parent in found:
-                found.update(dict.fromkeys([keyword for keyword in inside if keyword in lowered]))
+                found.update(dict.fromkeys(_held(lowered, inside)))
     return found
+
+
+# Characters from the rarest to the commonest in what tools print. A long text is looked at for
+# a keyword only when it holds the keyword's rarest character: one scan of the text for that
+# character (memchr's) rules out every keyword made with it, where each keyword costs a scan of
+# its own. A short text is scanned for each keyword: grouping would cost it more.
+_RAREST_FIRST = "~<=zqjx987654vkw3y:/201-b_ gfhumcdpnolaeirst"
+_GROUPED_FROM = 256
+_groups: dict[tuple[str, ...], list[tuple[str, tuple[str, ...]]]] = {}
+
+
+def _held(lowered: str, keywords: tuple[str, ...]) -> list[str]:
+    # The keywords the text holds.
+    if len(lowered) < _GROUPED_FROM:
+        return [keyword for keyword in keywords if keyword in lowered]
+    groups = _groups.get(keywords)
+    if groups is None:
+        groups = _groups[keywords] = _grouped(keywords)
+    return [
+        keyword
+        for rarest, group in groups
+        if rarest in lowered
+        for keyword in group
+        if keyword in lowered
+    ]
+
+
+def _grouped(keywords: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
+    # The keywords by their rarest character.
+    by_rarest: dict[str, list[str]] = {}
+    for keyword in keywords:
+        rarest = min(keyword, key=_rarity)
+        by_rarest.setdefault(rarest, []).append(keyword)
+    return [(rarest, tuple(group)) for rarest, group in by_rarest.items()]
+
+
+def _rarity(char: str) -> int:
+    index = _RAREST_FIRST.find(char)
+    return len(_RAREST_FIRST) if index < 0 else index
 
 
 def pattern(text: str, flags: int = 0) -> re.Pattern[str]:

@@ -134,7 +134,15 @@ def _followed(lowered: str, found: Found, stem: str, ends: tuple[str, ...]) -> b
     after = found[stem]
     if after is None:
         after = found[stem] = frozenset([piece[:1] for piece in lowered.split(stem)[1:]])
+    firsts = _FIRSTS.get(ends)
+    if firsts is None:
+        firsts = _FIRSTS[ends] = frozenset(end[:1] for end in ends)
+    if after.isdisjoint(firsts):  # no end can follow: each is ruled out at once
+        return False
     return any(end[:1] in after and stem + end in lowered for end in ends)
+
+
+_FIRSTS: dict[tuple[str, ...], frozenset[str]] = {}  # the first characters of a gate's ends
 
 
 _secret_keys: dict[tuple[str, bool], bool] = {}  # names repeat in every payload
@@ -516,15 +524,34 @@ _OPTION_KEYWORDS: Keywords = (
 _SHORT = 100
 _SHORT_KEPT = 4096
 _short_redactions: dict[str, str] = {}
+# A longer one is met again within its event: an output is redacted in the stored payload, then
+# for its excerpt, a failure's for its error excerpt too. A few are kept, up to a size.
+_LONG_KEPT = 4
+_LONG_CHARS = 64 * 1024
+_long_redactions: dict[str, str] = {}
 
 
 def redact_text(text: str) -> str:
-    short = len(text) < _SHORT
-    if short:
-        kept = _short_redactions.get(text)
-        if kept is not None:
-            return kept
-    original, lowered = text, text.lower()
+    size = len(text)
+    if size < _SHORT:
+        redacted = _short_redactions.get(text)
+        if redacted is None:
+            if len(_short_redactions) >= _SHORT_KEPT:
+                _short_redactions.clear()
+            redacted = _short_redactions[text] = _redacted(text)
+    elif size <= _LONG_CHARS:
+        redacted = _long_redactions.get(text)
+        if redacted is None:
+            if len(_long_redactions) >= _LONG_KEPT:
+                _long_redactions.clear()
+            redacted = _long_redactions[text] = _redacted(text)
+    else:
+        redacted = _redacted(text)
+    return redacted
+
+
+def _redacted(text: str) -> str:
+    lowered = text.lower()
     found = find_keywords(lowered, _KEYWORDS)
     due = [position for keyword in found for position in _TRIGGERS.get(keyword, ())]
     if " -" in lowered or "\t-" in lowered:
@@ -532,21 +559,21 @@ def redact_text(text: str) -> str:
         due += [position for keyword in found for position in _OPTION_TRIGGERS.get(keyword, ())]
     for position in sorted({*due, *_ALWAYS}) if due else _ALWAYS:
         text = _RULES[position][1](text, lowered, found)
-    if short:
-        if len(_short_redactions) >= _SHORT_KEPT:
-            _short_redactions.clear()
-        _short_redactions[original] = text
     return text
+
+
+# (trigger, the command it calls for) of every secret printer, in one list: one pass over it.
+_PRINTER_TRIGGERS = tuple(
+    (trigger, found) for _name, triggers, found, _example in SECRET_PRINTERS for trigger in triggers
+)
 
 
 def prints_secrets(command: str) -> bool:
     """Whether a command runs one that prints a secret with nothing beside it to say so
     (SECRET_PRINTERS): its whole output is masked."""
     lowered = command.lower()
-    return any(
-        any(trigger in lowered for trigger in triggers) and _pattern(found).search(command)
-        for _family, triggers, found, _example in SECRET_PRINTERS
-    )
+    due = [found for trigger, found in _PRINTER_TRIGGERS if trigger in lowered]
+    return any(_pattern(found).search(command) for found in due)
 
 
 def redact_json(value: Any, string: Callable[[str], str] = redact_text) -> Any:

@@ -41,7 +41,14 @@ def copy_json(
         elif isinstance(source, list):
             copied: list[Any] = [None] * len(source)
             target[slot] = copied
-            pending += [(item, copied, index, depth + 1) for index, item in enumerate(source)]
+            for index, item in enumerate(source):
+                # A string or a scalar is copied here; a list or an object waits its turn.
+                if isinstance(item, str):
+                    copied[index] = string(item)
+                elif isinstance(item, dict | list):
+                    pending.append((item, copied, index, depth + 1))
+                else:
+                    copied[index] = item
         else:
             into: dict[Any, Any] = {}
             target[slot] = into
@@ -53,7 +60,13 @@ def copy_json(
             }
             for new_name, (name, item) in named.items():
                 given = entry(name, item)
-                into[new_name] = given
-                if given is WALK:
+                if given is not WALK:
+                    into[new_name] = given
+                elif isinstance(item, str):
+                    into[new_name] = string(item)
+                elif isinstance(item, dict | list):
+                    into[new_name] = given  # its place, filled when its turn comes
                     pending.append((item, into, new_name, depth + 1))
+                else:
+                    into[new_name] = item
     return root[0]

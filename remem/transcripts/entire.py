@@ -210,15 +210,22 @@ class _Here:
 
     def __init__(self, work_tree: str) -> None:
         self.root, self.head, self.work_tree, _ = locate(work_tree)
+        self._below: dict[tuple[str, str | None], str | None] = {}  # a session's calls share a few
 
     def locator(self, call: TranscriptCall, branch: str | None) -> Locate | None:
         """None when the call ran outside the session's folder."""
         cwd, recorded = call.payload.get("cwd"), call.session_cwd
-        directory = _below(cwd, recorded) if isinstance(cwd, str) else "."
+        directory = self.below(cwd, recorded) if isinstance(cwd, str) else "."
         if directory is None:
             return None
         where = (self.root, branch, self.work_tree, directory)
         return lambda _cwd: where
+
+    def below(self, cwd: str, root: str | None) -> str | None:
+        key = (cwd, root)
+        if key not in self._below:
+            self._below[key] = _below(cwd, root)
+        return self._below[key]
 
 
 def _below(cwd: str, root: str | None) -> str | None:

@@ -253,6 +253,8 @@ class _Identity:
     def __init__(self) -> None:
         self._located: dict[str, Where | None] = {}
         self._claude_roots: dict[tuple[str, str], str] = {}
+        # Each (cwd, branch, session root) once: a session's calls share a few.
+        self._where: dict[tuple[str, str | None, str | None], Where] = {}
 
     def locator(self, call: TranscriptCall) -> Locate:
         """Where the call's cwd lies: its project, branch, work tree and directory."""
@@ -260,6 +262,13 @@ class _Identity:
         return lambda cwd: self.where(cwd, call.branch, session_root)
 
     def where(self, cwd: str, branch: str | None, session_root: str | None) -> Where:
+        key = (cwd, branch, session_root)
+        where = self._where.get(key)
+        if where is None:
+            where = self._where[key] = self._where_now(cwd, branch, session_root)
+        return where
+
+    def _where_now(self, cwd: str, branch: str | None, session_root: str | None) -> Where:
         found = self._locate(cwd)
         if found is not None:
             root, head, tree, directory = found
@@ -329,7 +338,7 @@ def build_call_event(
     """The hook's event for one call, at the record's time; a Codex command carries its exit
     code already, as the worker would have resolved it from the rollout."""
     event = build_event(call.payload, call.host, now, locate)
-    fields = event.as_dict()
+    fields: dict[str, Any] = {}
     fields["event_at"], fields["event_at_reported"] = event_time(call.at, fallback_at, now)
     if call.host == "codex" and event.kind == "command" and call.exit_code is not None:
         failed = call.exit_code != 0
@@ -338,7 +347,8 @@ def build_call_event(
         # The excerpt is the redacted output's head, as the worker's resolution keeps it.
         if failed and event.output_excerpt:
             fields["error_excerpt"] = event.output_excerpt[:ERROR_EXCERPT_CHARS]
-    return CapturedEvent(**fields)
+    changed: CapturedEvent = event.but(**fields)
+    return changed
 
 
 class _ProjectFilter:
@@ -382,7 +392,7 @@ class Writer:
                 known = sum(1 for event in self.pending if stored_already(execute, event))
         else:
             with self.engine.begin() as connection:
-                batch = Batch(_statements(connection), _inserter(connection))
+                batch = Batch(_statements(connection), _inserter(connection), self.pending)
                 known = sum(1 for event in self.pending if batch.store(event) is None)
                 batch.finish()
         self.summary.events_known += known

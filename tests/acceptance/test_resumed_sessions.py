@@ -61,6 +61,26 @@ def test_a_session_file_and_its_resumed_copy_store_each_run_once(
     assert len(calls) == len(set(calls))
 
 
+@pytest.mark.parametrize(("kind", "name", "field"), RESUMABLE)
+def test_a_session_and_its_resumed_copy_imported_together_store_each_run_once(
+    home: Home, tmp_path: Path, kind: str, name: str, field: str
+) -> None:
+    # One import, one transaction: the copy's calls meet the runs stored moments before.
+    host = "claude-code" if kind == "claude" else "codex"
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copyfile(TRANSCRIPTS / kind / name, folder / "a-original.jsonl")
+    resumed_copy(folder / "a-original.jsonl", folder / "b-resumed.jsonl", field)
+    with_env(home)
+
+    both = import_json(home, host, str(folder))
+
+    rows = event_rows(home)
+    assert both["events_new"] == both["events_known"] == len(rows) > 3
+    calls = [(tool_use_id, kind) for tool_use_id, kind, _session in rows]
+    assert len(calls) == len(set(calls))
+
+
 def test_the_hook_stores_a_tool_call_once_whatever_session_sends_it(
     home: Home, tmp_path: Path
 ) -> None:

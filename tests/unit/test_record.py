@@ -31,6 +31,15 @@ def test_a_record_is_frozen_and_copied_with_changes() -> None:
     assert run.files == ()
 
 
+def test_every_field_named_in_any_order_reads_in_the_class_order() -> None:
+    run = Run(files=("a.py",), command="make test", id=3)
+    assert list(run.fields()) == ["id", "command", "files"]
+    assert run == Run(3, "make test", ("a.py",))
+    assert repr(run) == "Run(id=3, command='make test', files=('a.py',))"
+    with pytest.raises(TypeError, match="no field colour"):
+        run.but(colour="red")
+
+
 @pytest.mark.parametrize(
     ("args", "named", "problem"),
     [

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from remem.record import masking
+from remem.record import masking, redact
 from remem.record.password_flags import PASSWORD_FLAGS, PASSWORD_WORDS, SECRET_PRINTERS
 from remem.record.redact import MASK, is_secret_key, prints_secrets, redact_json, redact_text
 from remem.record.secret_families import FAMILIES
@@ -755,3 +755,13 @@ def test_each_command_printing_a_secret_is_known(
 ) -> None:
     assert prints_secrets(command)
     assert secret in output and secret not in redact_text(command)
+
+
+def test_a_long_text_met_again_is_redacted_alike_and_few_are_kept() -> None:
+    # An output is redacted in its event's payload, then for its excerpt: the second reading
+    # is the first one's, and the texts kept for it stay few.
+    texts = [f"{'x' * 200}\nexport API_TOKEN=hidden{n}value\n" for n in range(10)]
+    for text in texts + texts[::-1]:
+        redacted = redact_text(text)
+        assert redacted == text.replace(text[text.index("hidden") : -1], MASK)
+    assert len(redact._long_redactions) <= redact._LONG_KEPT
