@@ -408,7 +408,7 @@ def quotes_own_error(answer: str, output: str) -> bool:
     printed = DIGITS.sub("#", output)
     for quoted in ADVICE_QUOTE.findall(answer):
         try:
-            line = str(json.loads(quoted)).removesuffix(CUT).strip()
+            line = str(json.loads(quoted, strict=False)).removesuffix(CUT).strip()  # raw tabs
         except ValueError:
             continue
         if line and DIGITS.sub("#", line) in printed:
