@@ -116,6 +116,13 @@ _PITFALLS = (
     "WHERE pr.root = :root AND l.directory = :directory AND l.workflow_hash = :workflow_hash "
     "{branch} ORDER BY l.resolved_at DESC, l.id DESC LIMIT 50"
 )
+# Which of the workflows shown have a lesson at all, in one round trip (served by the lessons'
+# workflow index): most have none, and each that has is read on its own.
+_TAUGHT = (
+    "SELECT DISTINCT l.directory, l.workflow_hash FROM {table} l "
+    "JOIN projects pr ON pr.id = l.project_id WHERE pr.root = :root "
+    "AND l.directory IN ({directories}) AND l.workflow_hash IN ({hashes})"
+)
 
 
 # The branch's failed runs of each workflow asked for since its last verified run there, in
@@ -203,9 +210,14 @@ def read_entries(
     )
     chosen = choose(local, team_rows, own, parents, status)
     failing = _failing(execute, root, own, chosen)
+    taught = _taught(execute, root, chosen)
     entries = [
         shown.but(
-            **_pitfalls(execute, root, shown),
+            **(
+                _pitfalls(execute, root, shown)
+                if (shown.source, shown.directory, shown.workflow_hash) in taught
+                else {}
+            ),
             **failing.get((shown.directory, shown.workflow_hash), {}),
             **checked_fields(shown.inputs, work_tree or root),
         )
@@ -296,6 +308,19 @@ def _choose(
     if inherited is not None:
         return inherited, True
     return None
+
+
+def _taught(execute: Execute, root: str, shown: Sequence[Entry]) -> set[tuple[str, str, str]]:
+    """(source, directory, workflow hash) of the workflows `shown` that have a lesson."""
+    taught: set[tuple[str, str, str]] = set()
+    for source in sorted({entry.source for entry in shown}):
+        mine = [entry for entry in shown if entry.source == source]
+        params: dict[str, Any] = {"root": root}
+        directories = in_list("d", sorted({entry.directory for entry in mine}), params)
+        hashes = in_list("h", sorted({entry.workflow_hash for entry in mine}), params)
+        query = _TAUGHT.format(table=_LESSON_TABLES[source], directories=directories, hashes=hashes)
+        taught.update((source, directory, hashed) for directory, hashed in execute(query, params))
+    return taught
 
 
 def _pitfalls(execute: Execute, root: str, shown: Entry) -> dict[str, tuple[str, ...]]:
