@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError
 
 from remem.capture.ingest import ingest_spool
 from remem.config import Settings
-from remem.db.engine import checkpoint, checkpoint_apart
+from remem.db.engine import checkpoint, checkpoint_apart, sqlite_file
 from remem.db.file_identity import DatabaseFile
 from remem.errors import DatabaseVanished, PermanentTaskError
 from remem.faults import crash_point
@@ -114,8 +114,8 @@ class Worker:
 
     def __post_init__(self) -> None:
         self.checkpoints = checkpoint_apart(self.engine)
-        path = self.engine.url.database if self.engine.dialect.name == "sqlite" else None
-        self.database = DatabaseFile.opened(path) if path and path != ":memory:" else None
+        path = sqlite_file(self.engine)
+        self.database = DatabaseFile.opened(path) if path else None
 
     def database_change(self) -> str | None:
         """None while the database's path names the file opened at start; else what became

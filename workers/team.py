@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from remem.config import Settings
+from remem.db.engine import held_alone
 from remem.procedures.promote import mark_stale
 from remem.queue import store as queue
 from remem.team import state
@@ -164,22 +165,9 @@ class TeamJobs:
         return self._attempt("promote", job)
 
     def _maintain(self, team: Engine, now: float) -> None:
-        with team.connect() as connection:
-            if connection.dialect.name == "postgresql":
-                got = connection.execute(
-                    text("SELECT pg_try_advisory_lock(:key)"), {"key": MAINTENANCE_LOCK_KEY}
-                ).scalar()
-                connection.commit()
-                if not got:
-                    return
-            try:
+        with team.connect() as connection, held_alone(connection, MAINTENANCE_LOCK_KEY) as alone:
+            if alone:
                 mark_stale(team, self.settings, now)
-            finally:
-                if connection.dialect.name == "postgresql":
-                    connection.execute(
-                        text("SELECT pg_advisory_unlock(:key)"), {"key": MAINTENANCE_LOCK_KEY}
-                    )
-                    connection.commit()
 
     def pull(self) -> bool:
         def job(team: Engine) -> tuple[int, dict[str, Any]]:

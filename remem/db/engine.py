@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
-from sqlalchemy.exc import InvalidatePoolError
+from sqlalchemy import Connection, Dialect, Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import DBAPIError, InvalidatePoolError
 
 from remem.db import sqlite as sqlite_settings
 from remem.paths import sqlite_path
@@ -148,8 +149,15 @@ def _psycopg_connection() -> Any:
     return ReadersCommit
 
 
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
+class Bound(Protocol):
+    """An engine, a connection, or remem.db.driver's Driver: what speaks one dialect."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+
+def is_sqlite(bind: Bound) -> bool:
+    return bind.dialect.name == "sqlite"
 
 
 def integrity_check(engine: Engine) -> str:
@@ -242,11 +250,78 @@ def checkpoint(engine: Engine) -> bool:
 
 
 def executor(connection: Connection) -> Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]:
-    """`execute(sql, params) -> rows` over an SQLAlchemy connection: the shape the stdlib-only
-    modules (capture store, digest) take, so both sides run the same statements."""
+    """`execute(sql, params) -> rows` inside the connection's transaction: the shape the
+    stdlib-only modules (capture store, digest) take, so both sides run the same statements.
+    On SQLite the statements go to the driver as they are (sqlite3 reads their :named
+    parameters): compiling each through SQLAlchemy would cost many-row work most of its time."""
+    if is_sqlite(connection):
+        run = sqlite_settings.executor(connection.connection.driver_connection)  # type: ignore[arg-type]
+
+        def execute_here(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+            if not connection.in_transaction():
+                connection.begin()  # as SQLAlchemy begins before its own first statement
+            try:
+                return run(sql, params)
+            except sqlite3.Error as exc:  # raised as SQLAlchemy raises it, for callers of both
+                raise DBAPIError.instance(sql, params, exc, sqlite3.Error) from exc
+
+        return execute_here
 
     def execute(sql: str, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
         result = connection.execute(text(sql), params)
         return result.all() if result.returns_rows else []
 
     return execute
+
+
+def inserter(connection: Connection) -> Callable[[str, dict[str, Any]], int | None] | None:
+    """`insert(sql, params) -> the new row's id` on SQLite, None when the statement inserted no
+    row (an INSERT ... ON CONFLICT DO NOTHING that met its conflict): RETURNING costs SQLite a
+    temporary table for every statement. None on a server, whose statements say RETURNING."""
+    if not is_sqlite(connection):
+        return None
+    return sqlite_inserter(connection.connection.driver_connection)  # type: ignore[arg-type]
+
+
+def sqlite_inserter(connection: sqlite3.Connection) -> Callable[[str, dict[str, Any]], int | None]:
+    """inserter() over a stdlib connection. Here, not in remem.db.sqlite: the hook imports that
+    module, and inserts one event."""
+
+    def insert(sql: str, params: dict[str, Any]) -> int | None:
+        cursor = connection.execute(sql, params)
+        return cursor.lastrowid if cursor.rowcount == 1 else None
+
+    return insert
+
+
+def row_lock(bind: Bound, skip_locked: bool = False) -> str:
+    """The clause that holds the rows a SELECT reads until its transaction ends: a server's
+    `FOR UPDATE` (with `skip_locked`, rows another transaction holds are passed over rather than
+    waited for); nothing on SQLite, whose one write transaction shuts every other writer out."""
+    if is_sqlite(bind):
+        return ""
+    return "FOR UPDATE SKIP LOCKED" if skip_locked else "FOR UPDATE"
+
+
+@contextlib.contextmanager
+def held_alone(connection: Connection, key: int) -> Iterator[bool]:
+    """Whether this connection holds `key` alone for the block (a server's advisory lock,
+    taken without waiting and released after; another holder makes it False). Always True on
+    SQLite, whose writers take turns on the one file."""
+    if is_sqlite(connection):
+        yield True
+        return
+    got = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}).scalar()
+    connection.commit()
+    try:
+        yield bool(got)
+    finally:
+        if got:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+            connection.commit()
+
+
+def sqlite_file(engine: Engine) -> str | None:
+    """The path of the SQLite file the engine opens; None for a server or a memory database."""
+    path = engine.url.database if is_sqlite(engine) else None
+    return path if path and path != ":memory:" else None

@@ -4,11 +4,13 @@ and qualify it, re-deriving it from every run when it cannot be advanced, and wr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import TextClause, bindparam, text
 
 from remem.db.driver import Driver, Rounds, Rows, many_rows
+from remem.db.engine import row_lock
 from remem.procedures import policy
 from remem.procedures.groups import Group, scoped_statement, send_by_group
 from remem.procedures.tally import (
@@ -22,15 +24,21 @@ from remem.procedures.tally import (
     session_lasts,
 )
 
-SELECT_TALLY = text(
+SELECT_TALLY = (
     "SELECT id, tally, version FROM group_states WHERE project_id = :project_id "
     "AND scope = :scope AND branch = :branch AND directory = :directory "
-    "AND workflow_hash = :workflow_hash"
+    "AND workflow_hash = :workflow_hash {lock}"
 )
-# The group's lock on PostgreSQL, where write transactions run side by side: held to commit,
-# it makes a window that re-derives the tally wait for any other writing it. SQLite's write
-# transaction already shuts every other writer out.
-LOCK_TALLY = text(SELECT_TALLY.text + " FOR UPDATE")
+
+
+@lru_cache(maxsize=2)
+def _select_tally(lock: str) -> TextClause:
+    """The group's tally; with row_lock's clause, the group's lock where write transactions run
+    side by side: held to commit, it makes a window that re-derives the tally wait for any
+    other writing it."""
+    return text(SELECT_TALLY.format(lock=lock).rstrip())
+
+
 # A window that found no tally may race another inserting the group's first one: the loser
 # inserts nothing, then locks the winner's row and derives the tally again.
 INSERT_TALLY = text(
@@ -78,7 +86,7 @@ def load(connection: Driver, group: Group, lock: bool = False) -> Stored | None:
 
 def send_load(connection: Driver, group: Group, lock: bool = False) -> Callable[[], Stored | None]:
     """load(), sent: what it finds once called."""
-    statement = LOCK_TALLY if lock and connection.dialect.name == "postgresql" else SELECT_TALLY
+    statement = _select_tally(row_lock(connection) if lock else "")
     rows = connection.execute(statement, group.key())
 
     def found() -> Stored | None:

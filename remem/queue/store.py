@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, TextClause, select, text
 
 from remem.db.driver import Driver, with_ids
-from remem.db.engine import READ_ONLY
+from remem.db.engine import READ_ONLY, row_lock
 from remem.db.schema import extraction_tasks
 from remem.faults import crash_point
 from remem.queue import policy
@@ -53,13 +53,9 @@ class TaskRow:
     updated_at: float
 
 
-def _lock_clause(engine: Engine) -> str:
-    return "FOR UPDATE SKIP LOCKED" if engine.dialect.name == "postgresql" else ""
-
-
 def _claim_sql(engine: Engine, in_project: bool = False) -> str:
     scope = sql.CLAIM_IN_PROJECT if in_project else ""
-    return sql.CLAIM_NEXT.format(lock_clause=_lock_clause(engine), scope=scope)
+    return sql.CLAIM_NEXT.format(lock_clause=row_lock(engine, skip_locked=True), scope=scope)
 
 
 @lru_cache(maxsize=16)  # a handful: claim (two forms), look, complete
@@ -208,7 +204,7 @@ def release_owned(engine: Engine, owner: str, now: float) -> int:
 def reap_expired_leases(engine: Engine, now: float, max_attempts: int) -> list[int]:
     """Return tasks whose lease ran out to pending, or fail those whose workers keep dying
     (policy.after_lease_expiry); the ids of all of them."""
-    select_sql = sql.SELECT_EXPIRED_LEASES.format(lock_clause=_lock_clause(engine))
+    select_sql = sql.SELECT_EXPIRED_LEASES.format(lock_clause=row_lock(engine, skip_locked=True))
     reaped: dict[str, list[int]] = {"pending": [], "failed": []}
     with engine.begin() as connection:
         for row in connection.execute(text(select_sql), {"now": now}).all():

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,10 +29,8 @@ from remem.transcripts.codex import read_codex
 from remem.transcripts.common import ReadStats, TranscriptCall, parse_time, read_records
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine
+    from sqlalchemy import Engine
 
-    from remem.capture.batch import Insert
-    from remem.db.snapshot import Execute
 
 HOSTS = ("claude-code", "codex")
 READERS: dict[str, Callable[[str, ReadStats], Iterator[TranscriptCall]]] = {
@@ -384,51 +381,20 @@ class Writer:
     def flush(self) -> None:
         if not self.pending:
             return
-        from remem.db.engine import READ_ONLY
+        from remem.db.engine import READ_ONLY, executor, inserter
 
         if self.dry_run:
             with self.engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-                execute = _statements(connection)
+                execute = executor(connection)
                 known = sum(1 for event in self.pending if stored_already(execute, event))
         else:
             with self.engine.begin() as connection:
-                batch = Batch(_statements(connection), _inserter(connection), self.pending)
+                batch = Batch(executor(connection), inserter(connection), self.pending)
                 known = sum(1 for event in self.pending if batch.store(event) is None)
                 batch.finish()
         self.summary.events_known += known
         self.summary.events_new += len(self.pending) - known
         self.pending.clear()
-
-
-def _statements(connection: Connection) -> Execute:
-    """`execute(sql, params) -> rows` inside the connection's transaction. On SQLite the
-    statements go to the driver as the hook sends them (sqlite3 takes their :named
-    parameters): compiling each through SQLAlchemy would cost the import most of its time."""
-    from remem.db import sqlite
-    from remem.db.engine import executor
-
-    if connection.dialect.name != "sqlite":
-        return executor(connection)
-    return sqlite.executor(connection.connection.driver_connection)  # type: ignore[arg-type]
-
-
-def _inserter(connection: Connection) -> Insert | None:
-    """On SQLite, an event's insert that tells its id without RETURNING (capture.batch)."""
-    if connection.dialect.name != "sqlite":
-        return None
-    return sqlite_inserter(connection.connection.driver_connection)  # type: ignore[arg-type]
-
-
-def sqlite_inserter(connection: sqlite3.Connection) -> Insert:
-    """`insert(sql, params) -> the new row's id`, None when the statement inserted no row (an
-    INSERT ... ON CONFLICT DO NOTHING that met its conflict). Here, not in remem.db.sqlite:
-    the hook imports that module, and inserts one event."""
-
-    def insert(sql: str, params: dict[str, object]) -> int | None:
-        cursor = connection.execute(sql, params)
-        return cursor.lastrowid if cursor.rowcount == 1 else None
-
-    return insert
 
 
 def import_transcripts(

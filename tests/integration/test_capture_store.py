@@ -14,10 +14,10 @@ import pytest
 from remem.capture.batch import Batch
 from remem.capture.hosts import build_event
 from remem.capture.store import store_event
+from remem.db.engine import sqlite_inserter
 from remem.db.sqlite import connect
 from remem.record import forgotten
 from remem.record.event import CapturedEvent
-from remem.transcripts.importer import sqlite_inserter
 from tests.conftest import Home, load_fixture
 
 if TYPE_CHECKING:

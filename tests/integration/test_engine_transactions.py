@@ -6,10 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
-from remem.db.engine import AUTOCOMMIT, Compacted, begin_secure_delete, compact, make_engine
+from remem.db.engine import (
+    AUTOCOMMIT,
+    Compacted,
+    begin_secure_delete,
+    compact,
+    executor,
+    held_alone,
+    make_engine,
+    row_lock,
+)
 from tests.conftest import Home
 
 
@@ -84,3 +94,59 @@ def test_a_secure_delete_transaction_zeroes_what_it_deletes(home: Home) -> None:
         assert connection.execute(text("PRAGMA secure_delete")).scalar() == 1
         assert driver(connection).in_transaction
     engine.dispose()
+
+
+def test_executor_begins_as_sqlalchemy_would_and_commits_with_the_connection(home: Home) -> None:
+    engine = make_engine(f"sqlite:///{home.db}", busy_timeout_s=0.1)
+    try:
+        with engine.connect() as connection:
+            execute = executor(connection)
+            execute("INSERT INTO projects (root, created_at) VALUES ('/a', 1)", {})
+            assert connection.in_transaction()
+            assert write_lock_is_held(home.db)  # one write transaction, not a statement's own
+            connection.rollback()
+            assert execute("SELECT count(*) FROM projects WHERE root = '/a'", {}) == [(0,)]
+            execute("INSERT INTO projects (root, created_at) VALUES ('/b', 2)", {})
+            connection.commit()
+        with engine.connect() as connection:
+            assert executor(connection)("SELECT root FROM projects", {}) == [("/b",)]
+    finally:
+        engine.dispose()
+
+
+def test_executor_raises_what_sqlalchemy_raises(home: Home) -> None:
+    engine = make_engine(f"sqlite:///{home.db}", busy_timeout_s=0.1)
+    insert = "INSERT INTO projects (root, created_at) VALUES (:root, 1)"
+    try:
+        with engine.begin() as connection:
+            execute = executor(connection)
+            execute(insert, {"root": "/a"})
+            with pytest.raises(IntegrityError):
+                execute(insert, {"root": "/a"})
+    finally:
+        engine.dispose()
+
+
+def test_a_row_lock_and_a_lock_held_alone_are_the_servers_and_no_op_on_sqlite(
+    home: Home, pg_url: str
+) -> None:
+    local, server = make_engine(f"sqlite:///{home.db}"), make_engine(pg_url)
+    try:
+        assert (row_lock(local), row_lock(local, skip_locked=True)) == ("", "")
+        assert row_lock(server) == "FOR UPDATE"
+        assert row_lock(server, skip_locked=True) == "FOR UPDATE SKIP LOCKED"
+        with (
+            local.connect() as first,
+            held_alone(first, 7) as alone,
+            local.connect() as second,
+            held_alone(second, 7) as also,
+        ):
+            assert alone and also  # SQLite's writers take turns on the file anyway
+        with server.connect() as first, server.connect() as second:
+            with held_alone(first, 7) as alone, held_alone(second, 7) as refused:
+                assert alone and not refused
+            with held_alone(second, 7) as after:
+                assert after  # released when the first block ended
+    finally:
+        local.dispose()
+        server.dispose()
