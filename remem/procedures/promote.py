@@ -1,14 +1,13 @@
 """The promote handler: a session's window of events -> runs of workflow steps -> procedures.
 
 `prepare` reads and analyses outside any write transaction: it builds the window (window.py:
-parses commands, may open rollout files) and, on SQLite, reads what applying it needs
-(reads.py: the groups' tallies and what advancing them needs, their procedures' newest
-evidence, the region of streaks the window may change), so that the one write lock is held for
-writing. On a server, where a writer holds only its own rows, apply reads them itself, in its
-own pipeline: a transaction and a check of what prepare read fewer. `apply` writes, in the
-transaction that also completes the task, so a window is applied entirely or not at all; it
-still reads the streaks' runs in that region, which include the window's own, an index range
-as small as the window.
+parses commands, may open rollout files) and reads what applying it needs (reads.py: the
+groups' tallies and what advancing them needs, their procedures' newest evidence, the region of
+streaks the window may change), so that a write transaction is held for writing: SQLite's one
+write lock, a server's row locks. `apply` checks that nothing it read has moved since (reading
+again what has), then writes, in the transaction that also completes the task, so a window is
+applied entirely or not at all; it still reads the streaks' runs in that region, which include
+the window's own, an index range as small as the window. Both backends go this one way.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from sqlalchemy import Connection, Engine, text
 
 from remem.config import Settings
 from remem.db.driver import Driver, Rounds, Rows, run, side_by_side
-from remem.db.engine import READ_ONLY, is_sqlite
+from remem.db.engine import READ_ONLY
 from remem.errors import NotFound
 from remem.procedures import inputs, instead, journal, known, ledger_rows, policy, siblings, tallies
 from remem.procedures.groups import BRANCH, Group, evaluate, send_procedures
@@ -64,8 +63,6 @@ def prepare(engine: Engine, task: ClaimedTask, settings: Settings) -> Window:
             params["since"] = max(event.captured_at for event in events) - LATE_RESOLUTION_S
             late = tuple(event_of(row) for row in connection.execute(SELECT_UNRESOLVED, params))
         window = build_window(events, late, settings)
-        if not is_sqlite(engine):
-            return window  # read by apply, under its lock
         return replace(window, reads=read_window(connection, window, settings))
 
 

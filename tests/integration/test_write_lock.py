@@ -83,7 +83,6 @@ def _statements_under_the_lock(world: World, monkeypatch: pytest.MonkeyPatch) ->
     return ran
 
 
-@pytest.mark.sqlite_only("the one write lock: on a server apply reads under its own rows' locks")
 def test_a_window_reads_its_procedure_s_evidence_and_streaks_before_the_lock(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,7 +114,6 @@ def test_a_window_reads_its_procedure_s_evidence_and_streaks_before_the_lock(
     assert json.loads(fix_files) == ["src/total.py"]
 
 
-@pytest.mark.sqlite_only("the one write lock: on a server apply reads under its own rows' locks")
 def test_a_window_reads_before_the_lock_the_files_of_the_runs_its_own_leave_listed(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
