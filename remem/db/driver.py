@@ -14,11 +14,8 @@ does not grow with it, and no list of fifty values that the planner prefers to r
 table for. Anything else (a table construct, an empty list, a list parameter in an executemany) goes
 through SQLAlchemy as before, so callers need not know which statements take which road.
 
-A list of parameter sets runs as one executemany; on PostgreSQL that is still a statement per
-set, each executed on its own by the server. An INSERT (or an UPDATE by key) marked `many_rows()`
-runs there as one statement whatever the count: its rows go as one JSON array, read as rows of
-its table (`json_populate_recordset`), so one statement text, one plan and one parameter serve
-them all.
+A list of parameter sets runs as one executemany, the driver's own: psycopg sends its sets
+to the server without waiting for each.
 
 On PostgreSQL every statement is a round trip to the server, and a window's statements came to
 a hundred of them. Inside `pipelined()` the statements are sent without waiting for one
@@ -36,9 +33,7 @@ once per group. `Driver.waits` counts the waits.
 from __future__ import annotations
 
 import functools
-import json
 import operator
-import re
 from collections import namedtuple
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -52,8 +47,6 @@ from sqlalchemy.sql.elements import TextClause
 _COMPILED_KEPT = 1_024
 # (dialect, id of the statement) -> how the driver runs it.
 _compiled: dict[tuple[str, int], _Compiled] = {}
-# The execution option many_rows() sets.
-_MANY_ROWS = "remem_many_rows"
 # Work that reads in rounds: it yields once it has sent a round's statements (see side_by_side).
 T = TypeVar("T")
 Rounds = Generator[None, None, T]
@@ -131,95 +124,12 @@ class Rows:
 
 
 @dataclass(frozen=True)
-class _ManyRows:
-    """A PostgreSQL statement of one row for a list of rows: one statement reading them from a
-    JSON array as rows of its table, with its own columns' types, in the server's own
-    placeholder (`$1`: psycopg reads a statement's text for its own at every call). Either
-    `INSERT INTO t (columns) VALUES (a parameter for each) …` or
-    `UPDATE t SET column = a parameter, … WHERE key = a parameter`."""
-
-    sql: str
-    columns: tuple[str, ...]
-    values: Callable[[dict[str, Any]], Any]  # a parameter set -> its values, in column order
-    counted: bool  # whether the statement takes the rows' count too ($2)
-
-    @classmethod
-    def of(cls, sql: str) -> _ManyRows:
-        insert, update = _ONE_ROW.fullmatch(sql), _BY_KEY.fullmatch(sql)
-        if insert is not None and "%(" not in insert[4]:
-            table, tail = insert[1], insert[4].replace("%%", "%")
-            pairs = _pairs(insert[2].split(","), insert[3].split(","))
-            listed = ", ".join(column for column, _name in pairs)
-            statement = (
-                f"INSERT INTO {table} ({listed}) SELECT {listed} "
-                f"FROM json_populate_recordset(NULL::{table}, $1::json){tail}"
-            )
-        elif update is not None:
-            table, key = update[1], update[3]
-            assignments = [a.split("=") for a in update[2].split(",")]
-            values = [a[1] if len(a) == 2 else "" for a in assignments]
-            pairs = _pairs([a[0] for a in assignments], values)
-            listed = ", ".join(f"{column} = r.{column}" for column, _name in pairs)
-            pairs = pairs and pairs + _pairs([key], [update[4]])
-            # LIMIT tells the planner how many rows (not a function's 100): each found by
-            # its key, not the table read whole.
-            statement = (
-                f"UPDATE {table} SET {listed} FROM (SELECT * FROM json_populate_recordset("
-                f"NULL::{table}, $1::json) LIMIT $2) AS r WHERE {table}.{key} = r.{key}"
-            )
-        else:
-            pairs = []
-        if not pairs:
-            raise ValueError(
-                "many_rows() takes INSERT INTO <table> (<columns>) VALUES (<a parameter for "
-                "each>) … or UPDATE <table> SET <column> = <a parameter>, … WHERE <key> = <a "
-                f"parameter>, parameters nowhere else: {sql}"
-            )
-        return cls(
-            statement,
-            tuple(column for column, _name in pairs),
-            _values(tuple(name for _column, name in pairs)),
-            counted=update is not None,
-        )
-
-    def bind(self, params: list[dict[str, Any]]) -> list[Any] | None:
-        """The statement's values: the rows as one JSON array, and their count; None when
-        JSON cannot hold a value (a float that is not finite, a type of its own)."""
-        columns, values = self.columns, self.values
-        try:
-            rows = json.dumps(
-                [dict(zip(columns, values(p), strict=True)) for p in params],
-                ensure_ascii=False,
-                allow_nan=False,
-            )
-        except (TypeError, ValueError):
-            return None
-        return [rows, len(params)] if self.counted else [rows]
-
-
-def _pairs(columns: list[str], values: list[str]) -> list[tuple[str, str]]:
-    """(column, the parameter it takes) for each; none unless each value is a parameter."""
-    names = [_NAMED.fullmatch(value.strip()) for value in values]
-    if len(names) != len(columns) or not all(names):
-        return []
-    return [(c.strip(), n[1]) for c, n in zip(columns, names, strict=True) if n is not None]
-
-
-_ONE_ROW = re.compile(
-    r"INSERT INTO (\w+) \(([^()]*)\) VALUES \(((?:[^()%]|%\(\w+\)s)*)\)(.*)", re.DOTALL
-)
-_BY_KEY = re.compile(r"UPDATE (\w+) SET ((?:[^%]|%\(\w+\)s)*) WHERE (\w+) = (%\(\w+\)s)\s*")
-_NAMED = re.compile(r"%\((\w+)\)s")
-
-
-@dataclass(frozen=True)
 class _Compiled:
     statement: TextClause  # kept alive, so the id it is cached by stays its own
     sql: str
     positions: tuple[str, ...] | None  # parameter names in order (positional drivers)
     expanding: frozenset[str]  # parameters that stand for a list: `IN :ids`
     arrays: frozenset[str]  # those bound as one array (`= ANY(:ids)`, PostgreSQL)
-    many_rows: _ManyRows | None  # a list of parameter sets runs as one INSERT … SELECT
     values: Callable[[dict[str, Any]], Any]  # a parameter set as the driver takes it
 
     def bind(self, params: dict[str, Any]) -> tuple[str, Any] | None:
@@ -303,12 +213,6 @@ class Driver:
                 return self._through_sqlalchemy(statement, params)
             if not params:
                 return Rows([], 0)
-            values = None
-            if compiled.many_rows is not None and len(params) > 1:
-                values = compiled.many_rows.bind(params)
-            if values is not None:
-                assert compiled.many_rows is not None
-                return self._many_rows(compiled.many_rows, values)
             cursor.executemany(compiled.sql, [compiled.values(p) for p in params])
         else:
             bound = compiled.bind(params or {})
@@ -323,19 +227,6 @@ class Driver:
             return Rows([], cursor.rowcount)
         make = _row_type(tuple(column[0] for column in description))
         return Rows(list(map(make, cursor.fetchall())), cursor.rowcount)
-
-    def _many_rows(self, many: _ManyRows, values: list[Any]) -> Rows:
-        from psycopg import RawCursor  # the PostgreSQL driver, there only
-
-        dbapi_connection: Any = self.connection.connection.dbapi_connection
-        cursor = RawCursor(dbapi_connection)
-        cursor.execute(many.sql, values)
-        if self._pipeline is not None:
-            self._unread = True
-            return Rows.sent(cursor, self._wait)
-        found = Rows([], cursor.rowcount)
-        cursor.close()
-        return found
 
     def _wait(self) -> None:
         self.waits += 1
@@ -370,7 +261,7 @@ class Driver:
         expanding = frozenset(
             name for name, parameter in statement._bindparams.items() if parameter.expanding
         )
-        sql, arrays, many_rows = compiled.string, set(), None
+        sql, arrays = compiled.string, set()
         if positions is None and self.dialect.name == "postgresql":
             for name in expanding:
                 marks = f"__[POSTCOMPILE_{name}]"
@@ -378,12 +269,10 @@ class Driver:
                 if sql.count(marks) == sql.count(as_in) and sql.count(f" NOT{as_in}") == 0:
                     sql = sql.replace(as_in, f" = ANY(%({name})s)")
                     arrays.add(name)
-            if statement.get_execution_options().get(_MANY_ROWS):
-                many_rows = _ManyRows.of(sql)
         if len(_compiled) >= _COMPILED_KEPT:
             _compiled.clear()
         found = _compiled[key] = _Compiled(
-            statement, sql, positions, expanding, frozenset(arrays), many_rows, _values(positions)
+            statement, sql, positions, expanding, frozenset(arrays), _values(positions)
         )
         return found
 
@@ -446,15 +335,6 @@ def run(work: Rounds[T]) -> T:
             next(work)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-
-
-def many_rows(statement: TextClause) -> TextClause:
-    """The `INSERT INTO t (columns) VALUES (a parameter for each) …` or `UPDATE t SET column
-    = a parameter, … WHERE key = a parameter` statement, run with a list of parameter sets as
-    one statement on PostgreSQL (an executemany elsewhere). Only for statements whose rows
-    cannot meet one another: an ON CONFLICT … DO UPDATE may not touch a row twice in one
-    statement, nor an UPDATE. RETURNING rows are not kept."""
-    return statement.execution_options(**{_MANY_ROWS: True})
 
 
 def with_ids(sql: str) -> TextClause:

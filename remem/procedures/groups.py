@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rounds, many_rows
+from remem.db.driver import Driver, Rounds
 from remem.procedures import evidence, policy
 from remem.procedures.tally import Tally, variant_rows
 from remem.procedures.tally import decide as decide_from_tally
@@ -238,11 +238,9 @@ TAKE_IDENTITY = text(
     "AND branch = :branch AND directory = :directory AND workflow_hash = :workflow_hash "
     "RETURNING procedure_id, created_at, inputs, inputs_read_at"
 )
-INSERT_EVIDENCE = many_rows(
-    text(
-        "INSERT INTO procedure_evidence (procedure_id, event_id, verified_at) "
-        "VALUES (:procedure_id, :event_id, :verified_at) ON CONFLICT DO NOTHING"
-    )
+INSERT_EVIDENCE = text(
+    "INSERT INTO procedure_evidence (procedure_id, event_id, verified_at) "
+    "VALUES (:procedure_id, :event_id, :verified_at) ON CONFLICT DO NOTHING"
 )
 
 _FILL_EVIDENCE = (

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, Rounds, Rows, many_rows
+from remem.db.driver import Driver, Rounds, Rows
 from remem.procedures import lessons
 
 GROUP = (
@@ -62,31 +62,27 @@ TAIL_RESOLVERS = text(
     "OR n.event_id > f.event_id) ORDER BY n.verified_at, n.event_id LIMIT 1) "
     f"WHERE {_GROUP_F} AND f.failed_at >= :since AND f.failed_at <= :until"
 )
-UPDATE_ATTEMPT = many_rows(
-    text(
-        "UPDATE attempts SET attempt_number = :attempt_number, duplicate_of = :duplicate_of, "
-        "resolved_by_event_id = :resolved_by_event_id WHERE id = :id"
-    )
+UPDATE_ATTEMPT = text(
+    "UPDATE attempts SET attempt_number = :attempt_number, duplicate_of = :duplicate_of, "
+    "resolved_by_event_id = :resolved_by_event_id WHERE id = :id"
 )
 SELECT_LESSONS = text(
     "SELECT resolved_by_event_id, failed_attempts, first_error, last_error, error_key, "
     f"fix_files, repeats, body, pitfall, resolved_at FROM lessons WHERE {GROUP}"
 )
 # A streak's lesson, keyed by the success that closed it: one row per key in a call.
-UPSERT_LESSON = many_rows(
-    text(
-        "INSERT INTO lessons (project_id, branch, directory, workflow_hash, resolved_by_event_id, "
-        "failed_attempts, first_error, last_error, error_key, fix_files, repeats, body, pitfall, "
-        "resolved_at, created_at) VALUES (:project_id, :branch, :directory, :workflow_hash, "
-        ":resolved_by_event_id, :failed_attempts, :first_error, :last_error, :error_key, "
-        ":fix_files, :repeats, :body, :pitfall, :resolved_at, :now) "
-        "ON CONFLICT (project_id, branch, directory, workflow_hash, resolved_by_event_id) "
-        "DO UPDATE SET failed_attempts = excluded.failed_attempts, "
-        "first_error = excluded.first_error, last_error = excluded.last_error, "
-        "error_key = excluded.error_key, fix_files = excluded.fix_files, "
-        "repeats = excluded.repeats, body = excluded.body, pitfall = excluded.pitfall, "
-        "resolved_at = excluded.resolved_at"
-    )
+UPSERT_LESSON = text(
+    "INSERT INTO lessons (project_id, branch, directory, workflow_hash, resolved_by_event_id, "
+    "failed_attempts, first_error, last_error, error_key, fix_files, repeats, body, pitfall, "
+    "resolved_at, created_at) VALUES (:project_id, :branch, :directory, :workflow_hash, "
+    ":resolved_by_event_id, :failed_attempts, :first_error, :last_error, :error_key, "
+    ":fix_files, :repeats, :body, :pitfall, :resolved_at, :now) "
+    "ON CONFLICT (project_id, branch, directory, workflow_hash, resolved_by_event_id) "
+    "DO UPDATE SET failed_attempts = excluded.failed_attempts, "
+    "first_error = excluded.first_error, last_error = excluded.last_error, "
+    "error_key = excluded.error_key, fix_files = excluded.fix_files, "
+    "repeats = excluded.repeats, body = excluded.body, pitfall = excluded.pitfall, "
+    "resolved_at = excluded.resolved_at"
 )
 DELETE_LESSONS = text(
     f"DELETE FROM lessons WHERE {GROUP} AND resolved_by_event_id IN :resolvers"

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from remem.db.driver import Driver, Rounds, Rows, many_rows, run, side_by_side
+from remem.db.driver import Driver, Rounds, Rows, run, side_by_side
 from remem.procedures import fixes, journal, lessons
 from remem.procedures.journal import GROUP, PREVIOUS_RUN, History, Key, Region, inside
 from remem.procedures.window import WindowEvent
@@ -30,26 +30,24 @@ SELECT_KNOWN = text(
     "AND first_seen_at >= :since AND first_seen_at <= :until"
 )
 # Rows of one group, each sighting once (rederive).
-UPSERT_KNOWN = many_rows(
-    text(
-        "INSERT INTO known_errors (project_id, branch, directory, workflow, workflow_hash, "
-        "error_key, error, first_event_id, last_event_id, session_id, first_seen_at, last_seen_at, "
-        "times_seen, sessions, resolved_by_event_id, resolved_at, fix_files, fix_commands, "
-        "fix_in_command, updated_at) VALUES (:project_id, :branch, :directory, :workflow, "
-        ":workflow_hash, :error_key, :error, :first_event_id, :last_event_id, :session_id, "
-        ":first_seen_at, :last_seen_at, :times_seen, :sessions, :resolved_by_event_id, "
-        ":resolved_at, :fix_files, :fix_commands, :fix_in_command, :now) "
-        "ON CONFLICT (project_id, branch, directory, workflow_hash, first_event_id) "
-        "DO UPDATE SET workflow = excluded.workflow, "
-        "error_key = excluded.error_key, error = excluded.error, "
-        "last_event_id = excluded.last_event_id, session_id = excluded.session_id, "
-        "first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at, "
-        "times_seen = excluded.times_seen, sessions = excluded.sessions, "
-        "resolved_by_event_id = excluded.resolved_by_event_id, resolved_at = excluded.resolved_at, "
-        "fix_files = excluded.fix_files, fix_commands = excluded.fix_commands, "
-        "fix_in_command = excluded.fix_in_command, "
-        "updated_at = excluded.updated_at"
-    )
+UPSERT_KNOWN = text(
+    "INSERT INTO known_errors (project_id, branch, directory, workflow, workflow_hash, "
+    "error_key, error, first_event_id, last_event_id, session_id, first_seen_at, last_seen_at, "
+    "times_seen, sessions, resolved_by_event_id, resolved_at, fix_files, fix_commands, "
+    "fix_in_command, updated_at) VALUES (:project_id, :branch, :directory, :workflow, "
+    ":workflow_hash, :error_key, :error, :first_event_id, :last_event_id, :session_id, "
+    ":first_seen_at, :last_seen_at, :times_seen, :sessions, :resolved_by_event_id, "
+    ":resolved_at, :fix_files, :fix_commands, :fix_in_command, :now) "
+    "ON CONFLICT (project_id, branch, directory, workflow_hash, first_event_id) "
+    "DO UPDATE SET workflow = excluded.workflow, "
+    "error_key = excluded.error_key, error = excluded.error, "
+    "last_event_id = excluded.last_event_id, session_id = excluded.session_id, "
+    "first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at, "
+    "times_seen = excluded.times_seen, sessions = excluded.sessions, "
+    "resolved_by_event_id = excluded.resolved_by_event_id, resolved_at = excluded.resolved_at, "
+    "fix_files = excluded.fix_files, fix_commands = excluded.fix_commands, "
+    "fix_in_command = excluded.fix_in_command, "
+    "updated_at = excluded.updated_at"
 )
 DELETE_KNOWN = text("DELETE FROM known_errors WHERE id = :id")
 OPEN_IN_SESSION = text(

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import text
 
 from remem.config import Settings
-from remem.db.driver import Driver, many_rows, with_ids
+from remem.db.driver import Driver, with_ids
 from remem.procedures import evidence, journal, policy, tallies
 from remem.procedures.evidence import Evidence
 from remem.procedures.groups import BRANCH, Group, send_procedures
@@ -64,25 +64,19 @@ _RUN_VALUES = (
     ":event_id, :step, :project_id, :branch, :directory, :workflow, :workflow_hash, :command, "
     ":masked, :session_id, :host"
 )
-INSERT_VERIFICATION = many_rows(
-    text(
-        f"INSERT INTO verifications ({_RUN_COLUMNS}, verified_at) VALUES ({_RUN_VALUES}, :at) "
-        "ON CONFLICT (event_id, step) DO NOTHING"
-    )
+INSERT_VERIFICATION = text(
+    f"INSERT INTO verifications ({_RUN_COLUMNS}, verified_at) VALUES ({_RUN_VALUES}, :at) "
+    "ON CONFLICT (event_id, step) DO NOTHING"
 )
-INSERT_UNVERIFIED = many_rows(
-    text(
-        f"INSERT INTO unverified_runs ({_RUN_COLUMNS}, ran_at) VALUES ({_RUN_VALUES}, :at) "
-        "ON CONFLICT (event_id, step) DO NOTHING"
-    )
+INSERT_UNVERIFIED = text(
+    f"INSERT INTO unverified_runs ({_RUN_COLUMNS}, ran_at) VALUES ({_RUN_VALUES}, :at) "
+    "ON CONFLICT (event_id, step) DO NOTHING"
 )
-INSERT_ATTEMPT = many_rows(
-    text(
-        f"INSERT INTO attempts ({_RUN_COLUMNS}, exit_code, error_excerpt, salient_error, "
-        f"failed_at, files, change_hash, cannot_run) VALUES ({_RUN_VALUES}, :exit_code, "
-        ":error_excerpt, :salient_error, :at, :files, :change_hash, :cannot_run) "
-        "ON CONFLICT (event_id, step) DO NOTHING"
-    )
+INSERT_ATTEMPT = text(
+    f"INSERT INTO attempts ({_RUN_COLUMNS}, exit_code, error_excerpt, salient_error, "
+    f"failed_at, files, change_hash, cannot_run) VALUES ({_RUN_VALUES}, :exit_code, "
+    ":error_excerpt, :salient_error, :at, :files, :change_hash, :cannot_run) "
+    "ON CONFLICT (event_id, step) DO NOTHING"
 )
 # A run's verdict -> the table its row goes in, in the order they are written.
 INSERT_RUN = {VERIFIED: INSERT_VERIFICATION, FAILED: INSERT_ATTEMPT, UNVERIFIED: INSERT_UNVERIFIED}

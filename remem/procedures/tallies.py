@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import TextClause, bindparam, text
 
-from remem.db.driver import Driver, Rounds, Rows, many_rows
+from remem.db.driver import Driver, Rounds, Rows
 from remem.db.engine import row_lock
 from remem.procedures import policy
 from remem.procedures.groups import Group, scoped_statement, send_by_group
@@ -48,14 +48,12 @@ INSERT_TALLY = text(
     "ON CONFLICT (project_id, scope, branch, directory, workflow_hash) DO NOTHING RETURNING id"
 )
 # Rows of a window's groups, each (group, session) once.
-UPSERT_SESSION = many_rows(
-    text(
-        "INSERT INTO group_sessions (group_id, session_id, last_verified_at) "
-        "VALUES (:group_id, :session_id, :at) ON CONFLICT (group_id, session_id) DO UPDATE SET "
-        "last_verified_at = CASE WHEN excluded.last_verified_at > "
-        "group_sessions.last_verified_at THEN excluded.last_verified_at "
-        "ELSE group_sessions.last_verified_at END"
-    )
+UPSERT_SESSION = text(
+    "INSERT INTO group_sessions (group_id, session_id, last_verified_at) "
+    "VALUES (:group_id, :session_id, :at) ON CONFLICT (group_id, session_id) DO UPDATE SET "
+    "last_verified_at = CASE WHEN excluded.last_verified_at > "
+    "group_sessions.last_verified_at THEN excluded.last_verified_at "
+    "ELSE group_sessions.last_verified_at END"
 )
 SESSIONS_AGED_OUT = text(
     "SELECT count(*) FROM group_sessions WHERE group_id = :group_id "

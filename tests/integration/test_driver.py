@@ -13,7 +13,7 @@ import sqlalchemy
 from packaging.requirements import Requirement
 from sqlalchemy import bindparam, text
 
-from remem.db.driver import Driver, many_rows
+from remem.db.driver import Driver
 from tests.integration.conftest import World
 
 CREATE = text("CREATE TABLE driver_probe (id INTEGER PRIMARY KEY, name TEXT, at DOUBLE PRECISION)")
@@ -112,15 +112,13 @@ def test_duplicate_and_unnamed_columns_stay_reachable_by_position(world: World) 
     assert row.id == 1
 
 
-def test_many_rows_insert_every_row_once_and_count_them(world: World) -> None:
-    """An INSERT marked many_rows() takes a list of any length, pipelined or not, and skips
-    what conflicts as its one-row form would; its values come back as they went (a float to
-    its last digit, text in any script, a null)."""
-    insert = many_rows(
-        text(
-            "INSERT INTO driver_probe (id, name, at) VALUES (:id, :label, :at) "
-            "ON CONFLICT (id) DO NOTHING"
-        )
+def test_a_list_of_rows_inserts_every_row_once_and_counts_them(world: World) -> None:
+    """An INSERT takes a list of any length, pipelined or not, and skips what conflicts as its
+    one-row form would; its values come back as they went (a float to its last digit, text in
+    any script, a null)."""
+    insert = text(
+        "INSERT INTO driver_probe (id, name, at) VALUES (:id, :label, :at) "
+        "ON CONFLICT (id) DO NOTHING"
     )
     rows = [{"id": n, "label": f"row {n}", "at": n / 3} for n in range(1, 300)]
     rows[5]["label"], rows[6]["label"], rows[7]["at"] = 'é "ü" \\ 𝄞 漢', None, 1e-300
@@ -138,10 +136,10 @@ def test_many_rows_insert_every_row_once_and_count_them(world: World) -> None:
     assert [tuple(row) for row in stored] == [(r["id"], r["label"], r["at"]) for r in rows]
 
 
-def test_many_rows_update_each_row_by_its_key(world: World) -> None:
-    """An UPDATE by key marked many_rows() sets each row its own values, a null included,
-    pipelined or not, and leaves the others as they were."""
-    update = many_rows(text("UPDATE driver_probe SET name = :name, at = :at WHERE id = :id"))
+def test_a_list_of_rows_updates_each_row_by_its_key(world: World) -> None:
+    """An UPDATE by key sets each row its own values, a null included, pipelined or not, and
+    leaves the others as they were."""
+    update = text("UPDATE driver_probe SET name = :name, at = :at WHERE id = :id")
     with world.engine.begin() as connection:
         connection.execute(CREATE)
         driver = Driver(connection)
@@ -161,8 +159,8 @@ def test_many_rows_update_each_row_by_its_key(world: World) -> None:
     ]
 
 
-def test_many_rows_with_a_value_json_cannot_hold_still_inserts_them(world: World) -> None:
-    insert = many_rows(text("INSERT INTO driver_probe (id, name, at) VALUES (:id, :name, :at)"))
+def test_a_list_of_rows_with_a_value_json_cannot_hold_inserts_them(world: World) -> None:
+    insert = text("INSERT INTO driver_probe (id, name, at) VALUES (:id, :name, :at)")
     rows = [{"id": 1, "name": "far", "at": float("inf")}, {"id": 2, "name": "near", "at": 0.5}]
     with world.engine.begin() as connection:
         connection.execute(CREATE)
@@ -170,26 +168,6 @@ def test_many_rows_with_a_value_json_cannot_hold_still_inserts_them(world: World
         assert driver.execute(insert, rows).rowcount == 2
         stored = driver.execute(text("SELECT id, name, at FROM driver_probe ORDER BY id")).all()
     assert [tuple(row) for row in stored] == [(1, "far", float("inf")), (2, "near", 0.5)]
-
-
-def test_many_rows_takes_a_row_of_parameters_only(world: World) -> None:
-    """Its rows go as rows of the table: an expression among the values has no place there,
-    and the statement says so before it runs."""
-    insert = many_rows(
-        text("INSERT INTO driver_probe (id, name, at) VALUES (:id, lower(:name), :at)")
-    )
-    rows = [{"id": n, "name": "Row", "at": 0.0} for n in (1, 2)]
-    with world.engine.begin() as connection:
-        connection.execute(CREATE)
-        driver = Driver(connection)
-        if world.engine.dialect.name == "sqlite":  # an executemany there, as every list
-            assert driver.execute(insert, rows).rowcount == 2
-            return
-        with pytest.raises(ValueError, match="a parameter for each"):
-            driver.execute(insert, rows)
-        counted = many_rows(text("UPDATE driver_probe SET at = at + :step WHERE id = :id"))
-        with pytest.raises(ValueError, match="<column> = <a parameter>"):
-            driver.execute(counted, [{"id": 1, "step": 1.0}, {"id": 2, "step": 1.0}])
 
 
 # What driver.py takes from SQLAlchemy beyond its public API. When an upgrade changes one of
