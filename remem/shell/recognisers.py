@@ -818,6 +818,9 @@ _ERROR_PREFIX = _compile(
     r"\s*\S"
 )
 _MENTION = _compile(r"(?i)error|fail|exception|panic")
+# A line of a code frame, the source a tool quotes under its error (vitest, jest, babel, rustc,
+# gcc): a gutter of a line number and a bar (`  > 12 |`, `90|`), or a bar alone before carets.
+_CODE_FRAME = _compile(r"\s*(?:>\s*)?(?:\d+\s*\||\|(?=\s*[\^~]|\s*$))")
 SALIENT_MAX_CHARS = 300
 # What an error excerpt no recogniser reads is read by: a line naming an error, else the first
 # that says something.
@@ -905,7 +908,7 @@ def salient_line(command: str | None, output: str | None) -> str | None:
     if not output:
         return None
     text = _clean(output)
-    every = text.split("\n")
+    every = [line for line in text.split("\n") if not is_code_frame(line)]
     lines = [line for line in every if not is_runner_exit(line)]
     found = _salient(command, text, lines)
     if found is None:  # a runner's notice, when its command printed nothing telling
@@ -928,11 +931,18 @@ def _salient(command: str | None, text: str, lines: list[str]) -> str | None:
     return found
 
 
+def is_code_frame(line: str) -> bool:
+    """Whether a line quotes source under an error (a code frame's numbered or caret line): it
+    names an error only as code that raises one, never as what went wrong."""
+    return _CODE_FRAME.match(line) is not None
+
+
 def telling_line(excerpt: str | None) -> str | None:
     """The line of an error excerpt that says most: one naming an error, else the first."""
     if not excerpt:
         return None
     every = [line.strip() for line in excerpt.splitlines() if line.strip()]
+    every = [line for line in every if not is_code_frame(line)]
     lines = [line for line in every if not is_runner_exit(line)]
     for line in lines:
         if _TELLING_LINE.search(line):

@@ -16,6 +16,7 @@ from remem.shell.recognisers import (
     check_of,
     error_key,
     family_of,
+    is_code_frame,
     is_summary,
     judge,
     mask_branch,
@@ -644,3 +645,50 @@ def test_bun_test_s_unmatched_filter_is_its_error_not_its_banner() -> None:
     assert judge(command, output) == "failure"
     line = salient_line(command, output)
     assert line is not None and line.startswith("The following filters did not match")
+
+
+# The tail of a vitest failure (FSM1+cipher-box, ../shared/corpus, MIT): `| tail -20` cut the
+# error itself, leaving the code frame under it, its stack and the summary.
+VITEST_TAIL = """\
+     88|   const deviceId = entry.deviceId as string;
+     89|   if (deviceId.length !== 64 || !HEX_REGEX.test(deviceId)) {
+     90|     throw new CryptoError('Invalid registry format', 'DECRYPTION_FAILE…
+       |           ^
+     91|   }
+     92|\x20
+ ❯ validateDeviceRegistry src/registry/schema.ts:54:5
+ ❯ src/__tests__/registry.test.ts:254:20
+
+⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯[5/5]⎯
+
+
+ Test Files  1 failed | 11 passed (12)
+      Tests  5 failed | 170 passed (175)
+"""
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "     90|     throw new CryptoError('Invalid registry format', 'DECRYPTION_FAILE…",
+        "  > 12 |     expect(total).toBe(3) // TypeError here",
+        "12 |     let value: u32 = parse_error();",
+        "       |           ^",
+        "   |     ^^^^^^^^^^^ expected `u32`, found enum `Result`",
+    ],
+)
+def test_a_line_of_quoted_source_is_never_the_error(frame: str) -> None:
+    """A code frame (vitest, jest, babel, rustc, gcc) quotes the source under the error: a
+    line of it names an error only by chance, as code that raises one."""
+    assert is_code_frame(frame)
+    assert salient_line("npx vitest run", f"{frame}\nsomething broke") != frame.strip()
+    assert telling_line(f"{frame}\nboom") == "boom"
+
+
+def test_the_tail_of_a_vitest_failure_gives_its_summary_not_its_code_frame() -> None:
+    assert salient_line("pnpm --filter @cipherbox/crypto test", VITEST_TAIL) == (
+        "Test Files  1 failed | 11 passed (12)"
+    )
+    assert telling_line(VITEST_TAIL) == "Test Files  1 failed | 11 passed (12)"
+    for line in ("Test Files  1 failed | 11 passed (12)", "error: tests failed", "| a | b |"):
+        assert not is_code_frame(line)
