@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from remem.db.engine import CHECKPOINT_INTERVAL_S
+
 if TYPE_CHECKING:
     from workers.runner import Worker
     from workers.team import TeamJobs
@@ -35,9 +37,6 @@ log = logging.getLogger("remem.worker")
 REAP_INTERVAL_S = 30.0
 INGEST_INTERVAL_S = 10.0
 MAINTENANCE_INTERVAL_S = 600.0
-# Between two checkpoints the WAL gathers what the worker wrote meanwhile (some tens of MB in a
-# burst: about 17 MB a second of 20,000 generated events).
-CHECKPOINT_INTERVAL_S = 1.0
 
 
 @dataclass(frozen=True)

@@ -261,7 +261,7 @@ def import_checkpoints(
                 on_progress(done_bytes, number)
     finally:
         reading.blobs.close()
-    reading.writer.flush()
+    reading.writer.finish()
     summary.sessions = len(reading.sessions)
     return summary
 

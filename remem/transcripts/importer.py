@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -368,10 +369,17 @@ class Writer:
     session's extraction task, as the hook does); a dry run only asks which are known."""
 
     def __init__(self, engine: Engine, summary: ImportSummary, dry_run: bool) -> None:
+        from remem.db.engine import checkpoint_apart
+
         self.engine = engine
         self.summary = summary
         self.dry_run = dry_run
         self.pending: list[CapturedEvent] = []
+        # As the worker does, its commits never move the WAL into the file (the copy and its
+        # syncs would hold the write lock the hooks wait for): it checkpoints between batches,
+        # once a second, and when it is done.
+        self.checkpoints = not dry_run and checkpoint_apart(engine)
+        self.checkpointed_at = time.monotonic()
 
     def add(self, event: CapturedEvent) -> None:
         self.pending.append(event)
@@ -381,7 +389,7 @@ class Writer:
     def flush(self) -> None:
         if not self.pending:
             return
-        from remem.db.engine import READ_ONLY, executor, inserter
+        from remem.db.engine import CHECKPOINT_INTERVAL_S, READ_ONLY, executor, inserter
 
         if self.dry_run:
             with self.engine.connect().execution_options(**{READ_ONLY: True}) as connection:
@@ -395,6 +403,20 @@ class Writer:
         self.summary.events_known += known
         self.summary.events_new += len(self.pending) - known
         self.pending.clear()
+        if self.checkpoints and time.monotonic() - self.checkpointed_at >= CHECKPOINT_INTERVAL_S:
+            self._checkpoint()
+
+    def finish(self) -> None:
+        """Stores what is pending, and moves the WAL into the file."""
+        self.flush()
+        if self.checkpoints:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        from remem.db.engine import checkpoint
+
+        checkpoint(self.engine)
+        self.checkpointed_at = time.monotonic()
 
 
 def import_transcripts(
@@ -432,7 +454,7 @@ def import_transcripts(
         done_bytes += source.size
         if on_progress is not None:
             on_progress(done_bytes, number)
-    writer.flush()
+    writer.finish()
     summary.sessions = len(sessions)
     return summary
 

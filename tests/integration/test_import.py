@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from remem.db.engine import make_engine
 from remem.transcripts import read_claude, read_codex
 from remem.transcripts.common import parse_time
 from remem.transcripts.importer import (
+    BATCH_EVENTS,
     Found,
     ImportOptions,
     ImportSummary,
@@ -127,6 +129,29 @@ def test_importing_the_real_transcripts_twice_stores_nothing_new(
     total = first.events_new + first_codex.events_new
     assert home.scalar("SELECT count(*) FROM captured_events") == total
     assert home.query("SELECT session_id, high_watermark_event_id FROM extraction_tasks") == tasks
+
+
+def test_an_import_checkpoints_apart_from_its_commits_and_when_it_is_done(
+    home: Home, engine: Engine, tmp_path: Path
+) -> None:
+    """Its commits never move the WAL into the file (that would hold the write lock the hooks
+    wait for): the import does, between batches and when it is done, so the file alone, its
+    WAL left aside, holds every event it stored."""
+    transcript = Claude(make_repository(tmp_path / "app"))
+    for number in range(BATCH_EVENTS + 20):  # two batches
+        transcript.bash(f"echo {number}")
+    summary = run_import(engine, "claude-code", transcript.write(tmp_path / "s.jsonl"))
+
+    with engine.connect() as connection:
+        pooled = connection.connection.dbapi_connection
+        assert pooled is not None
+        assert pooled.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    file_alone = sqlite3.connect(f"file:{home.db}?immutable=1", uri=True)
+    try:
+        stored = file_alone.execute("SELECT count(*) FROM captured_events").fetchone()
+    finally:
+        file_alone.close()
+    assert summary.events_new == BATCH_EVENTS + 20 == stored[0]
 
 
 def test_a_session_the_hooks_captured_counts_each_run_once(home: Home, engine: Engine) -> None:
