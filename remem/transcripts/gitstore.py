@@ -97,12 +97,18 @@ def fetch(repository: str, remote: str, branch: str) -> None:
     git(repository, "fetch", "--quiet", remote, refspec)
 
 
+# Read from git's pipe a megabyte at a time: a transcript of megabytes read through the
+# default 8 KiB took a system call, and git a wake-up, every few lines.
+PIPE_BUFFER_BYTES = 1 << 20
+
+
 class Blobs:
     """One `git cat-file --batch` for the blobs of a repository, asked one after another."""
 
     def __init__(self, repository: str) -> None:
         self.process = subprocess.Popen(
             [*_GIT, "-C", repository, "cat-file", "--batch"],
+            bufsize=PIPE_BUFFER_BYTES,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
