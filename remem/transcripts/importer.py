@@ -2,7 +2,7 @@
 
 Each transcript is streamed through its reader, each call is built into an event by the hook's
 own adapter (redaction, identity, idempotency key) and stored with the hook's own statements,
-many to a transaction (capture.batch). The key is the host's tool-use id, so importing
+many to a transaction (capture.store.Batch). The key is the host's tool-use id, so importing
 twice, or importing a session that the hooks also captured, stores each run once.
 """
 
@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from remem.capture.batch import Batch
 from remem.capture.hosts import FUTURE_SLACK_S, build_event
-from remem.capture.store import stored_already
+from remem.capture.store import Batch, stored_already
 from remem.errors import NotFound, RememError
 from remem.record.event import ERROR_EXCERPT_CHARS, CapturedEvent, Dropped
 from remem.record.identity import locate

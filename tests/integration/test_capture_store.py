@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from remem.capture.batch import Batch
 from remem.capture.hosts import build_event
-from remem.capture.store import store_event
+from remem.capture.store import Batch, store_event
 from remem.db.engine import sqlite_inserter
 from remem.db.sqlite import connect
 from remem.record import forgotten
