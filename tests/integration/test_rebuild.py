@@ -778,3 +778,23 @@ def test_migration_0020_shows_the_command_a_procedure_runs(world: World) -> None
     assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
     assert world.burst()["rebuilds"] == 1
     assert world.procedures("command", "verified_runs") == [("bun run test", 3)]
+
+
+def test_migration_0021_reads_no_code_frame_line_as_an_error(world: World) -> None:
+    """Before schema 0021, the quoted source under a vitest failure whose error a pipe's tail
+    cut was the failure's error. The rebuild 0021 asks for reads the summary instead."""
+    frame = (
+        "     77|           throw new CryptoError(\n       |                 ^\n"
+        " Test Files  1 failed | 11 passed (12)\n"
+    )
+    world.post("pnpm test", 1, output=frame)
+    world.burst()
+    migrate.downgrade(world.engine, "0020")
+    with world.engine.begin() as connection:  # as the derivation before 0021 left it
+        connection.execute(text("UPDATE attempts SET salient_error = '77| throw new CryptoError('"))
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+    assert world.execute("SELECT salient_error FROM attempts", {}) == [
+        ("Test Files  1 failed | 11 passed (12)",)
+    ]
