@@ -337,10 +337,15 @@ class Batch:
             new_id = int(rows[0][0]) if rows else None
         else:
             new_id = self.insert(INSERT_EVENT_WITHOUT_ID, params)
+        if new_id is not None:
+            self._stored(event, new_id, session_id)
         if event.kind == "command":
+            # After the command's own task is noted: its edit, stored next, raises it further.
+            # Even when the command was stored already: importing again adds what it edited.
             store_written_edit(event, self.store)
-        if new_id is None:
-            return None
+        return new_id
+
+    def _stored(self, event: CapturedEvent, new_id: int, session_id: int) -> None:
         call = _tool_call(event)
         if call in self.asked:
             self.runs.add((call, event.host, event.kind))
@@ -348,9 +353,8 @@ class Batch:
         if event.kind != "session_start":
             raised = self.raised.get(session_id)
             if raised is not None and raised[1] != event.captured_at:
-                raise_task(execute, session_id, *raised)
+                raise_task(self.execute, session_id, *raised)
             self.raised[session_id] = (new_id, event.captured_at)
-        return new_id
 
     def finish(self) -> None:
         for session_id, event_at in self.touched.items():

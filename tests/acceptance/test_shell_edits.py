@@ -82,6 +82,13 @@ def test_a_heredoc_write_is_an_edit_beside_its_command(home: Home, tmp_path: Pat
         ("command", "printf 'x' > src/failed.py", None, "failure"),  # it wrote nothing
         ("command", "python -m pytest -q > report.txt", None, "success"),
     ]
+    # Each session's task reaches its last event, a command's edit included: the window the
+    # worker reads ends there.
+    tasks = home.query(
+        "SELECT t.high_watermark_event_id, max(e.id) FROM extraction_tasks t "
+        "JOIN captured_events e ON e.session_id = t.session_id GROUP BY t.session_id"
+    )
+    assert tasks and all(watermark == last for watermark, last in tasks), tasks
 
 
 def test_a_spooled_write_brings_its_edit_and_its_secrets_stay_out(
