@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -16,6 +17,8 @@ from sqlalchemy.exc import DBAPIError, InvalidatePoolError
 
 from remem.db import sqlite as sqlite_settings
 from remem.paths import sqlite_path
+
+log = logging.getLogger("remem.worker")
 
 READ_ONLY = "remem_read_only"
 AUTOCOMMIT = "AUTOCOMMIT"  # SQLAlchemy's isolation level: no transaction at all
@@ -240,17 +243,23 @@ def checkpoint_apart(engine: Engine) -> bool:
 
 def checkpoint(engine: Engine) -> bool:
     """One PASSIVE checkpoint, which takes no lock a writer waits for; whether it moved every
-    frame of the WAL (a reader on the newest frames keeps them there)."""
+    frame of the WAL (a reader on the newest frames keeps them there). One that cannot run is
+    logged and False: the next one tries again, and the WAL is whole meanwhile."""
     # On the driver's connection, outside any transaction, as it comes from the pool: asking
     # SQLAlchemy for AUTOCOMMIT would set `PRAGMA read_uncommitted` when the connection goes
     # back, and that PRAGMA expires every statement the connection has prepared.
-    connection = engine.raw_connection()
     try:
-        cursor = connection.cursor()
-        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        _busy, frames, moved = cursor.fetchone() or (0, 0, 0)
-    finally:
-        connection.close()
+        connection = engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            _busy, frames, moved = cursor.fetchone() or (0, 0, 0)
+        finally:
+            connection.close()
+    # The driver's own error too: a checkpoint runs on the driver's connection.
+    except (DBAPIError, sqlite3.Error) as error:
+        log.warning("could not checkpoint the WAL: %s", error, extra={"action": "checkpoint"})
+        return False
     return bool(moved >= frames)
 
 
