@@ -1,5 +1,6 @@
 """Oracles: plain, slow ways to derive what the library derives fast (window by window, in
-batches), which tests compare it with. remem itself never uses them."""
+batches), which tests compare it with, and the plain forms of what it returns. remem itself
+never uses them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from remem.agent.digest import paginate_held
 from remem.db.driver import Driver
 from remem.procedures import journal
 
@@ -36,3 +38,8 @@ def load_history(connection: Driver, group: dict[str, Any]) -> journal.History:
     attempts = {row.event_id: row for row in connection.execute(SELECT_ATTEMPTS, group).all()}
     successes = {row.event_id: row for row in connection.execute(SELECT_SUCCESSES, group).all()}
     return journal.History(attempts, successes)
+
+
+def paginate(*args: Any, **kwargs: Any) -> list[str]:
+    """The digest's pages as text alone (remem.agent.digest.paginate_held)."""
+    return [page for page, _held in paginate_held(*args, **kwargs)]

@@ -183,38 +183,6 @@ def _fit(block: str, room_chars: int, room_lines: int, order: str) -> str:
     return text + "\n" + tail
 
 
-def paginate(
-    entries: Sequence[Entry],
-    header: str,
-    max_chars: int = Settings.context_max_chars,
-    max_lines: int = Settings.context_max_lines,
-    known_errors: Sequence[KnownError] = (),
-    earlier: Sequence[Entry] = (),
-    substitutions: Sequence[Substitution] = (),
-    earlier_more: int = 0,
-    root: str = "",
-    gone: Sequence[Entry] = (),
-) -> list[str]:
-    """Pages of whole procedures within the budget, footer included; then what was verified
-    earlier (when nothing was lately), under its own heading; the known errors and the commands
-    that passed instead of failing ones last. A block that cannot fit a page even alone is cut,
-    with an order to read it whole. The known errors are the project's, so a branch with no
-    procedure still gets them. Nothing to say: no pages."""
-    pages = paginate_held(
-        entries,
-        header,
-        max_chars,
-        max_lines,
-        known_errors,
-        earlier,
-        substitutions,
-        earlier_more,
-        root,
-        gone,
-    )
-    return [text for text, _held in pages]
-
-
 def paginate_held(
     entries: Sequence[Entry],
     header: str,
@@ -227,8 +195,13 @@ def paginate_held(
     root: str = "",
     gone: Sequence[Entry] = (),
 ) -> list[tuple[str, list[Any]]]:
-    """`paginate`'s pages, each with the procedures (entries) and known errors it holds: what
-    the SessionStart hook records as shown. A known error cut off its page is not held.
+    """Pages of whole procedures within the budget, footer included; then what was verified
+    earlier (when nothing was lately), under its own heading; the known errors and the commands
+    that passed instead of failing ones last. A block that cannot fit a page even alone is cut,
+    with an order to read it whole. The known errors are the project's, so a branch with no
+    procedure still gets them. Nothing to say: no pages. Each page comes with the procedures
+    (entries) and known errors it holds: what the SessionStart hook records as shown. A known
+    error cut off its page is not held.
     `earlier_more`: how many more were verified earlier than `earlier` holds, in the project
     at `root`; the last of them says so, and how to list them."""
     blocks: list[tuple[str, str, Sequence[Any]]] = [

