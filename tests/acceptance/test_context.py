@@ -21,6 +21,7 @@ from remem.agent.known import digest_known_errors
 from remem.config import Settings
 from tests.conftest import REMEM_HOOK, Home, load_fixture
 from tests.integration.conftest import World
+from tests.oracles import paginate
 
 TEST = "python -m pytest -q tests/test_cart.py"
 LINT = "ruff check src"
@@ -65,7 +66,7 @@ def expected_pages(home: Home, project: Path, branch: str) -> list[str]:
         known_errors = digest_known_errors(execute, str(project), said=said)
     finally:
         connection.close()
-    return digest.paginate(
+    return paginate(
         entries, digest.header_for(str(project), branch, bool(entries)), known_errors=known_errors
     )
 
