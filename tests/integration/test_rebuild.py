@@ -744,6 +744,18 @@ def test_migration_0016_finds_the_command_that_passed_in_another_directory(
     assert world.execute(found) == [("node assets/build.js", "node build.js", ".", "assets")]
 
 
+def _rebuilt_after(world: World, before: str, as_it_was_left: str) -> None:
+    """The database taken back to schema `before`, `as_it_was_left` run (what the derivation
+    before the next schema left), then upgraded: the upgrade asks for one rebuild, and the
+    next burst runs it."""
+    migrate.downgrade(world.engine, before)
+    with world.engine.begin() as connection:
+        connection.execute(text(as_it_was_left))
+    migrate.upgrade(world.engine)
+    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
+    assert world.burst()["rebuilds"] == 1
+
+
 def test_migration_0019_judges_stored_commands_past_their_wrappers(world: World) -> None:
     """Before schema 0019, `rtk git status` was work and `rtk bun run test` a workflow of its
     own. The rebuild 0019 asks for files both under the command they run: the status is a
@@ -753,12 +765,7 @@ def test_migration_0019_judges_stored_commands_past_their_wrappers(world: World)
         world.post("rtk bun run test")
     world.post("bun run test")
     world.burst()
-    migrate.downgrade(world.engine, "0018")
-    with world.engine.begin() as connection:  # as the derivation before 0019 left it
-        connection.execute(text("UPDATE procedures SET workflow = 'rtk bun run test'"))
-    migrate.upgrade(world.engine)
-    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
-    assert world.burst()["rebuilds"] == 1
+    _rebuilt_after(world, "0018", "UPDATE procedures SET workflow = 'rtk bun run test'")
     assert world.procedures("workflow", "verified_runs") == [("bun run test", 3)]
 
 
@@ -771,12 +778,7 @@ def test_migration_0020_shows_the_command_a_procedure_runs(world: World) -> None
         world.post("gh pr create --fill")
     world.post("bun run test")
     world.burst()
-    migrate.downgrade(world.engine, "0019")
-    with world.engine.begin() as connection:  # as the derivation before 0020 left it
-        connection.execute(text("UPDATE procedures SET command = 'bun run test 2>&1'"))
-    migrate.upgrade(world.engine)
-    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
-    assert world.burst()["rebuilds"] == 1
+    _rebuilt_after(world, "0019", "UPDATE procedures SET command = 'bun run test 2>&1'")
     assert world.procedures("command", "verified_runs") == [("bun run test", 3)]
 
 
@@ -789,12 +791,8 @@ def test_migration_0021_reads_no_code_frame_line_as_an_error(world: World) -> No
     )
     world.post("pnpm test", 1, output=frame)
     world.burst()
-    migrate.downgrade(world.engine, "0020")
-    with world.engine.begin() as connection:  # as the derivation before 0021 left it
-        connection.execute(text("UPDATE attempts SET salient_error = '77| throw new CryptoError('"))
-    migrate.upgrade(world.engine)
-    assert world.execute("SELECT name FROM pending_jobs", {}) == [(rebuild.REBUILD_JOB,)]
-    assert world.burst()["rebuilds"] == 1
+    quoted_source = "UPDATE attempts SET salient_error = '77| throw new CryptoError('"
+    _rebuilt_after(world, "0020", quoted_source)
     assert world.execute("SELECT salient_error FROM attempts", {}) == [
         ("Test Files  1 failed | 11 passed (12)",)
     ]
